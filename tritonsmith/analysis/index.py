@@ -1,0 +1,463 @@
+"""The kernel index: every Triton kernel in a module and what surrounds it.
+
+`index_module(root)` reads the module's imports (so that `tl`, `triton.language`, a bare `jit`
+or a libdevice `pow` mean what they mean in that file), finds each function whose decorator
+stack holds Triton's `jit` (directly, through an alias, or through a project wrapper around it),
+and collects for each one its parameters, its autotune configs, its heuristics and the places
+in the same file that launch it (`kernel[grid](...)`) or call it directly.
+
+Other DSLs' `jit` decorators (CuTe, TileLang, Gluon) are not Triton's and are not indexed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tree_sitter import Node, Query, QueryCursor
+
+from .document import PY_LANGUAGE
+from .syntax import call_args, dotted_name, string_value, text, unparen
+
+__all__ = [
+    "AutotuneConfig",
+    "Autotune",
+    "Imports",
+    "Kernel",
+    "LaunchSite",
+    "ModuleIndex",
+    "Param",
+    "index_module",
+]
+
+TRITON_JIT = "triton.jit"
+# Gluon lives under triton.experimental; its jit has other rules and is not checked here.
+_NOT_TRITON_PREFIXES = ("triton.experimental", "cutlass", "cute", "tilelang")
+
+
+class Imports:
+    """Maps names bound by imports to the fully qualified names they stand for."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+
+    def bind(self, local: str, qualified: str) -> None:
+        self.names[local] = qualified
+
+    def qualify(self, node: Node | None) -> str | None:
+        """The qualified name of an identifier or attribute chain (`tl.arange` ->
+        `triton.language.arange`), resolving the head through the imports. Unimported heads stay
+        as written, so builtins come back as themselves (`abs`)."""
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        base = self.names.get(head)
+        if base is None:
+            return dotted
+        return f"{base}.{rest}" if rest else base
+
+    def is_triton(self, qualified: str | None, *names: str) -> bool:
+        """Whether `qualified` is `triton.language.<name>` (or a known re-export) for a name."""
+        if qualified is None:
+            return False
+        for name in names:
+            if qualified in (
+                f"triton.language.{name}",
+                f"triton.language.core.{name}",
+                f"triton.language.math.{name}",
+                f"triton.language.standard.{name}",
+            ):
+                return True
+        return False
+
+
+@dataclass
+class Param:
+    name: str
+    node: Node
+    index: int
+    annotation: str | None = None
+    default: Node | None = None
+    is_constexpr: bool = False
+
+
+@dataclass
+class AutotuneConfig:
+    """One `triton.Config(...)` with its meta-parameter values."""
+
+    node: Node
+    values: dict[str, Node] = field(default_factory=dict)
+    key_nodes: dict[str, Node] = field(default_factory=dict)
+    options: dict[str, Node] = field(default_factory=dict)  # num_warps, num_stages, ...
+
+
+@dataclass
+class Autotune:
+    node: Node
+    configs: list[AutotuneConfig] = field(default_factory=list)
+    configs_known: bool = False
+    key: list[tuple[str, Node]] = field(default_factory=list)
+    reset_to_zero: list[str] = field(default_factory=list)
+    restore_value: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LaunchSite:
+    """`kernel[grid](args...)`, or a direct call `kernel(args...)` when `grid` is None."""
+
+    node: Node
+    grid: Node | None
+    positional: list[Node]
+    keywords: dict[str, tuple[Node, Node]]
+
+
+@dataclass
+class Kernel:
+    name: str
+    node: Node  # the function_definition
+    outer: Node  # the decorated_definition (or the definition itself)
+    decorators: list[Node]
+    params: list[Param]
+    jit_decorator: Node
+    autotune: Autotune | None = None
+    heuristics: dict[str, Node] = field(default_factory=dict)
+    heuristics_node: Node | None = None
+    launches: list[LaunchSite] = field(default_factory=list)
+    direct_calls: list[LaunchSite] = field(default_factory=list)
+
+    @property
+    def body(self) -> Node | None:
+        return self.node.child_by_field_name("body")
+
+    def param(self, name: str) -> Param | None:
+        for param in self.params:
+            if param.name == name:
+                return param
+        return None
+
+    @property
+    def constexpr_names(self) -> set[str]:
+        return {p.name for p in self.params if p.is_constexpr}
+
+
+@dataclass
+class ModuleIndex:
+    imports: Imports
+    kernels: list[Kernel]
+    # Module-level names: function definitions and assignments, by name.
+    functions: dict[str, Node]
+    globals: dict[str, Node]
+
+    def kernel(self, name: str) -> Kernel | None:
+        for kernel in self.kernels:
+            if kernel.name == name:
+                return kernel
+        return None
+
+    @property
+    def jit_names(self) -> set[str]:
+        return {k.name for k in self.kernels}
+
+
+_CALL_QUERY = Query(
+    PY_LANGUAGE,
+    """
+    (call function: (subscript value: (identifier) @launched)) @launch
+    (call function: (identifier) @called) @call
+    """,
+)
+
+
+def _module_statements(root: Node) -> list[Node]:
+    """Top-level statements, looking through module-level `if`/`try`/`with` blocks and classes
+    (kernels are often defined under `if HAS_TRITON:` or as static methods)."""
+    out: list[Node] = []
+    stack = list(reversed(root.named_children))
+    while stack:
+        node = stack.pop()
+        if node.type in ("if_statement", "try_statement", "with_statement", "else_clause",
+                         "elif_clause", "except_clause", "finally_clause", "block",
+                         "class_definition"):
+            inner = node.child_by_field_name("body") if node.type == "class_definition" else node
+            children = list(inner.named_children) if inner is not None else []
+            if node.type == "if_statement":
+                children = [c for c in children if c.type in ("block", "else_clause", "elif_clause")]
+            stack.extend(reversed(children))
+            continue
+        out.append(node)
+    return out
+
+
+def _read_imports(statements: list[Node]) -> Imports:
+    imports = Imports()
+    for node in statements:
+        if node.type == "import_statement":
+            for child in node.named_children:
+                if child.type == "dotted_name":
+                    name = text(child)
+                    imports.bind(name.split(".")[0], name.split(".")[0])
+                elif child.type == "aliased_import":
+                    name = text(child.child_by_field_name("name"))
+                    alias = text(child.child_by_field_name("alias"))
+                    imports.bind(alias, name)
+        elif node.type == "import_from_statement":
+            module_node = node.child_by_field_name("module_name")
+            module = text(module_node)
+            if module.startswith("."):
+                continue
+            for child in node.children_by_field_name("name"):
+                if child.type == "dotted_name":
+                    imports.bind(text(child), f"{module}.{text(child)}")
+                elif child.type == "aliased_import":
+                    name = text(child.child_by_field_name("name"))
+                    alias = text(child.child_by_field_name("alias"))
+                    imports.bind(alias, f"{module}.{name}")
+    # Libdevice lives under extra.cuda / extra.hip in some releases; all mean the same functions.
+    for local, qualified in list(imports.names.items()):
+        for home in ("triton.language.extra.cuda.libdevice", "triton.language.extra.hip.libdevice"):
+            if qualified.startswith(home):
+                imports.names[local] = "triton.language.extra.libdevice" + qualified[len(home):]
+    return imports
+
+
+def _decorator_target(decorator: Node) -> Node | None:
+    expr = next((c for c in decorator.named_children if c.type != "comment"), None)
+    if expr is not None and expr.type == "call":
+        return expr.child_by_field_name("function")
+    return expr
+
+
+def _is_jit(qualified: str | None, jit_aliases: set[str]) -> bool:
+    if qualified is None or qualified.startswith(_NOT_TRITON_PREFIXES):
+        return False
+    return qualified == TRITON_JIT or qualified in ("triton.runtime.jit", "triton.runtime.jit.jit") or qualified in jit_aliases
+
+
+def _jit_wrappers(statements: list[Node], imports: Imports) -> set[str]:
+    """Module-level names that stand for `triton.jit`: `my_jit = triton.jit`, or a function whose
+    body returns or calls `triton.jit` (a project wrapper)."""
+    aliases: set[str] = set()
+    for node in statements:
+        if node.type == "expression_statement" and node.named_child_count == 1:
+            assign = node.named_children[0]
+            if assign.type == "assignment":
+                left = assign.child_by_field_name("left")
+                right = assign.child_by_field_name("right")
+                if left is not None and left.type == "identifier" and imports.qualify(right) == TRITON_JIT:
+                    aliases.add(text(left))
+        elif node.type in ("function_definition", "decorated_definition"):
+            definition = node.child_by_field_name("definition") if node.type == "decorated_definition" else node
+            if definition is None or definition.type != "function_definition":
+                continue
+            body = definition.child_by_field_name("body")
+            if body is None:
+                continue
+            captures = QueryCursor(_JIT_REFERENCE).captures(body)
+            if any(imports.qualify(n) == TRITON_JIT for n in captures.get("ref", [])):
+                aliases.add(text(definition.child_by_field_name("name")))
+    return aliases
+
+
+_JIT_REFERENCE = Query(PY_LANGUAGE, "[(attribute) (identifier)] @ref")
+
+
+def _params(definition: Node, imports: Imports) -> list[Param]:
+    params_node = definition.child_by_field_name("parameters")
+    out: list[Param] = []
+    if params_node is None:
+        return out
+    for child in params_node.named_children:
+        name_node = child
+        annotation: Node | None = None
+        default: Node | None = None
+        if child.type in ("typed_parameter", "typed_default_parameter", "default_parameter"):
+            name_node = child.child_by_field_name("name") or next(
+                (c for c in child.named_children if c.type == "identifier"), child
+            )
+            annotation = child.child_by_field_name("type")
+            default = child.child_by_field_name("value")
+        elif child.type != "identifier":
+            continue
+        annotation_text = text(annotation) if annotation is not None else None
+        ann_expr = annotation.named_children[0] if annotation is not None and annotation.named_child_count else annotation
+        qualified = imports.qualify(ann_expr) if ann_expr is not None else None
+        is_constexpr = bool(
+            qualified in ("triton.language.constexpr", "triton.language.core.constexpr")
+            or (annotation_text is not None and annotation_text.endswith("constexpr"))
+        )
+        out.append(
+            Param(
+                name=text(name_node),
+                node=name_node,
+                index=len(out),
+                annotation=annotation_text,
+                default=default,
+                is_constexpr=is_constexpr,
+            )
+        )
+    return out
+
+
+def _string_list(node: Node | None, globals_: dict[str, Node]) -> list[tuple[str, Node]]:
+    node = _resolve_global(node, globals_)
+    if node is None or node.type not in ("list", "tuple"):
+        return []
+    return [(v, c) for c in node.named_children if (v := string_value(c)) is not None]
+
+
+def _resolve_global(node: Node | None, globals_: dict[str, Node]) -> Node | None:
+    node = unparen(node)
+    seen = 0
+    while node is not None and node.type == "identifier" and text(node) in globals_ and seen < 5:
+        node = unparen(globals_[text(node)])
+        seen += 1
+    return node
+
+
+def _config(call: Node, imports: Imports) -> AutotuneConfig | None:
+    function = call.child_by_field_name("function")
+    if imports.qualify(function) not in ("triton.Config", "triton.runtime.Config", "triton.runtime.autotuner.Config"):
+        return None
+    positional, keywords = call_args(call)
+    config = AutotuneConfig(node=call)
+    mapping = positional[0] if positional else (keywords.get("kwargs", (None, None))[1])
+    mapping = unparen(mapping)
+    if mapping is not None and mapping.type == "dictionary":
+        for pair in mapping.named_children:
+            if pair.type != "pair":
+                continue
+            key = string_value(pair.child_by_field_name("key"))
+            value = pair.child_by_field_name("value")
+            if key is not None and value is not None:
+                config.values[key] = value
+                config.key_nodes[key] = pair.child_by_field_name("key") or pair
+    for name, (_, value) in keywords.items():
+        if name != "kwargs":
+            config.options[name] = value
+    return config
+
+
+def _autotune(call: Node, imports: Imports, globals_: dict[str, Node]) -> Autotune:
+    positional, keywords = call_args(call)
+    autotune = Autotune(node=call)
+    configs_node = keywords["configs"][1] if "configs" in keywords else (positional[0] if positional else None)
+    configs_node = _resolve_global(configs_node, globals_)
+    if configs_node is not None and configs_node.type in ("list", "tuple"):
+        autotune.configs_known = True
+        for item in configs_node.named_children:
+            item = unparen(item)
+            if item is None or item.type == "comment":
+                continue
+            config = _config(item, imports) if item.type == "call" else None
+            if config is None:
+                autotune.configs_known = False
+                continue
+            autotune.configs.append(config)
+    key_node = keywords["key"][1] if "key" in keywords else (positional[1] if len(positional) > 1 else None)
+    autotune.key = _string_list(key_node, globals_)
+    autotune.reset_to_zero = [v for v, _ in _string_list(keywords.get("reset_to_zero", (None, None))[1], globals_)]
+    autotune.restore_value = [v for v, _ in _string_list(keywords.get("restore_value", (None, None))[1], globals_)]
+    return autotune
+
+
+def _heuristics(call: Node, globals_: dict[str, Node]) -> dict[str, Node]:
+    positional, keywords = call_args(call)
+    mapping = keywords["values"][1] if "values" in keywords else (positional[0] if positional else None)
+    mapping = _resolve_global(mapping, globals_)
+    out: dict[str, Node] = {}
+    if mapping is not None and mapping.type == "dictionary":
+        for pair in mapping.named_children:
+            if pair.type == "pair":
+                key = string_value(pair.child_by_field_name("key"))
+                value = pair.child_by_field_name("value")
+                if key is not None and value is not None:
+                    out[key] = value
+    return out
+
+
+def _kernel(node: Node, imports: Imports, jit_aliases: set[str], globals_: dict[str, Node]) -> Kernel | None:
+    if node.type != "decorated_definition":
+        return None
+    definition = node.child_by_field_name("definition")
+    if definition is None or definition.type != "function_definition":
+        return None
+    decorators = [c for c in node.named_children if c.type == "decorator"]
+    jit_decorator = next(
+        (d for d in decorators if _is_jit(imports.qualify(_decorator_target(d)), jit_aliases)), None
+    )
+    if jit_decorator is None:
+        return None
+    kernel = Kernel(
+        name=text(definition.child_by_field_name("name")),
+        node=definition,
+        outer=node,
+        decorators=decorators,
+        params=_params(definition, imports),
+        jit_decorator=jit_decorator,
+    )
+    for decorator in decorators:
+        expr = next((c for c in decorator.named_children if c.type != "comment"), None)
+        if expr is None or expr.type != "call":
+            continue
+        qualified = imports.qualify(expr.child_by_field_name("function"))
+        if qualified in ("triton.autotune", "triton.runtime.autotune", "triton.runtime.autotuner.autotune"):
+            kernel.autotune = _autotune(expr, imports, globals_)
+        elif qualified in ("triton.heuristics", "triton.runtime.heuristics", "triton.runtime.autotuner.heuristics"):
+            kernel.heuristics.update(_heuristics(expr, globals_))
+            kernel.heuristics_node = expr
+    return kernel
+
+
+def index_module(root: Node) -> ModuleIndex:
+    """Index every Triton kernel of a parsed module. Never raises on broken code."""
+    statements = _module_statements(root)
+    imports = _read_imports(statements)
+    functions: dict[str, Node] = {}
+    globals_: dict[str, Node] = {}
+    for node in statements:
+        if node.type == "function_definition":
+            functions[text(node.child_by_field_name("name"))] = node
+        elif node.type == "decorated_definition":
+            definition = node.child_by_field_name("definition")
+            if definition is not None and definition.type == "function_definition":
+                functions[text(definition.child_by_field_name("name"))] = node
+        elif node.type == "expression_statement" and node.named_child_count >= 1:
+            assign = node.named_children[0]
+            if assign.type == "assignment":
+                left = assign.child_by_field_name("left")
+                right = assign.child_by_field_name("right")
+                if left is not None and left.type == "identifier" and right is not None:
+                    globals_[text(left)] = right
+                elif left is not None and left.type == "identifier":
+                    globals_[text(left)] = assign  # annotated without value
+    jit_aliases = _jit_wrappers(statements, imports)
+    kernels: list[Kernel] = []
+    host_nodes: list[Node] = []
+    for node in statements:
+        kernel = _kernel(node, imports, jit_aliases, globals_)
+        if kernel is not None:
+            kernels.append(kernel)
+        else:
+            host_nodes.append(node)
+    by_name = {k.name: k for k in kernels}
+    if by_name:
+        cursor = QueryCursor(_CALL_QUERY)
+        for host in host_nodes:
+            for pattern, captures in cursor.matches(host):
+                if pattern == 0:
+                    kernel = by_name.get(text(captures["launched"][0]))
+                    if kernel is None:
+                        continue
+                    call = captures["launch"][0]
+                    subscript = call.child_by_field_name("function")
+                    grid = subscript.child_by_field_name("subscript") if subscript is not None else None
+                    positional, keywords = call_args(call)
+                    kernel.launches.append(LaunchSite(call, grid, positional, keywords))
+                else:
+                    kernel = by_name.get(text(captures["called"][0]))
+                    if kernel is None:
+                        continue
+                    call = captures["call"][0]
+                    positional, keywords = call_args(call)
+                    kernel.direct_calls.append(LaunchSite(call, None, positional, keywords))
+    return ModuleIndex(imports=imports, kernels=kernels, functions=functions, globals=globals_)

@@ -1,0 +1,114 @@
+"""Small helpers over tree-sitter nodes shared by the index and the rule checks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tree_sitter import Node
+
+__all__ = [
+    "argument_list",
+    "call_args",
+    "dotted_name",
+    "iter_descendants",
+    "string_value",
+    "text",
+    "unparen",
+]
+
+# Nodes that open a new Python scope: a walk over a kernel body stops at them, since their
+# contents run elsewhere (or are themselves rule violations found by another check).
+SCOPE_NODES = frozenset({"function_definition", "class_definition", "lambda"})
+
+
+def text(node: Node | None) -> str:
+    if node is None or node.text is None:
+        return ""
+    return node.text.decode("utf-8", errors="replace")
+
+
+def unparen(node: Node | None) -> Node | None:
+    while node is not None and node.type == "parenthesized_expression" and node.named_child_count == 1:
+        node = node.named_children[0]
+    return node
+
+
+def dotted_name(node: Node | None) -> str | None:
+    """`a.b.c` for an identifier or attribute chain, else None."""
+    node = unparen(node)
+    if node is None:
+        return None
+    if node.type == "identifier":
+        return text(node)
+    if node.type == "attribute":
+        obj = dotted_name(node.child_by_field_name("object"))
+        attr = node.child_by_field_name("attribute")
+        if obj is None or attr is None:
+            return None
+        return f"{obj}.{text(attr)}"
+    return None
+
+
+def argument_list(call: Node) -> Node | None:
+    args = call.child_by_field_name("arguments")
+    return args if args is not None and args.type == "argument_list" else None
+
+
+def call_args(call: Node) -> tuple[list[Node], dict[str, tuple[Node, Node]]]:
+    """Positional argument nodes and keyword arguments (name -> (keyword node, value node))."""
+    positional: list[Node] = []
+    keywords: dict[str, tuple[Node, Node]] = {}
+    args = argument_list(call)
+    if args is None:
+        return positional, keywords
+    for child in args.named_children:
+        if child.type == "keyword_argument":
+            name = child.child_by_field_name("name")
+            value = child.child_by_field_name("value")
+            if name is not None and value is not None:
+                keywords[text(name)] = (child, value)
+        elif child.type in ("comment", "list_splat", "dictionary_splat"):
+            continue
+        else:
+            positional.append(child)
+    return positional, keywords
+
+
+def string_value(node: Node | None) -> str | None:
+    """The value of a plain string literal (no interpolation), else None."""
+    node = unparen(node)
+    if node is None or node.type != "string":
+        return None
+    parts = []
+    for child in node.named_children:
+        if child.type == "string_content":
+            parts.append(text(child))
+        elif child.type == "interpolation":
+            return None
+    return "".join(parts)
+
+
+def iter_descendants(node: Node, *, stop_at_scopes: bool = True) -> Iterator[Node]:
+    """Every named descendant of `node` in document order, not descending into nested scopes."""
+    cursor = node.walk()
+    # An explicit cursor walk: far faster than recursion over `.children` in Python.
+    visited_children = False
+    depth = 0
+    while True:
+        current = cursor.node
+        if not visited_children:
+            if depth > 0 and current is not None and current.is_named:
+                yield current
+            descend = current is not None and not (
+                stop_at_scopes and depth > 0 and current.type in SCOPE_NODES
+            )
+            if descend and cursor.goto_first_child():
+                depth += 1
+                continue
+        if cursor.goto_next_sibling():
+            visited_children = False
+            continue
+        if depth == 0 or not cursor.goto_parent():
+            return
+        depth -= 1
+        visited_children = True

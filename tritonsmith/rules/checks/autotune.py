@@ -1,0 +1,3 @@
+"""autotune checks."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""calls checks."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""control_flow checks."""
+
+from __future__ import annotations

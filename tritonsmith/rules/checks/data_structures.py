@@ -1,0 +1,3 @@
+"""data_structures checks."""
+
+from __future__ import annotations

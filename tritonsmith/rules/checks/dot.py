@@ -1,0 +1,3 @@
+"""dot checks."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""launch checks."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""memory checks."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""types checks."""
+
+from __future__ import annotations

@@ -1,0 +1,305 @@
+"""What a static check sees of one kernel: its nodes, names, values and block-ness.
+
+`KernelContext` is built once per kernel per check run and shared by every rule. It walks the
+kernel once, grouping nodes by type, and answers the questions the checks ask:
+- `qualify(node)`: what a name means through the module's imports (`tl.arange` ->
+  `triton.language.arange`);
+- `scenarios()`: the constexpr bindings the kernel is compiled with (its defaults, each autotune
+  `Config`, each launch site), each with the node it came from, so a finding can point there;
+- `is_block(node)`: whether an expression is a block tensor rather than a scalar (a simple
+  forward taint from `tl.arange`, `tl.zeros`, ... through assignments). Unknown means "not a
+  block": a check that raises an error must not guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from tree_sitter import Node
+
+from ..analysis.index import Kernel, ModuleIndex
+from ..analysis.syntax import call_args, iter_descendants, text, unparen
+from ..analysis.values import UNKNOWN, evaluate
+
+__all__ = ["KernelContext", "Scenario"]
+
+# Calls that create a block tensor out of nothing.
+_BLOCK_SOURCES = frozenset(
+    {"arange", "zeros", "full", "rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "cat",
+     "join", "interleave", "histogram"}
+)
+# Reductions may return a scalar (no axis, or the last axis of a 1-D block): never "block".
+_REDUCTIONS = frozenset(
+    {"sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum", "prod", "reduce_or", "reduce_and",
+     "item"}
+)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One set of constexpr values the kernel is specialised with, and where they come from."""
+
+    env: dict[str, Any]
+    origin: Node | None = None
+    label: str = "defaults"
+    # For each name, the node that gave its value (a Config entry or a launch keyword).
+    sources: dict[str, Node] = field(default_factory=dict)
+
+
+class KernelContext:
+    def __init__(self, kernel: Kernel, module: ModuleIndex, source: bytes, version: tuple[int, int] | None) -> None:
+        self.kernel = kernel
+        self.module = module
+        self.source = source
+        self.version = version
+        self.imports = module.imports
+        self._by_type: dict[str, list[Node]] = {}
+        for node in iter_descendants(kernel.node, stop_at_scopes=False):
+            self._by_type.setdefault(node.type, []).append(node)
+
+    # -- nodes -----------------------------------------------------------------------------
+
+    def nodes(self, *types: str) -> list[Node]:
+        """Every node of these types in the kernel (its signature and body), in order."""
+        if len(types) == 1:
+            return self._by_type.get(types[0], [])
+        out = [n for t in types for n in self._by_type.get(t, [])]
+        out.sort(key=lambda n: n.start_byte)
+        return out
+
+    def in_body(self, node: Node) -> bool:
+        body = self.kernel.body
+        return body is not None and body.start_byte <= node.start_byte and node.end_byte <= body.end_byte
+
+    def qualify(self, node: Node | None) -> str | None:
+        return self.imports.qualify(node)
+
+    def call_name(self, call: Node) -> str | None:
+        return self.imports.qualify(call.child_by_field_name("function"))
+
+    def tl_calls(self, *names: str) -> Iterator[Node]:
+        """Calls of `triton.language.<name>` (however imported) in the kernel body."""
+        for call in self.nodes("call"):
+            if self.imports.is_triton(self.call_name(call), *names) and self.in_body(call):
+                yield call
+
+    def method_calls(self, *names: str) -> Iterator[tuple[Node, Node, Node]]:
+        """Calls `obj.name(...)` whose name is one of `names`: (call, obj, attribute) triples,
+        excluding calls through the `tl`/`triton` modules themselves."""
+        for call in self.nodes("call"):
+            function = call.child_by_field_name("function")
+            if function is None or function.type != "attribute":
+                continue
+            attr = function.child_by_field_name("attribute")
+            obj = function.child_by_field_name("object")
+            if attr is None or obj is None or text(attr) not in names:
+                continue
+            qualified = self.qualify(obj)
+            if qualified is not None and qualified.split(".")[0] in ("triton", "torch", "math", "numpy"):
+                continue
+            yield call, obj, attr
+
+    def args(self, call: Node) -> tuple[list[Node], dict[str, tuple[Node, Node]]]:
+        return call_args(call)
+
+    def arg(self, call: Node, position: int, name: str) -> Node | None:
+        positional, keywords = call_args(call)
+        if name in keywords:
+            return keywords[name][1]
+        return positional[position] if position < len(positional) else None
+
+    # -- names and values ------------------------------------------------------------------
+
+    @cached_property
+    def assignments(self) -> dict[str, list[Node]]:
+        """Right-hand sides assigned to each simple local name in the body."""
+        out: dict[str, list[Node]] = {}
+        for node in self.nodes("assignment", "augmented_assignment"):
+            left = node.child_by_field_name("left")
+            right = node.child_by_field_name("right")
+            if left is not None and left.type == "identifier" and right is not None:
+                out.setdefault(text(left), []).append(right)
+        return out
+
+    @cached_property
+    def module_constexprs(self) -> dict[str, Any]:
+        """Module globals created as `tl.constexpr(value)`: the only globals a kernel may read."""
+        env: dict[str, Any] = {}
+        for name, value in self.module.globals.items():
+            value = unparen(value)
+            if value is not None and value.type == "call" and self.imports.is_triton(self.call_name(value), "constexpr"):
+                positional, _ = call_args(value)
+                if positional:
+                    env[name] = evaluate(positional[0], env, self.qualify)
+        return env
+
+    def _base_env(self) -> tuple[dict[str, Any], dict[str, Node]]:
+        env = dict(self.module_constexprs)
+        sources: dict[str, Node] = {}
+        for param in self.kernel.params:
+            if param.default is not None:
+                env[param.name] = evaluate(param.default, env, self.qualify)
+                sources[param.name] = param.default
+            else:
+                env[param.name] = UNKNOWN
+        return env, sources
+
+    @cached_property
+    def _scenarios(self) -> list[Scenario]:
+        base_env, base_sources = self._base_env()
+        scenarios = [Scenario(env=base_env, sources=base_sources)]
+        autotune = self.kernel.autotune
+        if autotune is not None:
+            for config in autotune.configs:
+                env = dict(base_env)
+                sources = dict(base_sources)
+                for key, value in config.values.items():
+                    env[key] = evaluate(value, self.module_constexprs, self.qualify)
+                    sources[key] = value
+                scenarios.append(Scenario(env=env, origin=config.node, label="this triton.Config", sources=sources))
+        for launch in self.kernel.launches:
+            env = dict(base_env)
+            sources = dict(base_sources)
+            for param, arg in zip(self.kernel.params, launch.positional):
+                if param.is_constexpr:
+                    env[param.name] = evaluate(arg, self.module_constexprs, self.qualify)
+                    sources[param.name] = arg
+            for key, (_, value) in launch.keywords.items():
+                env[key] = evaluate(value, self.module_constexprs, self.qualify)
+                sources[key] = value
+            scenarios.append(Scenario(env=env, origin=launch.node, label="this launch", sources=sources))
+        return scenarios
+
+    def scenarios(self) -> list[Scenario]:
+        return self._scenarios
+
+    def local_env(self, scenario: Scenario) -> dict[str, Any]:
+        """The scenario's values extended with locals assigned once from foldable expressions
+        (`BLOCK2: tl.constexpr = BLOCK * 2`)."""
+        env = dict(scenario.env)
+        for name, values in self.assignments.items():
+            if len(values) == 1 and name not in env:
+                env[name] = evaluate(values[0], env, self.qualify)
+        return env
+
+    def values(self, node: Node) -> Iterator[tuple[Any, Scenario]]:
+        """Each distinct known value of `node` across the scenarios, with the first scenario that
+        gives it. Scenarios without a known value are skipped."""
+        seen: set[Any] = set()
+        for scenario in self.scenarios():
+            value = evaluate(node, self.local_env(scenario), self.qualify)
+            if value is UNKNOWN:
+                continue
+            try:
+                key = (type(value), value)
+                if key in seen:
+                    continue
+                seen.add(key)
+            except TypeError:
+                pass
+            yield value, scenario
+
+    def is_constexpr_name(self, name: str) -> bool:
+        param = self.kernel.param(name)
+        if param is not None:
+            return param.is_constexpr
+        if name in self.module_constexprs:
+            return True
+        # Locals annotated constexpr or folded from constexprs.
+        values = self.assignments.get(name)
+        return bool(values) and all(self.is_constexpr_expr(v) for v in values)
+
+    def is_constexpr_expr(self, node: Node | None, _depth: int = 0) -> bool:
+        """Whether an expression is built only from literals and constexpr names."""
+        node = unparen(node)
+        if node is None or _depth > 30:
+            return False
+        if node.type in ("integer", "float", "true", "false", "none", "string"):
+            return True
+        if node.type == "identifier":
+            name = text(node)
+            if name in self.assignments and self.kernel.param(name) is None:
+                return all(self.is_constexpr_expr(v, _depth + 1) for v in self.assignments[name])
+            return self.is_constexpr_name(name)
+        if node.type in ("binary_operator", "unary_operator", "tuple", "list", "comparison_operator",
+                         "boolean_operator", "not_operator"):
+            return all(self.is_constexpr_expr(c, _depth + 1) for c in node.named_children
+                       if c.type not in ("comment",))
+        if node.type == "call":
+            name = self.call_name(node)
+            if name in ("triton.next_power_of_2", "triton.cdiv", "min", "max", "int", "len") or (
+                name is not None and name.startswith("math.")
+            ):
+                positional, keywords = call_args(node)
+                return all(self.is_constexpr_expr(a, _depth + 1) for a in positional) and not keywords
+        return False
+
+    def is_runtime_param(self, node: Node | None) -> bool:
+        """Whether `node` is (an expression over) a non-constexpr kernel parameter."""
+        node = unparen(node)
+        if node is None:
+            return False
+        if node.type == "identifier":
+            param = self.kernel.param(text(node))
+            return param is not None and not param.is_constexpr and text(node) not in self.assignments
+        return False
+
+    # -- block tensors ---------------------------------------------------------------------
+
+    @cached_property
+    def block_names(self) -> set[str]:
+        names: set[str] = set()
+        for _ in range(3):  # a fixpoint over loop-carried reassignments
+            before = len(names)
+            for name, values in self.assignments.items():
+                if name not in names and any(self._is_block(v, names) for v in values):
+                    names.add(name)
+            if len(names) == before:
+                break
+        return names
+
+    def is_block(self, node: Node | None) -> bool:
+        return self._is_block(node, self.block_names)
+
+    def _is_block(self, node: Node | None, names: set[str], depth: int = 0) -> bool:
+        node = unparen(node)
+        if node is None or depth > 40:
+            return False
+        kind = node.type
+        if kind == "identifier":
+            return text(node) in names
+        if kind in ("binary_operator", "comparison_operator", "boolean_operator"):
+            return any(self._is_block(c, names, depth + 1) for c in node.named_children)
+        if kind in ("unary_operator", "not_operator"):
+            return self._is_block(node.named_children[-1] if node.named_children else None, names, depth + 1)
+        if kind == "subscript":
+            return self._is_block(node.child_by_field_name("value"), names, depth + 1)
+        if kind == "attribute":
+            return text(node.child_by_field_name("attribute")) == "T" and self._is_block(
+                node.child_by_field_name("object"), names, depth + 1
+            )
+        if kind == "call":
+            function = node.child_by_field_name("function")
+            qualified = self.qualify(function)
+            short = qualified.rsplit(".", 1)[-1] if qualified else None
+            is_tl = qualified is not None and (
+                qualified.startswith("triton.language") or qualified.startswith("triton.language.extra")
+            )
+            if is_tl and short in _REDUCTIONS:
+                return False
+            if is_tl and short in _BLOCK_SOURCES:
+                return True
+            positional, keywords = call_args(node)
+            if is_tl:
+                return any(self._is_block(a, names, depth + 1) for a in positional) or any(
+                    self._is_block(v, names, depth + 1) for k, (_, v) in keywords.items() if k not in ("mask", "other")
+                )
+            if function is not None and function.type == "attribute":
+                attr = text(function.child_by_field_name("attribute"))
+                if attr in _REDUCTIONS:
+                    return False
+                return self._is_block(function.child_by_field_name("object"), names, depth + 1)
+        return False

@@ -1,0 +1,103 @@
+"""What a check reports: findings with their exact spans, related locations and fixes.
+
+Spans are tree-sitter coordinates (rows and byte columns, plus byte offsets); the server and the
+command line convert them at their edges. `Finding.shifted` moves a finding by whole rows and
+bytes, which is how cached findings follow a kernel that moved because lines were inserted above
+it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from tree_sitter import Node
+
+from .model import Severity
+
+__all__ = ["Edit", "Finding", "Fix", "Related", "Span"]
+
+
+@dataclass(frozen=True)
+class Span:
+    start: tuple[int, int]
+    end: tuple[int, int]
+    start_byte: int
+    end_byte: int
+
+    @classmethod
+    def of(cls, node: Node) -> Span:
+        return cls(
+            start=(node.start_point[0], node.start_point[1]),
+            end=(node.end_point[0], node.end_point[1]),
+            start_byte=node.start_byte,
+            end_byte=node.end_byte,
+        )
+
+    @classmethod
+    def between(cls, first: Node, last: Node) -> Span:
+        return cls(
+            start=(first.start_point[0], first.start_point[1]),
+            end=(last.end_point[0], last.end_point[1]),
+            start_byte=first.start_byte,
+            end_byte=last.end_byte,
+        )
+
+    @classmethod
+    def at(cls, node: Node, *, end: bool = False) -> Span:
+        """An empty span at the start (or end) of a node: where an insertion goes."""
+        point = node.end_point if end else node.start_point
+        offset = node.end_byte if end else node.start_byte
+        return cls(start=(point[0], point[1]), end=(point[0], point[1]), start_byte=offset, end_byte=offset)
+
+    def shifted(self, rows: int, offset: int) -> Span:
+        return Span(
+            start=(self.start[0] + rows, self.start[1]),
+            end=(self.end[0] + rows, self.end[1]),
+            start_byte=self.start_byte + offset,
+            end_byte=self.end_byte + offset,
+        )
+
+
+@dataclass(frozen=True)
+class Edit:
+    span: Span
+    new_text: str
+
+    def shifted(self, rows: int, offset: int) -> Edit:
+        return Edit(self.span.shifted(rows, offset), self.new_text)
+
+
+@dataclass(frozen=True)
+class Fix:
+    title: str
+    edits: tuple[Edit, ...]
+
+    def shifted(self, rows: int, offset: int) -> Fix:
+        return Fix(self.title, tuple(e.shifted(rows, offset) for e in self.edits))
+
+
+@dataclass(frozen=True)
+class Related:
+    span: Span
+    message: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    name: str
+    severity: Severity
+    message: str
+    span: Span
+    related: tuple[Related, ...] = ()
+    fix: Fix | None = None
+
+    def shifted(self, rows: int, offset: int) -> Finding:
+        if rows == 0 and offset == 0:
+            return self
+        return replace(
+            self,
+            span=self.span.shifted(rows, offset),
+            related=tuple(Related(r.span.shifted(rows, offset), r.message) for r in self.related),
+            fix=self.fix.shifted(rows, offset) if self.fix else None,
+        )

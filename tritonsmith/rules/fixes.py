@@ -1,0 +1,39 @@
+"""Applying fixes to source text: what `check --fix` and `source.fixAll` do."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .findings import Edit, Finding
+
+__all__ = ["apply_edits", "apply_fixes"]
+
+
+def apply_edits(source: bytes, edits: Iterable[Edit]) -> bytes:
+    """Apply non-overlapping edits; an edit that overlaps one already taken is skipped."""
+    taken: list[Edit] = []
+    for edit in sorted(edits, key=lambda e: (e.span.start_byte, e.span.end_byte)):
+        if taken and edit.span.start_byte < taken[-1].span.end_byte:
+            continue
+        if taken and edit.span == taken[-1].span and edit.new_text == taken[-1].new_text:
+            continue
+        taken.append(edit)
+    out = source
+    for edit in reversed(taken):
+        out = out[: edit.span.start_byte] + edit.new_text.encode("utf-8") + out[edit.span.end_byte :]
+    return out
+
+
+def apply_fixes(source: bytes, findings: Iterable[Finding]) -> bytes:
+    """Apply every finding's fix whose edits do not collide with an earlier one."""
+    edits: list[Edit] = []
+    seen_spans: set[tuple[int, int]] = set()
+    for finding in findings:
+        if finding.fix is None:
+            continue
+        spans = {(e.span.start_byte, e.span.end_byte) for e in finding.fix.edits}
+        if spans & seen_spans:
+            continue
+        seen_spans |= spans
+        edits.extend(finding.fix.edits)
+    return apply_edits(source, edits)

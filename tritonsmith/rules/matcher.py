@@ -1,0 +1,189 @@
+"""The matcher: runs the rules in force over every kernel of a module.
+
+Work is cached per kernel. A kernel's findings depend on its own text and on a little context
+(the module's imports and jit signatures, its launch sites, the Triton version), so the cache
+key is exactly that; findings are stored relative to the kernel's first row and byte, and an
+edit elsewhere in the file (even one that shifts the kernel down) costs a dictionary lookup.
+Only the kernel an edit touched is checked again.
+
+Suppressions (`# tritonsmith: ignore[TS101]`) and rule selection are applied after the cache,
+since they are cheap and change independently of the code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Iterable, Sequence
+
+from ..analysis.index import Kernel, ModuleIndex, index_module
+from .checks import CHECKS, Hit
+from .context import KernelContext
+from .findings import Finding, Span
+from .model import Rule
+from .pack import RuleSet
+
+__all__ = ["Matcher", "select_rules", "suppressed_codes"]
+
+log = logging.getLogger(__name__)
+
+_SUPPRESS = re.compile(r"#\s*tritonsmith:\s*ignore(?:\[([^\]]*)\])?", re.IGNORECASE)
+
+
+def suppressed_codes(line: str) -> set[str] | None:
+    """Codes or names suppressed by a comment on this line; an empty set means all rules;
+    None means no suppression comment."""
+    match = _SUPPRESS.search(line)
+    if match is None:
+        return None
+    if match.group(1) is None:
+        return set()
+    return {part.strip() for part in match.group(1).split(",") if part.strip()}
+
+
+def _selected(rule: Rule, patterns: Sequence[str]) -> bool:
+    return any(rule.code.startswith(p) or rule.name == p for p in patterns)
+
+
+def select_rules(
+    rules: Iterable[Rule], *, select: Sequence[str] = (), ignore: Sequence[str] = ()
+) -> list[Rule]:
+    """Rules picked by code, code prefix (`TS1`) or name; `ignore` wins over `select`."""
+    out = []
+    for rule in rules:
+        if select and not _selected(rule, select):
+            continue
+        if ignore and _selected(rule, ignore):
+            continue
+        out.append(rule)
+    return out
+
+
+class Matcher:
+    """Checks modules against a set of rules for one Triton version."""
+
+    def __init__(
+        self,
+        rules: RuleSet | Iterable[Rule],
+        *,
+        version: tuple[int, int] | None,
+        select: Sequence[str] = (),
+        ignore: Sequence[str] = (),
+    ) -> None:
+        self.version = version
+        all_rules = list(rules)
+        self.rules = [
+            r for r in select_rules(all_rules, select=select, ignore=ignore)
+            if r.check and r.applies_to(version)
+        ]
+        unknown = [r for r in self.rules if r.check not in CHECKS]
+        for rule in unknown:
+            log.warning("rule %s names an unknown check %r; it is skipped", rule.code, rule.check)
+        self.rules = [r for r in self.rules if r.check in CHECKS]
+        self._cache: dict[bytes, list[Finding]] = {}
+        self._identity = repr((version, [r.code + r.severity.value + r.title for r in self.rules])).encode()
+
+    # -- public ----------------------------------------------------------------------------
+
+    def check_source(self, source: str | bytes) -> list[Finding]:
+        """Parse and check a whole file (the command line's entry point)."""
+        from ..analysis.document import Document
+
+        document = Document(source)
+        return self.check_module(document.source, index_module(document.root))
+
+    def check_module(self, source: bytes, index: ModuleIndex) -> list[Finding]:
+        module_key = self._module_key(index)
+        findings: list[Finding] = []
+        live: set[bytes] = set()
+        for kernel in index.kernels:
+            key = self._kernel_key(kernel, module_key)
+            live.add(key)
+            base_row, base_byte = kernel.outer.start_point[0], kernel.outer.start_byte
+            cached = self._cache.get(key)
+            if cached is None:
+                cached = [f.shifted(-base_row, -base_byte) for f in self._check_kernel(kernel, index, source)]
+                self._cache[key] = cached
+            findings.extend(f.shifted(base_row, base_byte) for f in cached)
+        # Forget kernels that no longer exist, so the cache stays the size of the file.
+        if len(self._cache) > 2 * len(live) + 64:
+            self._cache = {k: v for k, v in self._cache.items() if k in live}
+        findings = _drop_suppressed(findings, source)
+        findings.sort(key=lambda f: (f.span.start, f.code))
+        return findings
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _module_key(self, index: ModuleIndex) -> bytes:
+        digest = hashlib.blake2b(self._identity, digest_size=16)
+        digest.update(repr(sorted(index.imports.names.items())).encode())
+        for kernel in index.kernels:
+            params = kernel.node.child_by_field_name("parameters")
+            digest.update(kernel.name.encode() + b"(" + (params.text or b"") + b")")
+        digest.update(repr(sorted(index.functions)).encode())
+        for name, value in sorted(index.globals.items()):
+            digest.update(name.encode() + b"=" + (value.text or b"")[:200])
+        return digest.digest()
+
+    def _kernel_key(self, kernel: Kernel, module_key: bytes) -> bytes:
+        digest = hashlib.blake2b(module_key, digest_size=16)
+        digest.update(kernel.outer.text or b"")
+        base_row = kernel.outer.start_point[0]
+        for site in kernel.launches + kernel.direct_calls:
+            digest.update(b"|%d|" % (site.node.start_point[0] - base_row) + (site.node.text or b""))
+            digest.update(b"@%d" % site.node.start_point[1])
+        return digest.digest()
+
+    def _check_kernel(self, kernel: Kernel, index: ModuleIndex, source: bytes) -> list[Finding]:
+        context = KernelContext(kernel, index, source, self.version)
+        findings: list[Finding] = []
+        seen: set[tuple[str, int, int]] = set()
+        for rule in self.rules:
+            check = CHECKS[rule.check]  # type: ignore[index]
+            try:
+                hits = list(check(context))
+            except Exception:  # a bug in one check must not hide the others
+                log.exception("check %s failed on kernel %s", rule.check, kernel.name)
+                continue
+            for hit in hits:
+                finding = _finding(rule, hit)
+                key = (rule.code, finding.span.start_byte, finding.span.end_byte)
+                if key not in seen:
+                    seen.add(key)
+                    findings.append(finding)
+        return findings
+
+
+def _finding(rule: Rule, hit: Hit) -> Finding:
+    span = hit.node if isinstance(hit.node, Span) else Span.of(hit.node)
+    message = hit.message or rule.title
+    if hit.fix is None and rule.how_to_fix:
+        message = f"{message}. {rule.how_to_fix}"
+    return Finding(
+        code=rule.code,
+        name=rule.name,
+        severity=rule.severity,
+        message=message,
+        span=span,
+        related=tuple(hit.related),
+        fix=hit.fix,
+    )
+
+
+def _drop_suppressed(findings: list[Finding], source: bytes) -> list[Finding]:
+    if b"tritonsmith" not in source:
+        return findings
+    lines = source.split(b"\n")
+    out = []
+    for finding in findings:
+        suppressed = False
+        for row in {finding.span.start[0], finding.span.end[0]}:
+            if row < len(lines):
+                codes = suppressed_codes(lines[row].decode("utf-8", errors="replace"))
+                if codes is not None and (not codes or finding.code in codes or finding.name in codes):
+                    suppressed = True
+        if not suppressed:
+            out.append(finding)
+    return out
+

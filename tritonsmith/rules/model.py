@@ -1,0 +1,114 @@
+"""The rule model: one validity rule of the memory, whatever pack it came from.
+
+A rule is data. It states what you cannot do (the AdaExplore "You cannot …" form), where it
+applies (a Triton version range), how it is detected (a static check by name, optional
+tree-sitter query, and error signatures that match compiler and runtime messages) and how it is
+fixed, with a bad and a good example. Builtin, learned and imported rules share this model; only
+their code prefix and provenance differ (DESIGN.md, "Rule identity").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+
+__all__ = ["Rule", "Severity", "VersionRange", "parse_version"]
+
+_CODE = re.compile(r"^TS(\d{3}|L\d+|A\d+)$")
+_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFORMATION = "information"
+    HINT = "hint"
+
+
+def parse_version(value: str) -> tuple[int, int]:
+    """`"3.9"` or `"3.9.0"` -> (3, 9). Raises ValueError on anything else."""
+    parts = value.strip().split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+        raise ValueError(f"not a Triton version: {value!r} (expected MAJOR.MINOR, e.g. 3.6)")
+    return int(parts[0]), int(parts[1])
+
+
+@dataclass(frozen=True)
+class VersionRange:
+    """A conjunction of `>=X.Y`, `<X.Y`, `<=X.Y`, `>X.Y`, `==X.Y` bounds; empty means all."""
+
+    spec: str = ""
+    bounds: tuple[tuple[str, tuple[int, int]], ...] = ()
+
+    @classmethod
+    def parse(cls, spec: str) -> VersionRange:
+        bounds = []
+        for part in filter(None, (p.strip() for p in spec.split(","))):
+            match = re.match(r"^(>=|<=|==|<|>)\s*(\d+\.\d+(?:\.\d+)?)$", part)
+            if match is None:
+                raise ValueError(f"bad version bound {part!r} (use e.g. '>=3.0,<3.9')")
+            bounds.append((match.group(1), parse_version(match.group(2))))
+        return cls(spec=spec, bounds=tuple(bounds))
+
+    def __contains__(self, version: tuple[int, int] | None) -> bool:
+        if version is None:
+            return True
+        checks = {
+            ">=": lambda v, b: v >= b,
+            "<=": lambda v, b: v <= b,
+            ">": lambda v, b: v > b,
+            "<": lambda v, b: v < b,
+            "==": lambda v, b: v == b,
+        }
+        return all(checks[op](version, bound) for op, bound in self.bounds)
+
+    def __str__(self) -> str:
+        return self.spec or "all versions"
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    title: str
+    statement: str
+    severity: Severity
+    category: str
+    triton: VersionRange = field(default_factory=VersionRange)
+    check: str | None = None
+    query: str | None = None
+    signatures: tuple[str, ...] = ()
+    fix: str | None = None
+    how_to_fix: str | None = None
+    bad: str | None = None
+    good: str | None = None
+    # The source text of what the rule flags in `bad`, one entry per expected finding; the
+    # tests hold every builtin rule to it.
+    expect: tuple[str, ...] = ()
+    explanation: str | None = None
+    compiler_rejects: bool = False
+    provenance: str = "builtin"
+    count: int = 0
+    advisory: bool = False
+    source: str = "<builtin>"  # the pack file it came from
+    source_line: int = 0
+
+    @property
+    def doc_url(self) -> str:
+        return f"https://github.com/tritonsmith/tritonsmith/blob/main/docs/rules/{self.code}.md"
+
+    def applies_to(self, version: tuple[int, int] | None) -> bool:
+        return version in self.triton
+
+    def matches_error(self, message: str) -> bool:
+        """Whether a compiler or runtime message matches one of this rule's signatures."""
+        return any(re.search(sig, message) for sig in self.signatures)
+
+    @staticmethod
+    def valid_code(code: str) -> bool:
+        return bool(_CODE.match(code))
+
+    @staticmethod
+    def valid_name(name: str) -> bool:
+        return bool(_NAME.match(name))

@@ -1,0 +1,329 @@
+"""Rule packs: TOML files of rules, loaded from the package, the user and the workspace.
+
+A pack is one TOML file:
+
+    format = 1
+
+    [[rules]]
+    code = "TS101"
+    name = "arange-non-power-of-two"
+    ...
+
+Packs are read in order: the builtin pack (the files in `rules/builtin/`), the user's packs
+(`<user data dir>/rules/*.toml`), the workspace's (`.tritonsmith/*.toml`) and any extra paths
+from the settings. A malformed pack gives one `RulePackError` naming its file and line and is
+skipped; every other pack still loads. AdaExplore's memory format (`rule||count` per line) is
+converted by `import_adaexplore` into advisory rules with `TSA` codes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import RulePackError
+from .model import Rule, Severity, VersionRange
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = [
+    "BUILTIN_DIR",
+    "FORMAT_VERSION",
+    "RuleSet",
+    "dump_pack",
+    "import_adaexplore",
+    "load_pack",
+    "load_rules",
+    "pack_paths",
+    "user_rules_dir",
+    "write_pack_atomic",
+]
+
+FORMAT_VERSION = 1
+BUILTIN_DIR = Path(__file__).parent / "builtin"
+
+_REQUIRED = ("code", "name", "title", "statement", "severity", "category")
+_STRINGS = ("code", "name", "title", "statement", "severity", "category", "triton", "check",
+            "query", "fix", "how_to_fix", "bad", "good", "explanation", "provenance")
+_KNOWN = set(_STRINGS) | {"signatures", "expect", "compiler_rejects", "count", "advisory"}
+
+
+def user_rules_dir() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("tritonsmith", appauthor=False)) / "rules"
+
+
+def _rule_lines(text: str) -> list[int]:
+    """1-based line of each `[[rules]]` header, so errors can point into the file."""
+    return [i + 1 for i, line in enumerate(text.splitlines()) if line.strip() == "[[rules]]"]
+
+
+def _toml_line(error: tomllib.TOMLDecodeError) -> int | None:
+    lineno = getattr(error, "lineno", None)
+    if lineno:
+        return int(lineno)
+    match = re.search(r"line (\d+)", str(error))
+    return int(match.group(1)) if match else None
+
+
+def _rule_from_table(table: dict[str, Any], path: str, line: int) -> Rule:
+    def problem(message: str) -> RulePackError:
+        return RulePackError(path, line, message)
+
+    unknown = set(table) - _KNOWN
+    if unknown:
+        raise problem(f"unknown field(s) {', '.join(sorted(unknown))} in rule {table.get('code', '?')}")
+    for key in _REQUIRED:
+        if key not in table:
+            raise problem(f"rule {table.get('code', '?')} is missing the required field '{key}'")
+    for key in _STRINGS:
+        if key in table and not isinstance(table[key], str):
+            raise problem(f"field '{key}' of rule {table.get('code', '?')} must be a string")
+    code = table["code"]
+    if not Rule.valid_code(code):
+        raise problem(f"bad rule code {code!r}: use TS + 3 digits, TSL + digits or TSA + digits")
+    if not Rule.valid_name(table["name"]):
+        raise problem(f"bad rule name {table['name']!r} for {code}: use kebab-case")
+    try:
+        severity = Severity(table["severity"])
+    except ValueError:
+        raise problem(
+            f"bad severity {table['severity']!r} for {code}: use error, warning, information or hint"
+        ) from None
+    try:
+        triton = VersionRange.parse(table.get("triton", ""))
+    except ValueError as error:
+        raise problem(f"{code}: {error}") from None
+    signatures = table.get("signatures", [])
+    expect = table.get("expect", [])
+    for key, value in (("signatures", signatures), ("expect", expect)):
+        if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+            raise problem(f"'{key}' of {code} must be a list of strings")
+    for signature in signatures:
+        try:
+            re.compile(signature)
+        except re.error as error:
+            raise problem(f"signature {signature!r} of {code} is not a valid regex: {error}") from None
+    count = table.get("count", 0)
+    if not isinstance(count, int) or count < 0:
+        raise problem(f"'count' of {code} must be a non-negative integer")
+    return Rule(
+        code=code,
+        name=table["name"],
+        title=table["title"],
+        statement=table["statement"],
+        severity=severity,
+        category=table["category"],
+        triton=triton,
+        check=table.get("check"),
+        query=table.get("query"),
+        signatures=tuple(signatures),
+        fix=table.get("fix"),
+        how_to_fix=table.get("how_to_fix"),
+        bad=table.get("bad"),
+        good=table.get("good"),
+        expect=tuple(expect),
+        explanation=table.get("explanation"),
+        compiler_rejects=bool(table.get("compiler_rejects", False)),
+        provenance=table.get("provenance", "builtin"),
+        count=count,
+        advisory=bool(table.get("advisory", False)),
+        source=path,
+        source_line=line,
+    )
+
+
+def load_pack(path: str | Path) -> list[Rule]:
+    """Read one pack file. Raises RulePackError (with file and line) if it is malformed."""
+    path_str = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise RulePackError(path_str, None, f"cannot read the pack: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise RulePackError(path_str, None, "the pack is not UTF-8 text") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        message = str(error).split(" (at line")[0]
+        raise RulePackError(path_str, _toml_line(error), f"invalid TOML: {message}") from None
+    version = data.get("format", FORMAT_VERSION)
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise RulePackError(
+            path_str, 1, f"pack format {version!r} is newer than this tritonsmith understands "
+            f"({FORMAT_VERSION}); upgrade tritonsmith"
+        )
+    tables = data.get("rules", [])
+    if not isinstance(tables, list):
+        raise RulePackError(path_str, 1, "'rules' must be an array of tables ([[rules]])")
+    lines = _rule_lines(text)
+    rules = []
+    for index, table in enumerate(tables):
+        line = lines[index] if index < len(lines) else 1
+        if not isinstance(table, dict):
+            raise RulePackError(path_str, line, "each [[rules]] entry must be a table")
+        rules.append(_rule_from_table(table, path_str, line))
+    return rules
+
+
+def pack_paths(workspace: Path | None, extra: Sequence[str] = (), *, include_user: bool = True) -> list[Path]:
+    """Every pack file in load order: builtin, user, workspace, extra paths."""
+    paths = sorted(BUILTIN_DIR.glob("*.toml"))
+    if include_user:
+        user_dir = user_rules_dir()
+        if user_dir.is_dir():
+            paths += sorted(user_dir.glob("*.toml"))
+    if workspace is not None:
+        local = workspace / ".tritonsmith"
+        if local.is_dir():
+            paths += sorted(local.glob("*.toml"))
+    for entry in extra:
+        candidate = Path(entry)
+        if workspace is not None and not candidate.is_absolute():
+            candidate = workspace / candidate
+        paths += sorted(candidate.glob("*.toml")) if candidate.is_dir() else [candidate]
+    return paths
+
+
+@dataclass
+class RuleSet:
+    """The rules in force, plus the errors of packs that could not be read."""
+
+    rules: list[Rule] = field(default_factory=list)
+    errors: list[RulePackError] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._by_code = {r.code: r for r in self.rules}
+        self._by_name = {r.name: r for r in self.rules}
+
+    def get(self, code_or_name: str) -> Rule | None:
+        return self._by_code.get(code_or_name) or self._by_name.get(code_or_name)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.rules)
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+
+def load_rules(paths: Iterable[Path]) -> RuleSet:
+    """Load packs in order. A later rule with the same code replaces an earlier one (a workspace
+    can override a builtin rule's severity); a malformed pack is recorded and skipped."""
+    by_code: dict[str, Rule] = {}
+    errors: list[RulePackError] = []
+    for path in paths:
+        try:
+            rules = load_pack(path)
+        except RulePackError as error:
+            errors.append(error)
+            continue
+        for rule in rules:
+            by_code[rule.code] = rule
+    return RuleSet(rules=list(by_code.values()), errors=errors)
+
+
+def _toml_string(value: str) -> str:
+    if "\n" in value and "'''" not in value:
+        return "'''\n" + value + ("" if value.endswith("\n") else "\n") + "'''"
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    return f'"{escaped}"'
+
+
+def dump_pack(rules: Iterable[Rule]) -> str:
+    """Serialise rules as a pack, in the readable layout the builtin pack uses."""
+    out = [f"format = {FORMAT_VERSION}", ""]
+    for rule in rules:
+        out.append("[[rules]]")
+        fields: list[tuple[str, Any]] = [
+            ("code", rule.code), ("name", rule.name), ("title", rule.title),
+            ("statement", rule.statement), ("severity", rule.severity.value),
+            ("category", rule.category), ("triton", rule.triton.spec), ("check", rule.check),
+            ("query", rule.query), ("signatures", list(rule.signatures)), ("fix", rule.fix),
+            ("how_to_fix", rule.how_to_fix), ("compiler_rejects", rule.compiler_rejects),
+            ("advisory", rule.advisory), ("provenance", rule.provenance), ("count", rule.count),
+            ("expect", list(rule.expect)), ("bad", rule.bad), ("good", rule.good), ("explanation", rule.explanation),
+        ]
+        for key, value in fields:
+            if value in (None, "", []) or (key in ("compiler_rejects", "advisory") and not value):
+                continue
+            if isinstance(value, bool):
+                out.append(f"{key} = {'true' if value else 'false'}")
+            elif isinstance(value, int):
+                out.append(f"{key} = {value}")
+            elif isinstance(value, list):
+                out.append(f"{key} = [" + ", ".join(_toml_string(v) for v in value) + "]")
+            else:
+                out.append(f"{key} = {_toml_string(value)}")
+        out.append("")
+    return "\n".join(out)
+
+
+def write_pack_atomic(path: Path, rules: Iterable[Rule]) -> None:
+    """Write a pack with temp file + rename, so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    content = dump_pack(rules)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(content)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def import_adaexplore(text: str, *, source: str, first_number: int = 1) -> list[Rule]:
+    """Convert AdaExplore's memory (`rule||count` per line) to advisory TSA rules.
+
+    Blank lines and `#` comments are skipped; a line without `||` counts once. Raises
+    RulePackError naming the line for a count that is not a number.
+    """
+    rules: list[Rule] = []
+    number = first_number
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        statement, sep, count_text = line.rpartition("||")
+        if not sep:
+            statement, count_text = line, "1"
+        statement = statement.strip()
+        try:
+            count = int(count_text.strip())
+        except ValueError:
+            raise RulePackError(source, lineno, f"count {count_text.strip()!r} is not a whole number") from None
+        if not statement:
+            raise RulePackError(source, lineno, "empty rule text before '||'")
+        words = re.findall(r"[a-z0-9]+", statement.lower())
+        words = [w for w in words if w not in {"you", "cannot", "can", "not", "a", "an", "the", "in", "of", "to"}]
+        name = "-".join(words[:6]) or f"imported-{number}"
+        title = statement.rstrip(".")
+        if len(title) > 80:
+            title = title[:77].rstrip() + "..."
+        rules.append(
+            Rule(
+                code=f"TSA{number:03d}",
+                name=name,
+                title=title,
+                statement=statement,
+                severity=Severity.INFORMATION,
+                category="imported",
+                provenance=f"imported from AdaExplore memory {Path(source).name}, line {lineno}",
+                count=count,
+                advisory=True,
+                source=source,
+                source_line=lineno,
+            )
+        )
+        number += 1
+    return rules

@@ -1,0 +1,30 @@
+"""The Triton version rules are checked against, found without importing triton."""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+from .rules.model import parse_version
+
+__all__ = ["DEFAULT_VERSION", "installed_triton_version", "resolve_version"]
+
+# Used when triton is not installed (a lint-only machine) and nothing is configured:
+# the newest release the builtin rules were verified against.
+DEFAULT_VERSION = (3, 9)
+
+
+def installed_triton_version() -> tuple[int, int] | None:
+    """The installed triton's MAJOR.MINOR, read from package metadata (no import)."""
+    for dist in ("triton", "pytorch-triton", "triton-nightly"):
+        try:
+            return parse_version(metadata.version(dist))
+        except (metadata.PackageNotFoundError, ValueError):
+            continue
+    return None
+
+
+def resolve_version(configured: str | None) -> tuple[int, int]:
+    """A configured version wins, then the installed one, then DEFAULT_VERSION."""
+    if configured:
+        return parse_version(configured)
+    return installed_triton_version() or DEFAULT_VERSION
