@@ -16,9 +16,27 @@ import bisect
 import tree_sitter_python
 from tree_sitter import Language, Node, Parser, Tree
 
-__all__ = ["PY_LANGUAGE", "Document", "byte_col", "utf16_col"]
+__all__ = ["PY_LANGUAGE", "Document", "byte_col", "from_lsp_col", "to_lsp_col", "utf16_col"]
 
 PY_LANGUAGE = Language(tree_sitter_python.language())
+
+
+def to_lsp_col(line: bytes, byte_column: int, encoding: str = "utf-16") -> int:
+    """The column of `byte_column` in the client's position encoding."""
+    if encoding == "utf-8":
+        return byte_column
+    if encoding == "utf-32":
+        return len(line[:byte_column].decode("utf-8", errors="replace"))
+    return utf16_col(line, byte_column)
+
+
+def from_lsp_col(line: bytes, column: int, encoding: str = "utf-16") -> int:
+    """The byte column of a column in the client's position encoding (clamped to the line)."""
+    if encoding == "utf-8":
+        return min(column, len(line))
+    if encoding == "utf-32":
+        return len(line.decode("utf-8", errors="replace")[:column].encode("utf-8"))
+    return byte_col(line, column)
 
 
 def utf16_col(line: bytes, byte_column: int) -> int:
@@ -46,7 +64,8 @@ def byte_col(line: bytes, utf16_column: int) -> int:
 class Document:
     """Source text plus its syntax tree, kept in step by incremental edits."""
 
-    def __init__(self, source: str | bytes) -> None:
+    def __init__(self, source: str | bytes, *, encoding: str = "utf-16") -> None:
+        self.encoding = encoding  # the LSP position encoding of `edit` and `*_lsp` positions
         self._parser = Parser(PY_LANGUAGE)
         self.source = source.encode("utf-8") if isinstance(source, str) else source
         self._line_starts = _line_starts(self.source)
@@ -85,13 +104,13 @@ class Document:
         return row, offset - self._line_starts[row]
 
     def lsp_to_point(self, line: int, character: int) -> tuple[int, int]:
-        """An LSP (line, UTF-16 character) position as a (row, byte column) point."""
+        """An LSP (line, character) position as a (row, byte column) point."""
         if line >= len(self._line_starts):
             return self.point(len(self.source))
-        return line, byte_col(self.line(line), character)
+        return line, from_lsp_col(self.line(line), character, self.encoding)
 
     def point_to_lsp(self, row: int, column: int) -> tuple[int, int]:
-        return row, utf16_col(self.line(row), column)
+        return row, to_lsp_col(self.line(row), column, self.encoding)
 
     def edit(self, start: tuple[int, int], end: tuple[int, int], new_text: str) -> None:
         """Replace the text between two LSP positions and re-parse incrementally."""

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from .findings import Edit, Finding
 
-__all__ = ["apply_edits", "apply_fixes"]
+__all__ = ["apply_edits", "apply_fixes", "fix_edits"]
 
 
 def apply_edits(source: bytes, edits: Iterable[Edit]) -> bytes:
@@ -24,16 +24,27 @@ def apply_edits(source: bytes, edits: Iterable[Edit]) -> bytes:
     return out
 
 
-def apply_fixes(source: bytes, findings: Iterable[Finding]) -> bytes:
-    """Apply every finding's fix whose edits do not collide with an earlier one."""
+def fix_edits(findings: Iterable[Finding]) -> list[Edit]:
+    """The edits of every finding's fix that does not collide with an earlier fix."""
     edits: list[Edit] = []
-    seen_spans: set[tuple[int, int]] = set()
+    taken: list[tuple[int, int]] = []
     for finding in findings:
         if finding.fix is None:
             continue
-        spans = {(e.span.start_byte, e.span.end_byte) for e in finding.fix.edits}
-        if spans & seen_spans:
+        spans = [(e.span.start_byte, e.span.end_byte) for e in finding.fix.edits]
+        if any(_overlap(span, other) for span in spans for other in taken):
             continue
-        seen_spans |= spans
+        taken += spans
         edits.extend(finding.fix.edits)
-    return apply_edits(source, edits)
+    return edits
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    if a == b:
+        return True
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def apply_fixes(source: bytes, findings: Iterable[Finding]) -> bytes:
+    """Apply every finding's fix whose edits do not collide with an earlier one."""
+    return apply_edits(source, fix_edits(findings))

@@ -1,0 +1,196 @@
+"""End to end through pytest-lsp: a real server process, a real LSP client."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import typing
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+pytestmark = pytest.mark.e2e
+
+BAD = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, n, BLOCK):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(x_ptr + offs, tl.float32(x), mask=offs < n)
+'''
+
+
+def _fix_codeaction_decoding(client: LanguageClient) -> None:
+    # pytest-lsp decodes any item with a "command" key as a Command (lsp-notes.md).
+    converter = client.protocol._converter
+
+    def hook(obj, _):
+        kind = types.Command if isinstance(obj.get("command"), str) else types.CodeAction
+        return converter.structure(obj, kind)
+
+    converter.register_structure_hook(typing.Union[types.Command, types.CodeAction], hook)
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "tritonsmith", "serve"]))
+async def client(lsp_client: LanguageClient, tmp_path_factory):
+    _fix_codeaction_decoding(lsp_client)
+    root = tmp_path_factory.mktemp("ws")
+    (root / "pyproject.toml").write_text("[tool.tritonsmith]\n")
+    lsp_client.root = root
+    lsp_client.set_configuration({}, section="tritonsmith")
+
+    @lsp_client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def register_capability(params):
+        return None
+
+    @lsp_client.feature(types.WORKSPACE_APPLY_EDIT)
+    def apply_edit(params):
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    caps = client_capabilities("visual-studio-code")  # push diagnostics, configuration support
+    await lsp_client.initialize_session(types.InitializeParams(capabilities=caps, root_uri=root.as_uri()))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def _open(client: LanguageClient, name: str, text: str) -> str:
+    path = Path(client.root) / name
+    path.write_text(text)
+    uri = path.as_uri()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
+    )
+    await _wait_for(client, uri, lambda d: d is not None)
+    return uri
+
+
+async def _wait_for(client: LanguageClient, uri: str, predicate, timeout: float = 10.0):
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        diagnostics = client.diagnostics.get(uri)
+        if predicate(diagnostics):
+            return diagnostics
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"timed out; diagnostics are {client.diagnostics.get(uri)}")
+
+
+def _codes(diagnostics) -> list[str]:
+    return sorted(str(d.code) for d in diagnostics or [])
+
+
+async def test_open_shows_rule_diagnostics_with_code_link_and_range(client: LanguageClient):
+    uri = await _open(client, "bad.py", BAD)
+    diagnostics = await _wait_for(client, uri, lambda d: d and len(d) >= 2)
+    assert _codes(diagnostics) == ["TS102", "TS109"]
+    ts102 = next(d for d in diagnostics if d.code == "TS102")
+    assert ts102.source == "tritonsmith"
+    assert ts102.code_description.href.endswith("/docs/rules/TS102.md")
+    assert ts102.range == types.Range(types.Position(6, 24), types.Position(6, 29))  # BLOCK in arange
+    assert ts102.related_information and ts102.related_information[0].location.range.start.line == 5
+
+
+async def test_quick_fix_edit_removes_the_diagnostic(client: LanguageClient):
+    uri = await _open(client, "fixme.py", BAD)
+    diagnostics = await _wait_for(client, uri, lambda d: d and len(d) >= 2)
+    target = next(d for d in diagnostics if d.code == "TS109")
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=target.range,
+            context=types.CodeActionContext(diagnostics=[target]),
+        )
+    )
+    titles = [a.title for a in actions]
+    assert "Ignore TS109 on this line" in titles
+    fix = next(a for a in actions if a.is_preferred)
+    edits = fix.edit.document_changes[0].edits
+    assert edits[0].new_text == "x.to(tl.float32)"
+    # Apply the edit as the editor would and send it back.
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangePartial(range=edits[0].range, text=edits[0].new_text)],
+        )
+    )
+    diagnostics = await _wait_for(client, uri, lambda d: d is not None and "TS109" not in _codes(d))
+    assert _codes(diagnostics) == ["TS102"]
+
+
+async def test_fix_all_source_action(client: LanguageClient):
+    uri = await _open(client, "fixall.py", BAD)
+    await _wait_for(client, uri, lambda d: d and len(d) >= 2)
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(types.Position(0, 0), types.Position(0, 0)),
+            context=types.CodeActionContext(diagnostics=[], only=["source.fixAll"]),
+        )
+    )
+    assert [a.kind for a in actions] == ["source.fixAll.tritonsmith"]
+    assert len(actions[0].edit.document_changes[0].edits) == 2
+
+
+async def test_hover_shows_rule_statement(client: LanguageClient):
+    uri = await _open(client, "hover.py", BAD)
+    diagnostics = await _wait_for(client, uri, lambda d: d and len(d) >= 2)
+    target = next(d for d in diagnostics if d.code == "TS102")
+    hover = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=target.range.start)
+    )
+    assert "You cannot use a kernel parameter" in hover.contents.value
+    assert "## Good" in hover.contents.value
+
+
+async def test_configuration_change_ignores_a_rule(client: LanguageClient):
+    uri = await _open(client, "config.py", BAD)
+    await _wait_for(client, uri, lambda d: d and len(d) >= 2)
+    client.set_configuration({"ignore": ["TS109"]}, section="tritonsmith")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={}))
+    diagnostics = await _wait_for(client, uri, lambda d: d is not None and _codes(d) == ["TS102"])
+    assert _codes(diagnostics) == ["TS102"]
+
+
+async def test_editing_a_workspace_pack_rechecks_open_documents(client: LanguageClient):
+    uri = await _open(client, "pack.py", BAD)
+    await _wait_for(client, uri, lambda d: d and len(d) >= 2)
+    pack = Path(client.root) / ".tritonsmith" / "rules.toml"
+    pack.parent.mkdir(exist_ok=True)
+    # Override TS109's severity: the rule memory is data a team can change.
+    from tritonsmith.rules import load_rules, pack_paths
+    from tritonsmith.rules.pack import dump_pack
+    from dataclasses import replace
+    from tritonsmith.rules import Severity
+
+    ts109 = load_rules(pack_paths(None, include_user=False)).get("TS109")
+    pack.write_text(dump_pack([replace(ts109, severity=Severity.WARNING)]))
+    diagnostics = await _wait_for(
+        client, uri,
+        lambda d: d is not None and any(x.code == "TS109" and x.severity == types.DiagnosticSeverity.Warning for x in d),
+        timeout=5,
+    )
+    assert any(x.code == "TS109" for x in diagnostics)
+    # A malformed pack: the error is shown, and the builtin rules keep working.
+    pack.write_text("[[rules]\ncode = \n")
+    await asyncio.sleep(1.0)
+    message = next((m for m in client.messages if "rules.toml" in m.message), None)
+    assert message is not None and message.type == types.MessageType.Error
+    diagnostics = await _wait_for(client, uri, lambda d: d is not None and len(d) >= 2)
+    assert _codes(diagnostics) == ["TS102", "TS109"]
+
+
+async def test_server_survives_a_malformed_request(client: LanguageClient):
+    uri = await _open(client, "survive.py", BAD)
+    # Bytes the typed client would refuse to send: a hover whose params are nonsense.
+    client.protocol._send_data({"jsonrpc": "2.0", "id": 424242, "method": "textDocument/hover",
+                                "params": {"textDocument": {}, "position": "x"}})
+    await asyncio.sleep(0.5)
+    hover = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(6, 25))
+    )
+    assert hover is not None and "TS102" in hover.contents.value

@@ -1,0 +1,263 @@
+"""`tritonsmith`: the command line.
+
+    tritonsmith check PATH... [--format text|json|sarif] [--select ...] [--ignore ...] [--fix]
+    tritonsmith rules list | show ID | import FILE | docs [--check]
+    tritonsmith serve [--tcp HOST:PORT]
+
+`check` exits 0 when clean, 1 with findings, 2 on a usage error (argparse's convention).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from . import __version__
+from .errors import TritonsmithError, UsageError
+from .report import FileFindings, to_json, to_sarif, to_text
+from .rules import Rule
+from .rules.fixes import apply_fixes
+from .settings import Settings, find_workspace_root, read_pyproject
+from .workspace import Workspace
+
+__all__ = ["main"]
+
+_SKIP_DIRS = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", "build", "dist", ".tox",
+              ".mypy_cache", ".ruff_cache", ".pytest_cache", ".tritonsmith"}
+
+
+def _python_files(paths: Sequence[str]) -> Iterator[Path]:
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise UsageError(f"{raw}: no such file or directory")
+        if path.is_file():
+            yield path
+            continue
+        for folder, dirs, files in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+            for name in sorted(files):
+                if name.endswith((".py", ".pyi")):
+                    yield Path(folder) / name
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _settings(args: argparse.Namespace, root: Path, warnings: list[str]) -> Settings:
+    flags: dict[str, object] = {}
+    if getattr(args, "triton_version", None):
+        flags["triton_version"] = args.triton_version
+    if getattr(args, "select", None):
+        flags["select"] = [c for v in args.select for c in _csv(v)]
+    if getattr(args, "ignore", None):
+        flags["ignore"] = [c for v in args.ignore for c in _csv(v)]
+    if getattr(args, "rule_pack", None):
+        flags["rule_packs"] = args.rule_pack
+    return Settings.merged(read_pyproject(root, warnings=warnings), flags, warnings=warnings)
+
+
+def _workspace(args: argparse.Namespace, first_path: str | None = None) -> Workspace:
+    root = find_workspace_root(Path(first_path or "."))
+    warnings: list[str] = []
+    settings = _settings(args, root, warnings)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if settings.triton_version is None and getattr(args, "triton_version", None):
+        raise UsageError(f"--triton-version {args.triton_version!r} is not MAJOR.MINOR (e.g. 3.6)")
+    workspace = Workspace(root, settings)
+    for error in workspace.pack_errors:
+        print(f"error: {error.user_message} (this pack is skipped)", file=sys.stderr)
+    return workspace
+
+
+def _write_atomic(path: Path, content: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content)
+        os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    workspace = _workspace(args, args.paths[0])
+    base = Path.cwd()
+    results: list[FileFindings] = []
+    fixed_total = 0
+    for path in _python_files(args.paths):
+        try:
+            source = path.read_bytes()
+        except OSError as error:
+            print(f"error: {path}: cannot read: {error.strerror}", file=sys.stderr)
+            continue
+        findings = workspace.check_source(source)
+        if args.fix and any(f.fix for f in findings):
+            original = source
+            for _ in range(5):  # fixes can uncover or unblock others; stop when nothing changes
+                fixable = [f for f in findings if f.fix]
+                if not fixable:
+                    break
+                updated = apply_fixes(source, fixable)
+                if updated == source:
+                    break
+                source = updated
+                findings = workspace.check_source(source)
+            if source != original:
+                _write_atomic(path, source)
+                before = len(workspace.check_source(original))
+                fixed_total += max(before - len(findings), 0)
+        results.append(FileFindings(path, source, findings))
+    if args.format == "json":
+        print(to_json(results, base=base))
+    elif args.format == "sarif":
+        print(to_sarif(results, workspace.rules, base=base))
+    else:
+        print(to_text(results, base=base, fixed=fixed_total))
+    return 1 if any(r.findings for r in results) else 0
+
+
+def _rule_summary(rule: Rule) -> str:
+    return f"{rule.code:7} {rule.severity.value:11} {rule.name}: {rule.title}"
+
+
+def cmd_rules(args: argparse.Namespace) -> int:
+    if args.rules_command == "import":
+        return _rules_import(args)
+    if args.rules_command == "docs":
+        from .rules.docs import check_docs, write_docs
+
+        out = Path(args.output)
+        if args.check:
+            stale = check_docs(out)
+            for name in stale:
+                print(f"out of date: {out / name}", file=sys.stderr)
+            if stale:
+                print("run `tritonsmith rules docs` to regenerate", file=sys.stderr)
+            return 1 if stale else 0
+        written = write_docs(out)
+        print(f"wrote {len(written)} files to {out}")
+        return 0
+    workspace = _workspace(args)
+    if args.rules_command == "list":
+        rules = sorted(workspace.rules, key=lambda r: r.code)
+        if args.format == "json":
+            print(json.dumps([
+                {"code": r.code, "name": r.name, "severity": r.severity.value, "category": r.category,
+                 "title": r.title, "statement": r.statement, "triton": str(r.triton),
+                 "source": r.source, "advisory": r.advisory, "count": r.count}
+                for r in rules
+            ], indent=2))
+        else:
+            for rule in rules:
+                print(_rule_summary(rule))
+        return 0
+    rule = workspace.rules.get(args.id)
+    if rule is None:
+        raise UsageError(f"no rule {args.id!r}; `tritonsmith rules list` shows them all")
+    from .rules.docs import rule_markdown
+
+    print(rule_markdown(rule))
+    return 0
+
+
+def _rules_import(args: argparse.Namespace) -> int:
+    from .rules import import_adaexplore, load_pack
+    from .rules.pack import user_rules_dir, write_pack_atomic
+
+    source = Path(args.file)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"{source}: cannot read: {error.strerror}") from None
+    if args.user:
+        target = user_rules_dir() / "imported.toml"
+    else:
+        target = find_workspace_root(Path(".")) / ".tritonsmith" / "imported.toml"
+    existing = load_pack(target) if target.exists() else []
+    known = {r.statement for r in existing}
+    number = 1 + max((int(r.code[3:]) for r in existing if r.code.startswith("TSA")), default=0)
+    new = [r for r in import_adaexplore(text, source=str(source), first_number=number) if r.statement not in known]
+    # Renumber after dropping duplicates so codes stay dense and stable.
+    from dataclasses import replace
+
+    new = [replace(r, code=f"TSA{number + i:03d}") for i, r in enumerate(new)]
+    write_pack_atomic(target, existing + new)
+    print(f"imported {len(new)} rule(s) from {source} into {target}"
+          + (f" ({len(existing)} already there)" if existing else ""))
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .server import serve
+
+    serve(tcp=args.tcp)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tritonsmith", description="Triton kernel linter and language server.")
+    parser.add_argument("--version", action="version", version=f"tritonsmith {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def common(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--triton-version", metavar="X.Y", help="check against this Triton version")
+        sub.add_argument("--select", action="append", metavar="CODES", help="only these rules (codes, prefixes or names; comma-separated)")
+        sub.add_argument("--ignore", action="append", metavar="CODES", help="never these rules")
+        sub.add_argument("--rule-pack", action="append", metavar="PATH", help="an extra rule-pack file or folder")
+
+    check = commands.add_parser("check", help="check Python files for Triton rule violations")
+    check.add_argument("paths", nargs="+", metavar="PATH")
+    check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    check.add_argument("--fix", action="store_true", help="apply the mechanical fixes in place")
+    common(check)
+    check.set_defaults(handler=cmd_check)
+
+    rules = commands.add_parser("rules", help="list, show, import or document rules")
+    rules_commands = rules.add_subparsers(dest="rules_command", required=True)
+    listing = rules_commands.add_parser("list", help="list the rules in force")
+    listing.add_argument("--format", choices=("text", "json"), default="text")
+    common(listing)
+    show = rules_commands.add_parser("show", help="show one rule with its examples")
+    show.add_argument("id", metavar="ID", help="rule code or name")
+    common(show)
+    importing = rules_commands.add_parser("import", help="import an AdaExplore memory file (rule||count per line)")
+    importing.add_argument("file", metavar="FILE")
+    importing.add_argument("--user", action="store_true", help="into the user pack instead of the workspace's")
+    docs = rules_commands.add_parser("docs", help="write docs/rules/<ID>.md for every builtin rule")
+    docs.add_argument("--output", default="docs/rules")
+    docs.add_argument("--check", action="store_true", help="exit 1 if the docs are out of date")
+    rules.set_defaults(handler=cmd_rules)
+
+    serve = commands.add_parser("serve", help="run the language server (stdio by default)")
+    serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    serve.set_defaults(handler=cmd_serve)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except UsageError as error:
+        print(f"tritonsmith: error: {error.user_message}", file=sys.stderr)
+        return 2
+    except TritonsmithError as error:
+        print(f"tritonsmith: error: {error.user_message}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

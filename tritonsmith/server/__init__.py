@@ -1,0 +1,31 @@
+"""The pygls language server. Never imports torch or triton (a test enforces it)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from .server import TritonsmithServer
+
+__all__ = ["TritonsmithServer", "create_server", "serve"]
+
+
+def create_server() -> TritonsmithServer:
+    from .features import register_all
+
+    server = TritonsmithServer()
+    register_all(server)
+    return server
+
+
+def serve(*, tcp: str | None = None) -> None:
+    """Run the server over stdio, or on TCP `HOST:PORT`."""
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    # pygls logs every message it sends at INFO: far too much for an output channel, and slow.
+    logging.getLogger("pygls").setLevel(logging.WARNING)
+    server = create_server()
+    if tcp:
+        host, _, port = tcp.rpartition(":")
+        server.start_tcp(host or "127.0.0.1", int(port))
+    else:
+        server.start_io()

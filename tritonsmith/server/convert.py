@@ -1,0 +1,48 @@
+"""Conversions between tritonsmith's findings and LSP types (the only place that maps them)."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from ..analysis import Document
+from ..rules import Edit, Finding, Severity, Span
+
+__all__ = ["to_lsp_diagnostic", "to_lsp_range", "to_lsp_text_edit"]
+
+_SEVERITY = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+    Severity.INFORMATION: types.DiagnosticSeverity.Information,
+    Severity.HINT: types.DiagnosticSeverity.Hint,
+}
+
+
+def to_lsp_range(document: Document, span: Span) -> types.Range:
+    start = document.point_to_lsp(*span.start)
+    end = document.point_to_lsp(*span.end)
+    return types.Range(types.Position(*start), types.Position(*end))
+
+
+def to_lsp_text_edit(document: Document, edit: Edit) -> types.TextEdit:
+    return types.TextEdit(range=to_lsp_range(document, edit.span), new_text=edit.new_text)
+
+
+def to_lsp_diagnostic(uri: str, document: Document, finding: Finding) -> types.Diagnostic:
+    return types.Diagnostic(
+        range=to_lsp_range(document, finding.span),
+        severity=_SEVERITY[finding.severity],
+        code=finding.code,
+        code_description=types.CodeDescription(
+            href=f"https://github.com/tritonsmith/tritonsmith/blob/main/docs/rules/{finding.code}.md"
+        ),
+        source="tritonsmith",
+        message=finding.message,
+        related_information=[
+            types.DiagnosticRelatedInformation(
+                location=types.Location(uri=uri, range=to_lsp_range(document, r.span)), message=r.message
+            )
+            for r in finding.related
+        ]
+        or None,
+        data={"name": finding.name, "fixable": finding.fix is not None},
+    )

@@ -1,0 +1,13 @@
+"""One module per LSP feature; each registers its handlers from `register(server)`."""
+
+from __future__ import annotations
+
+from ..server import TritonsmithServer
+from . import code_actions, configuration, documents, hover
+
+__all__ = ["register_all"]
+
+
+def register_all(server: TritonsmithServer) -> None:
+    for feature in (configuration, documents, code_actions, hover):
+        feature.register(server)

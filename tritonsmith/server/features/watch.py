@@ -1,0 +1,99 @@
+"""Re-check open documents when a rule pack or `pyproject.toml` changes on disk (watchdog).
+
+Watched, without recursion: the workspace root (for `pyproject.toml` and a new `.tritonsmith/`),
+`.tritonsmith/`, the user's rule folder and the folders of extra packs from the settings.
+Events arrive on watchdog's thread and are handed to the event loop, debounced, so saving a
+pack re-checks open documents well within a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from ...rules.pack import user_rules_dir
+from ..server import TritonsmithServer
+
+__all__ = ["PackWatcher", "start_watching"]
+
+log = logging.getLogger(__name__)
+
+DEBOUNCE_S = 0.1
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: PackWatcher) -> None:
+        self.watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in ("opened", "closed_no_write"):
+            return
+        paths = [str(event.src_path), str(getattr(event, "dest_path", "") or "")]
+        if any(p.endswith((".toml", ".tritonsmith")) for p in paths):
+            self.watcher.changed()
+
+
+class PackWatcher:
+    def __init__(self, server: TritonsmithServer, loop: asyncio.AbstractEventLoop) -> None:
+        self.server = server
+        self.loop = loop
+        self.observer = Observer()
+        self.observer.daemon = True
+        self.watches: dict[Path, object] = {}
+        self._pending: asyncio.TimerHandle | None = None
+        self.observer.start()
+
+    def folders(self, server: TritonsmithServer) -> set[Path]:
+        folders: set[Path] = set()
+        if server.root is not None:
+            folders |= {server.root, server.root / ".tritonsmith"}
+        folders.add(user_rules_dir())
+        for entry in server.workspace_state.settings.rule_packs:
+            path = Path(entry)
+            if server.root is not None and not path.is_absolute():
+                path = server.root / path
+            folders.add(path if path.is_dir() else path.parent)
+        return {f for f in folders if f.is_dir()}
+
+    def update(self, server: TritonsmithServer) -> None:
+        """Watch exactly the folders the current settings name."""
+        wanted = self.folders(server)
+        for folder in list(self.watches):
+            if folder not in wanted:
+                self.observer.unschedule(self.watches.pop(folder))  # type: ignore[arg-type]
+        for folder in wanted - set(self.watches):
+            try:
+                self.watches[folder] = self.observer.schedule(_Handler(self), str(folder), recursive=False)
+            except OSError as error:
+                log.warning("cannot watch %s: %s", folder, error)
+
+    def changed(self) -> None:
+        self.loop.call_soon_threadsafe(self._debounce)
+
+    def _debounce(self) -> None:
+        if self._pending is not None:
+            self._pending.cancel()
+        self._pending = self.loop.call_later(DEBOUNCE_S, self._reload)
+
+    def _reload(self) -> None:
+        self._pending = None
+        log.info("a rule pack or pyproject.toml changed; reloading rules")
+        self.server.reload()
+
+    def stop(self) -> None:
+        self.observer.stop()
+
+
+def start_watching(server: TritonsmithServer) -> None:
+    if server.watcher is not None:
+        return
+    try:
+        server.watcher = PackWatcher(server, asyncio.get_running_loop())
+    except Exception:  # no inotify slots, say: linting still works without reloads
+        log.exception("cannot watch rule packs; edit-and-reload is off")
+        return
+    server.watcher.update(server)

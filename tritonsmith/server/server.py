@@ -1,0 +1,168 @@
+"""The language server's state: open documents, the workspace's rules, and the checking loop.
+
+`TritonsmithServer` holds one `OpenDocument` per URI (its incrementally parsed `Document`, its
+kernel index and its latest findings) and one `Workspace` (settings, packs, matcher). Features in
+`features/` register handlers that call into it; only `publish.py` sends diagnostics.
+
+Checking is coalesced: an edit marks the document dirty and schedules one check with
+`call_soon`, so a burst of `didChange` notifications already queued is applied first and
+checked once. A check of an edited file re-runs the rules only for the kernels the edit touched
+(the matcher's per-kernel cache), so it stays within milliseconds on large files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from .. import __version__
+from ..analysis import Document, ModuleIndex, index_module
+from ..rules import Finding
+from ..settings import Settings, find_workspace_root, read_pyproject
+from ..workspace import Workspace
+
+__all__ = ["OpenDocument", "TritonsmithServer"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class OpenDocument:
+    uri: str
+    version: int | None
+    document: Document
+    index: ModuleIndex | None = None
+    findings: list[Finding] = field(default_factory=list)
+    checked_version: int | None = -1
+    dirty: bool = True
+
+
+class TritonsmithServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("tritonsmith", __version__)
+        self.documents: dict[str, OpenDocument] = {}
+        self.editor_settings: dict = {}
+        self.settings_warnings: list[str] = []
+        self.root: Path | None = None
+        self.workspace_state: Workspace = Workspace(None, Settings())
+        self.pull_diagnostics = False
+        self.supports_refresh = False
+        self._scheduled: set[str] = set()
+        self._reported_pack_errors: set[str] = set()
+        self.watcher = None  # set by features.watch
+
+    # -- settings and rules ----------------------------------------------------------------
+
+    @property
+    def encoding(self) -> str:
+        try:
+            encoding = self.workspace.position_encoding
+        except Exception:  # before initialize
+            return "utf-16"
+        return str(encoding.value if hasattr(encoding, "value") else encoding or "utf-16")
+
+    def set_root(self, root_uri: str | None) -> None:
+        path = to_fs_path(root_uri) if root_uri else None
+        self.root = find_workspace_root(Path(path)) if path else None
+
+    def compute_settings(self) -> Settings:
+        warnings: list[str] = []
+        pyproject = read_pyproject(self.root, warnings=warnings) if self.root else {}
+        settings = Settings.merged(pyproject, self.editor_settings, warnings=warnings)
+        for warning in warnings:
+            if warning not in self.settings_warnings:
+                self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"tritonsmith: {warning}"))
+        self.settings_warnings = warnings
+        return settings
+
+    def reload(self, *, editor_settings: dict | None = None) -> None:
+        """Re-read settings and packs, then re-check every open document."""
+        if editor_settings is not None:
+            self.editor_settings = editor_settings
+        self.workspace_state = Workspace(self.root, self.compute_settings())
+        self.report_pack_errors()
+        for uri in list(self.documents):
+            self.documents[uri].dirty = True
+            self.schedule_check(uri)
+        if self.watcher is not None:
+            self.watcher.update(self)
+        from .publish import refresh
+
+        refresh(self)
+
+    def report_pack_errors(self) -> None:
+        """Show each malformed pack once (per distinct error), and log it every time."""
+        current = {e.user_message for e in self.workspace_state.pack_errors}
+        for message in sorted(current - self._reported_pack_errors):
+            log.error("rule pack error: %s", message)
+            self.window_show_message(
+                types.ShowMessageParams(types.MessageType.Error, f"tritonsmith: {message}. The other rule packs are in use.")
+            )
+        self._reported_pack_errors = current
+
+    # -- documents -------------------------------------------------------------------------
+
+    def open(self, uri: str, version: int | None, text: str) -> OpenDocument:
+        state = OpenDocument(uri=uri, version=version, document=Document(text, encoding=self.encoding))
+        self.documents[uri] = state
+        return state
+
+    def change(self, uri: str, version: int | None, changes: list[types.TextDocumentContentChangeEvent]) -> None:
+        state = self.documents.get(uri)
+        if state is None:
+            log.warning("didChange for a document that is not open: %s", uri)
+            return
+        for change in changes:
+            if isinstance(change, types.TextDocumentContentChangePartial):
+                rng = change.range
+                state.document.edit(
+                    (rng.start.line, rng.start.character), (rng.end.line, rng.end.character), change.text
+                )
+            else:
+                state.document.replace(change.text)
+        state.version = version
+        state.dirty = True
+
+    def close(self, uri: str) -> None:
+        self.documents.pop(uri, None)
+        self._scheduled.discard(uri)
+
+    def schedule_check(self, uri: str) -> None:
+        """Check `uri` once the notifications already queued have been applied."""
+        if uri in self._scheduled:
+            return
+        self._scheduled.add(uri)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._run_scheduled(uri)
+            return
+        loop.call_soon(self._run_scheduled, uri)
+
+    def _run_scheduled(self, uri: str) -> None:
+        self._scheduled.discard(uri)
+        state = self.documents.get(uri)
+        if state is None:
+            return
+        self.ensure_checked(state)
+        from .publish import publish
+
+        publish(self, state)
+
+    def ensure_checked(self, state: OpenDocument) -> None:
+        if not state.dirty:
+            return
+        try:
+            state.index = index_module(state.document.root)
+            state.findings = self.workspace_state.matcher.check_module(state.document.source, state.index)
+        except Exception:  # never let one file's analysis take the server down
+            log.exception("checking %s failed", state.uri)
+            state.findings = []
+        state.dirty = False
+        state.checked_version = state.version

@@ -1,0 +1,178 @@
+"""One typed settings object, read from every place a setting can come from.
+
+Precedence (DESIGN.md, "Settings"): command-line flags > editor settings > `[tool.tritonsmith]`
+in `pyproject.toml` > defaults. Each source is a plain mapping with camelCase (editor) or
+snake_case / kebab-case (pyproject, flags) keys; `Settings.merged` folds them in order. A bad
+value is reported once as a warning and falls back to the value below it, so one typo never
+stops the linter.
+
+The VS Code extension's `package.json` contributes exactly these settings (`tritonsmith.*`,
+camelCase); a test keeps the two in sync.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .rules.model import parse_version
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["Settings", "find_workspace_root", "read_pyproject"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a user can configure. Field docs are the settings' descriptions."""
+
+    triton_version: str | None = None
+    """Triton version the rules are checked against (MAJOR.MINOR); default: the installed one."""
+
+    select: tuple[str, ...] = ()
+    """Rule codes, code prefixes or names to check; empty means all rules."""
+
+    ignore: tuple[str, ...] = ()
+    """Rule codes, code prefixes or names never to report."""
+
+    rule_packs: tuple[str, ...] = ()
+    """Extra rule-pack files or folders (relative to the workspace root)."""
+
+    targets: tuple[str, ...] = ("sm_90",)
+    """GPU targets to compile for on save (e.g. sm_80, sm_90, gfx942)."""
+
+    verify_on_save: bool = True
+    """Compile and verify kernels when a file is saved."""
+
+    device: str = "auto"
+    """Where to run kernels: auto, cuda or cpu (the Triton interpreter)."""
+
+    proposer: str = "anthropic"
+    """Who proposes kernel variants during a search: anthropic or offline."""
+
+    model: str = "claude-sonnet-4-5"
+    """The LLM model a search uses."""
+
+    budget: int = 50
+    """The number of candidate kernels a search may evaluate."""
+
+    @classmethod
+    def keys(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+    def parsed_version(self) -> tuple[int, int] | None:
+        return parse_version(self.triton_version) if self.triton_version else None
+
+    @classmethod
+    def merged(
+        cls, *sources: Mapping[str, Any] | None, warnings: list[str] | None = None
+    ) -> Settings:
+        """Fold sources from lowest to highest precedence onto the defaults."""
+        settings = cls()
+        for source in sources:
+            if source:
+                settings = settings.updated(source, warnings=warnings)
+        return settings
+
+    def updated(self, values: Mapping[str, Any], *, warnings: list[str] | None = None) -> Settings:
+        """A copy with `values` applied; unknown keys and bad values become warnings."""
+        changes: dict[str, Any] = {}
+        for raw_key, value in values.items():
+            key = _snake(raw_key)
+            if key not in _FIELDS:
+                if warnings is not None:
+                    warnings.append(f"unknown tritonsmith setting '{raw_key}' is ignored")
+                continue
+            if value is None:
+                continue
+            try:
+                changes[key] = _coerce(key, value)
+            except ConfigError as error:
+                if warnings is not None:
+                    warnings.append(str(error))
+        return replace(self, **changes)
+
+
+_FIELDS = {f.name: f for f in fields(Settings)}
+_TUPLES = {"select", "ignore", "rule_packs", "targets"}
+
+
+def _snake(key: str) -> str:
+    out = []
+    for char in key.replace("-", "_"):
+        if char.isupper():
+            out.append("_" + char.lower())
+        else:
+            out.append(char)
+    return "".join(out).lstrip("_")
+
+
+def _coerce(key: str, value: Any) -> Any:
+    if key in _TUPLES:
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, Sequence) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"setting '{key}' must be a list of strings, got {value!r}")
+        return tuple(value)
+    if key == "triton_version":
+        if value == "":
+            return None
+        if not isinstance(value, str):
+            value = str(value)
+        try:
+            parse_version(value)
+        except ValueError as error:
+            raise ConfigError(f"setting 'tritonVersion': {error}") from None
+        return value
+    if key == "verify_on_save":
+        if not isinstance(value, bool):
+            raise ConfigError(f"setting 'verifyOnSave' must be true or false, got {value!r}")
+        return value
+    if key == "budget":
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigError(f"setting 'budget' must be a positive whole number, got {value!r}")
+        return value
+    if key == "device" and value not in ("auto", "cuda", "cpu"):
+        raise ConfigError(f"setting 'device' must be auto, cuda or cpu, got {value!r}")
+    if key == "proposer" and value not in ("anthropic", "offline"):
+        raise ConfigError(f"setting 'proposer' must be anthropic or offline, got {value!r}")
+    if not isinstance(value, str):
+        raise ConfigError(f"setting '{key}' must be a string, got {value!r}")
+    return value
+
+
+def find_workspace_root(start: Path) -> Path:
+    """The nearest folder at or above `start` with a pyproject.toml, .tritonsmith or .git."""
+    start = start.resolve()
+    folder = start if start.is_dir() else start.parent
+    for candidate in [folder, *folder.parents]:
+        if any((candidate / marker).exists() for marker in ("pyproject.toml", ".tritonsmith", ".git")):
+            return candidate
+    return folder
+
+
+def read_pyproject(root: Path, *, warnings: list[str] | None = None) -> dict[str, Any]:
+    """`[tool.tritonsmith]` of `root/pyproject.toml`, or {} (a broken file is a warning)."""
+    path = root / "pyproject.toml"
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        if warnings is not None:
+            warnings.append(f"{path}: cannot read [tool.tritonsmith]: {error}")
+        return {}
+    section = data.get("tool", {}).get("tritonsmith", {})
+    if not isinstance(section, dict):
+        if warnings is not None:
+            warnings.append(f"{path}: [tool.tritonsmith] must be a table")
+        return {}
+    return section
+

@@ -1,0 +1,50 @@
+"""The checking setup of one workspace: its settings, its rule packs and the matcher.
+
+Both the command line and the language server go through `Workspace`, so that a file checked
+from either gets the same findings. `reload()` re-reads the packs (after a pack was edited) and
+keeps the errors of packs that could not be read, for the caller to show.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import RulePackError
+from .rules import Finding, Matcher, RuleSet, load_rules, pack_paths
+from .settings import Settings
+from .version import resolve_version
+
+__all__ = ["Workspace"]
+
+
+class Workspace:
+    def __init__(self, root: Path | None, settings: Settings, *, include_user_packs: bool = True) -> None:
+        self.root = root
+        self.settings = settings
+        self.include_user_packs = include_user_packs
+        self.rules: RuleSet = RuleSet()
+        self.matcher: Matcher = Matcher([], version=None)
+        self.reload()
+
+    @property
+    def version(self) -> tuple[int, int]:
+        return resolve_version(self.settings.triton_version)
+
+    @property
+    def pack_errors(self) -> list[RulePackError]:
+        return self.rules.errors
+
+    def pack_paths(self) -> list[Path]:
+        return pack_paths(self.root, self.settings.rule_packs, include_user=self.include_user_packs)
+
+    def reload(self, settings: Settings | None = None) -> None:
+        """Re-read every pack and rebuild the matcher (its cache starts empty)."""
+        if settings is not None:
+            self.settings = settings
+        self.rules = load_rules(self.pack_paths())
+        self.matcher = Matcher(
+            self.rules, version=self.version, select=self.settings.select, ignore=self.settings.ignore
+        )
+
+    def check_source(self, source: str | bytes) -> list[Finding]:
+        return self.matcher.check_source(source)
