@@ -74,10 +74,14 @@ def arange_pow2(ctx: KernelContext) -> Iterator[Hit]:
             if is_power_of_two(size):
                 continue
             names = _names_in(start) | _names_in(end)
-            where = f" ({scenario.label})" if scenario.origin is not None else ""
+            given = ", ".join(f"{n}={scenario.env[n]}" for n in sorted(names) if n in scenario.sources)
+            where = f" with {given} from {scenario.label}" if scenario.origin is not None and given else ""
             message = f"tl.arange range {size} ({lo}..{hi}) is not a power of 2{where}"
             yield Hit(call, message, _origin_related(scenario, names))
-            yield from _origin_hits(ctx, scenario, names, call, f"{message}: used by {text(call)}")
+            yield from _origin_hits(
+                ctx, scenario, names, call,
+                f"{given} makes {text(call)} span {size} elements, which is not a power of 2",
+            )
 
 
 def _shape_args(ctx: KernelContext) -> Iterator[tuple[Node, Node]]:
