@@ -34,7 +34,7 @@ def _fix_codeaction_decoding(client: LanguageClient) -> None:
         kind = types.Command if isinstance(obj.get("command"), str) else types.CodeAction
         return converter.structure(obj, kind)
 
-    converter.register_structure_hook(typing.Union[types.Command, types.CodeAction], hook)
+    converter.register_structure_hook(typing.Union[types.Command, types.CodeAction], hook)  # noqa: UP007
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "tritonsmith", "serve"]))
@@ -162,10 +162,10 @@ async def test_editing_a_workspace_pack_rechecks_open_documents(client: Language
     pack = Path(client.root) / ".tritonsmith" / "rules.toml"
     pack.parent.mkdir(exist_ok=True)
     # Override TS109's severity: the rule memory is data a team can change.
-    from tritonsmith.rules import load_rules, pack_paths
-    from tritonsmith.rules.pack import dump_pack
     from dataclasses import replace
-    from tritonsmith.rules import Severity
+
+    from tritonsmith.rules import Severity, load_rules, pack_paths
+    from tritonsmith.rules.pack import dump_pack
 
     ts109 = load_rules(pack_paths(None, include_user=False)).get("TS109")
     pack.write_text(dump_pack([replace(ts109, severity=Severity.WARNING)]))

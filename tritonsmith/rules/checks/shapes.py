@@ -190,7 +190,7 @@ def _block_shapes(ctx: KernelContext) -> Iterator[tuple[Node, list[Node]]]:
 
 @check("shape_pow2")
 def shape_pow2(ctx: KernelContext) -> Iterator[Hit]:
-    for call, elements in _block_shapes(ctx):
+    for _call, elements in _block_shapes(ctx):
         for index, element in enumerate(elements):
             for value, scenario in ctx.values(element):
                 if isinstance(value, int) and not isinstance(value, bool) and not is_power_of_two(value):
