@@ -172,13 +172,17 @@ async def test_editing_a_workspace_pack_rechecks_open_documents(client: Language
     diagnostics = await _wait_for(
         client, uri,
         lambda d: d is not None and any(x.code == "TS109" and x.severity == types.DiagnosticSeverity.Warning for x in d),
-        timeout=5,
+        timeout=10,
     )
     assert any(x.code == "TS109" for x in diagnostics)
     # A malformed pack: the error is shown, and the builtin rules keep working.
     pack.write_text("[[rules]\ncode = \n")
-    await asyncio.sleep(1.0)
-    message = next((m for m in client.messages if "rules.toml" in m.message), None)
+    message = None
+    for _ in range(200):
+        message = next((m for m in client.messages if "rules.toml" in m.message), None)
+        if message is not None:
+            break
+        await asyncio.sleep(0.05)
     assert message is not None and message.type == types.MessageType.Error
     diagnostics = await _wait_for(client, uri, lambda d: d is not None and len(d) >= 2)
     assert _codes(diagnostics) == ["TS102", "TS109"]

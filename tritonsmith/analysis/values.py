@@ -109,7 +109,8 @@ def evaluate(
             if operand is UNKNOWN:
                 return UNKNOWN
             op = text(node.child_by_field_name("operator"))
-            return {"-": operator.neg, "+": operator.pos, "~": operator.invert}[op](operand)
+            unary: dict[str, Callable[[Any], Any]] = {"-": operator.neg, "+": operator.pos, "~": operator.invert}
+            return unary[op](operand)
         if kind == "binary_operator":
             op = text(node.child_by_field_name("operator"))
             if op not in _BINARY:

@@ -128,8 +128,8 @@ class KernelContext:
     def module_constexprs(self) -> dict[str, Any]:
         """Module globals created as `tl.constexpr(value)`: the only globals a kernel may read."""
         env: dict[str, Any] = {}
-        for name, value in self.module.globals.items():
-            value = unparen(value)
+        for name, node in self.module.globals.items():
+            value = unparen(node)
             if value is not None and value.type == "call" and self.imports.is_triton(self.call_name(value), "constexpr"):
                 positional, _ = call_args(value)
                 if positional:
@@ -209,7 +209,7 @@ class KernelContext:
         if name in self.module_constexprs:
             return True
         # Locals annotated constexpr or folded from constexprs.
-        values = self.assignments.get(name)
+        values = self.assignments.get(name, [])
         return bool(values) and all(self.is_constexpr_expr(v) for v in values)
 
     def is_constexpr_expr(self, node: Node | None, _depth: int = 0) -> bool:
@@ -229,9 +229,9 @@ class KernelContext:
             return all(self.is_constexpr_expr(c, _depth + 1) for c in node.named_children
                        if c.type not in ("comment",))
         if node.type == "call":
-            name = self.call_name(node)
-            if name in ("triton.next_power_of_2", "triton.cdiv", "min", "max", "int", "len") or (
-                name is not None and name.startswith("math.")
+            called = self.call_name(node)
+            if called in ("triton.next_power_of_2", "triton.cdiv", "min", "max", "int", "len") or (
+                called is not None and called.startswith("math.")
             ):
                 positional, keywords = call_args(node)
                 return all(self.is_constexpr_expr(a, _depth + 1) for a in positional) and not keywords

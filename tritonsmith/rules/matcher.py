@@ -120,7 +120,8 @@ class Matcher:
         digest.update(repr(sorted(index.imports.names.items())).encode())
         for kernel in index.kernels:
             params = kernel.node.child_by_field_name("parameters")
-            digest.update(kernel.name.encode() + b"(" + (params.text or b"") + b")")
+            signature = params.text if params is not None and params.text else b""
+            digest.update(kernel.name.encode() + b"(" + signature + b")")
         digest.update(repr(sorted(index.functions)).encode())
         for name, value in sorted(index.globals.items()):
             digest.update(name.encode() + b"=" + (value.text or b"")[:200])

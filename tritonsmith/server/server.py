@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 from lsprotocol import types
@@ -26,6 +27,9 @@ from ..analysis import Document, ModuleIndex, index_module
 from ..rules import Finding
 from ..settings import Settings, find_workspace_root, read_pyproject
 from ..workspace import Workspace
+
+if TYPE_CHECKING:
+    from .features.watch import PackWatcher
 
 __all__ = ["OpenDocument", "TritonsmithServer"]
 
@@ -55,7 +59,7 @@ class TritonsmithServer(LanguageServer):
         self.supports_refresh = False
         self._scheduled: set[str] = set()
         self._reported_pack_errors: set[str] = set()
-        self.watcher = None  # set by features.watch
+        self.watcher: PackWatcher | None = None  # set by features.watch
 
     # -- settings and rules ----------------------------------------------------------------
 
@@ -65,7 +69,7 @@ class TritonsmithServer(LanguageServer):
             encoding = self.workspace.position_encoding
         except Exception:  # before initialize
             return "utf-16"
-        return str(encoding.value if hasattr(encoding, "value") else encoding or "utf-16")
+        return str(getattr(encoding, "value", encoding) or "utf-16")
 
     def set_root(self, root_uri: str | None) -> None:
         path = to_fs_path(root_uri) if root_uri else None

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from lsprotocol import types
 
@@ -52,7 +53,7 @@ def _workspace_edit(ls: TritonsmithServer, state: OpenDocument, edits: list[Edit
     return types.WorkspaceEdit(changes={state.uri: text_edits})
 
 
-def _wanted(only: list[str] | None, kind: str) -> bool:
+def _wanted(only: Sequence[str] | None, kind: str) -> bool:
     if not only:
         return True
     return any(kind == k or kind.startswith(k + ".") for k in only)

@@ -92,8 +92,9 @@ def start_watching(server: TritonsmithServer) -> None:
     if server.watcher is not None:
         return
     try:
-        server.watcher = PackWatcher(server, asyncio.get_running_loop())
+        watcher = PackWatcher(server, asyncio.get_running_loop())
     except Exception:  # no inotify slots, say: linting still works without reloads
         log.exception("cannot watch rule packs; edit-and-reload is off")
         return
-    server.watcher.update(server)
+    server.watcher = watcher
+    watcher.update(server)
