@@ -200,7 +200,7 @@ def _rules_import(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from .server import serve
 
-    serve(tcp=args.tcp)
+    serve(tcp=args.tcp, log_file=args.log_file)
     return 0
 
 
@@ -241,6 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", help="run the language server (stdio by default)")
     serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    serve.add_argument("--log-file", metavar="FILE", help="write the log here instead of stderr")
     serve.set_defaults(handler=cmd_serve)
     return parser
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import tempfile
 import typing
 from pathlib import Path
 
@@ -37,7 +38,12 @@ def _fix_codeaction_decoding(client: LanguageClient) -> None:
     converter.register_structure_hook(typing.Union[types.Command, types.CodeAction], hook)  # noqa: UP007
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "tritonsmith", "serve"]))
+LOG = Path(tempfile.gettempdir()) / "tritonsmith-test-server.log"
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=[sys.executable, "-m", "tritonsmith", "serve", "--log-file", str(LOG)])
+)
 async def client(lsp_client: LanguageClient, tmp_path_factory):
     _fix_codeaction_decoding(lsp_client)
     root = tmp_path_factory.mktemp("ws")

@@ -11,7 +11,9 @@ Other DSLs' `jit` decorators (CuTe, TileLang, Gluon) are not Triton's and are no
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from tree_sitter import Node, Query, QueryCursor
 
@@ -23,6 +25,7 @@ __all__ = [
     "Autotune",
     "Imports",
     "Kernel",
+    "LaunchCache",
     "LaunchSite",
     "ModuleIndex",
     "Param",
@@ -111,19 +114,65 @@ class LaunchSite:
     keywords: dict[str, tuple[Node, Node]]
 
 
-@dataclass
 class Kernel:
-    name: str
-    node: Node  # the function_definition
-    outer: Node  # the decorated_definition (or the definition itself)
-    decorators: list[Node]
-    params: list[Param]
-    jit_decorator: Node
-    autotune: Autotune | None = None
-    heuristics: dict[str, Node] = field(default_factory=dict)
-    heuristics_node: Node | None = None
-    launches: list[LaunchSite] = field(default_factory=list)
-    direct_calls: list[LaunchSite] = field(default_factory=list)
+    """One Triton kernel (or jit helper). Parameters, autotune configs and heuristics are read
+    on first use: an edit that leaves a kernel's text alone never pays for re-reading them."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        node: Node,
+        outer: Node,
+        decorators: list[Node],
+        jit_decorator: Node,
+        imports: Imports,
+        globals_: dict[str, Node],
+    ) -> None:
+        self.name = name
+        self.node = node  # the function_definition
+        self.outer = outer  # the decorated_definition
+        self.decorators = decorators
+        self.jit_decorator = jit_decorator
+        # `f = triton.heuristics(...)(f)` applied after the definition: decorators in all but name.
+        self.wrapper_calls: list[Node] = []
+        self.launches: list[LaunchSite] = []
+        self.direct_calls: list[LaunchSite] = []
+        self._imports = imports
+        self._globals = globals_
+
+    @cached_property
+    def params(self) -> list[Param]:
+        return _params(self.node, self._imports)
+
+    @cached_property
+    def _decorator_info(self) -> tuple[Autotune | None, dict[str, Node], Node | None]:
+        autotune: Autotune | None = None
+        heuristics: dict[str, Node] = {}
+        heuristics_node: Node | None = None
+        exprs = [next((c for c in d.named_children if c.type != "comment"), None) for d in self.decorators]
+        for expr in exprs + self.wrapper_calls:
+            if expr is None or expr.type != "call":
+                continue
+            qualified = self._imports.qualify(expr.child_by_field_name("function"))
+            if qualified in ("triton.autotune", "triton.runtime.autotune", "triton.runtime.autotuner.autotune"):
+                autotune = _autotune(expr, self._imports, self._globals)
+            elif qualified in ("triton.heuristics", "triton.runtime.heuristics", "triton.runtime.autotuner.heuristics"):
+                heuristics.update(_heuristics(expr, self._globals))
+                heuristics_node = expr
+        return autotune, heuristics, heuristics_node
+
+    @property
+    def autotune(self) -> Autotune | None:
+        return self._decorator_info[0]
+
+    @property
+    def heuristics(self) -> dict[str, Node]:
+        return self._decorator_info[1]
+
+    @property
+    def heuristics_node(self) -> Node | None:
+        return self._decorator_info[2]
 
     @property
     def body(self) -> Node | None:
@@ -138,6 +187,9 @@ class Kernel:
     @property
     def constexpr_names(self) -> set[str]:
         return {p.name for p in self.params if p.is_constexpr}
+
+    def __repr__(self) -> str:
+        return f"Kernel({self.name!r} at line {self.node.start_point[0] + 1})"
 
 
 @dataclass
@@ -157,15 +209,6 @@ class ModuleIndex:
     @property
     def jit_names(self) -> set[str]:
         return {k.name for k in self.kernels}
-
-
-_CALL_QUERY = Query(
-    PY_LANGUAGE,
-    """
-    (call function: (subscript value: (identifier) @launched)) @launch
-    (call function: (identifier) @called) @call
-    """,
-)
 
 
 def _module_statements(root: Node) -> list[Node]:
@@ -250,7 +293,7 @@ def _jit_wrappers(statements: list[Node], imports: Imports) -> set[str]:
             if definition is None or definition.type != "function_definition":
                 continue
             body = definition.child_by_field_name("body")
-            if body is None:
+            if body is None or b"jit" not in (body.text or b""):
                 continue
             captures = QueryCursor(_JIT_REFERENCE).captures(body)
             if any(imports.qualify(n) == TRITON_JIT for n in captures.get("ref", [])):
@@ -283,7 +326,8 @@ def _params(definition: Node, imports: Imports) -> list[Param]:
         qualified = imports.qualify(ann_expr) if ann_expr is not None else None
         is_constexpr = bool(
             qualified in ("triton.language.constexpr", "triton.language.core.constexpr")
-            or (annotation_text is not None and annotation_text.endswith("constexpr"))
+            # Triton tests the annotation as a string, so `BLOCK: "tl.constexpr"` counts too.
+            or (annotation_text is not None and annotation_text.strip("\"' ").endswith("constexpr"))
         )
         out.append(
             Param(
@@ -344,8 +388,8 @@ def _autotune(call: Node, imports: Imports, globals_: dict[str, Node]) -> Autotu
     configs_node = _resolve_global(configs_node, globals_)
     if configs_node is not None and configs_node.type in ("list", "tuple"):
         autotune.configs_known = True
-        for item in configs_node.named_children:
-            item = unparen(item)
+        for child in configs_node.named_children:
+            item = unparen(child)
             if item is None or item.type == "comment":
                 continue
             config = _config(item, imports) if item.type == "call" else None
@@ -387,28 +431,111 @@ def _kernel(node: Node, imports: Imports, jit_aliases: set[str], globals_: dict[
     )
     if jit_decorator is None:
         return None
-    kernel = Kernel(
+    return Kernel(
         name=text(definition.child_by_field_name("name")),
         node=definition,
         outer=node,
         decorators=decorators,
-        params=_params(definition, imports),
         jit_decorator=jit_decorator,
+        imports=imports,
+        globals_=globals_,
     )
-    for decorator in decorators:
-        expr = next((c for c in decorator.named_children if c.type != "comment"), None)
-        if expr is None or expr.type != "call":
+
+
+class LaunchCache:
+    """Where kernel names are called in each host statement, keyed by the statement's text.
+
+    Kept per document by the server, so a keystroke re-scans only the statement it changed."""
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[bytes, bytes], list[tuple[int, int, str]]] = {}
+
+    def lookup(self, key: tuple[bytes, bytes]) -> list[tuple[int, int, str]] | None:
+        return self._entries.get(key)
+
+    def store(self, key: tuple[bytes, bytes], value: list[tuple[int, int, str]], live: int) -> None:
+        if len(self._entries) > 4 * live + 256:
+            self._entries.clear()
+        self._entries[key] = value
+
+
+def _find_launches(root: Node, kernels: list[Kernel], hosts: list[Node], cache: LaunchCache | None) -> None:
+    """Attach `kernel[grid](...)` launches and direct calls `kernel(...)` made outside kernels.
+
+    A regular expression over each host statement finds the candidate names (far cheaper than
+    a tree query); the tree then confirms each one.
+    """
+    by_name = {k.name: k for k in kernels}
+    if not by_name:
+        return
+    names = b"|".join(re.escape(name.encode()) for name in sorted(by_name, key=len, reverse=True))
+    pattern = re.compile(rb"(?<![\w.])(" + names + rb")\s*[\[(]")
+    for host in hosts:
+        source = host.text or b""
+        key = (names, source)
+        found = cache.lookup(key) if cache is not None else None
+        if found is None:
+            found = [(m.start(1), m.end(1), m.group(1).decode()) for m in pattern.finditer(source)]
+            if cache is not None:
+                cache.store(key, found, len(hosts))
+        for start, end, name in found:
+            ident = root.descendant_for_byte_range(host.start_byte + start, host.start_byte + end)
+            if ident is not None and ident.type == "identifier":
+                _attach(by_name[name], ident)
+
+
+def _attach(kernel: Kernel, ident: Node) -> None:
+    parent = ident.parent
+    if parent is not None and parent.type == "subscript" and parent.child_by_field_name("value") == ident:
+        call = parent.parent
+        if call is not None and call.type == "call" and call.child_by_field_name("function") == parent:
+            positional, keywords = call_args(call)
+            grid = parent.child_by_field_name("subscript")
+            kernel.launches.append(LaunchSite(call, grid, positional, keywords))
+    elif parent is not None and parent.type == "call" and parent.child_by_field_name("function") == ident:
+        positional, keywords = call_args(parent)
+        kernel.direct_calls.append(LaunchSite(parent, None, positional, keywords))
+
+
+def _assigned_kernels(
+    statements: list[Node], functions: dict[str, Node], imports: Imports, jit_aliases: set[str],
+    globals_: dict[str, Node],
+) -> list[Kernel]:
+    """Kernels made by assignment after a plain definition, as some projects write them:
+
+        def _rope(...): ...
+        _rope = triton.jit(_rope)
+        _rope = triton.heuristics({...})(_rope)
+    """
+    kernels: dict[str, Kernel] = {}
+    for node in statements:
+        if node.type != "expression_statement" or node.named_child_count != 1:
             continue
-        qualified = imports.qualify(expr.child_by_field_name("function"))
-        if qualified in ("triton.autotune", "triton.runtime.autotune", "triton.runtime.autotuner.autotune"):
-            kernel.autotune = _autotune(expr, imports, globals_)
-        elif qualified in ("triton.heuristics", "triton.runtime.heuristics", "triton.runtime.autotuner.heuristics"):
-            kernel.heuristics.update(_heuristics(expr, globals_))
-            kernel.heuristics_node = expr
-    return kernel
+        assign = node.named_children[0]
+        left, right = assign.child_by_field_name("left"), assign.child_by_field_name("right")
+        if assign.type != "assignment" or left is None or left.type != "identifier" or right is None:
+            continue
+        if right.type != "call":
+            continue
+        name = text(left)
+        function = right.child_by_field_name("function")
+        positional, _ = call_args(right)
+        wrapped = positional[0] if positional else None
+        if wrapped is None or wrapped.type != "identifier" or text(wrapped) != name:
+            continue
+        definition = functions.get(name)
+        if _is_jit(imports.qualify(function), jit_aliases) and definition is not None \
+                and definition.type == "function_definition" and name not in kernels:
+            kernels[name] = Kernel(
+                name=name, node=definition, outer=definition, decorators=[], jit_decorator=right,
+                imports=imports, globals_=globals_,
+            )
+        elif name in kernels and function is not None and function.type == "call":
+            kernels[name].wrapper_calls.append(function)
+    return list(kernels.values())
 
 
-def index_module(root: Node) -> ModuleIndex:
+def index_module(root: Node, *, launch_cache: LaunchCache | None = None) -> ModuleIndex:
     """Index every Triton kernel of a parsed module. Never raises on broken code."""
     statements = _module_statements(root)
     imports = _read_imports(statements)
@@ -439,25 +566,10 @@ def index_module(root: Node) -> ModuleIndex:
             kernels.append(kernel)
         else:
             host_nodes.append(node)
-    by_name = {k.name: k for k in kernels}
-    if by_name:
-        cursor = QueryCursor(_CALL_QUERY)
-        for host in host_nodes:
-            for pattern, captures in cursor.matches(host):
-                if pattern == 0:
-                    kernel = by_name.get(text(captures["launched"][0]))
-                    if kernel is None:
-                        continue
-                    call = captures["launch"][0]
-                    subscript = call.child_by_field_name("function")
-                    grid = subscript.child_by_field_name("subscript") if subscript is not None else None
-                    positional, keywords = call_args(call)
-                    kernel.launches.append(LaunchSite(call, grid, positional, keywords))
-                else:
-                    kernel = by_name.get(text(captures["called"][0]))
-                    if kernel is None:
-                        continue
-                    call = captures["call"][0]
-                    positional, keywords = call_args(call)
-                    kernel.direct_calls.append(LaunchSite(call, None, positional, keywords))
+    assigned = _assigned_kernels(statements, functions, imports, jit_aliases, globals_) if b"jit(" in (root.text or b"") else []
+    if assigned:
+        outers = {k.outer.id for k in assigned}
+        host_nodes = [n for n in host_nodes if n.id not in outers]
+        kernels = sorted(kernels + assigned, key=lambda k: k.outer.start_byte)
+    _find_launches(root, kernels, host_nodes, launch_cache)
     return ModuleIndex(imports=imports, kernels=kernels, functions=functions, globals=globals_)

@@ -13,6 +13,7 @@ kernel once, grouping nodes by type, and answers the questions the checks ask:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -57,6 +58,8 @@ class KernelContext:
         self.version = version
         self.imports = module.imports
         self._by_type: dict[str, list[Node]] = {}
+        self._qualified: dict[int, str | None] = {}
+        self._local_envs: dict[int, dict[str, Any]] = {}
         for node in iter_descendants(kernel.node, stop_at_scopes=False):
             self._by_type.setdefault(node.type, []).append(node)
 
@@ -75,16 +78,37 @@ class KernelContext:
         return body is not None and body.start_byte <= node.start_byte and node.end_byte <= body.end_byte
 
     def qualify(self, node: Node | None) -> str | None:
-        return self.imports.qualify(node)
+        # Every rule asks about the same few names: qualify each node once per kernel.
+        if node is None:
+            return None
+        key = node.id
+        if key not in self._qualified:
+            self._qualified[key] = self.imports.qualify(node)
+        return self._qualified[key]
 
     def call_name(self, call: Node) -> str | None:
-        return self.imports.qualify(call.child_by_field_name("function"))
+        return self.qualify(call.child_by_field_name("function"))
+
+    @cached_property
+    def _tl_calls_by_name(self) -> dict[str, list[Node]]:
+        """Calls in the body of `triton.language.<name>`, by name (one pass for all rules)."""
+        out: dict[str, list[Node]] = {}
+        for call in self.nodes("call"):
+            name = self.call_name(call)
+            if name is None or not name.startswith("triton.language.") or not self.in_body(call):
+                continue
+            short = name.rsplit(".", 1)[1]
+            if self.imports.is_triton(name, short):
+                out.setdefault(short, []).append(call)
+        return out
 
     def tl_calls(self, *names: str) -> Iterator[Node]:
-        """Calls of `triton.language.<name>` (however imported) in the kernel body."""
-        for call in self.nodes("call"):
-            if self.imports.is_triton(self.call_name(call), *names) and self.in_body(call):
-                yield call
+        """Calls of `triton.language.<name>` (however imported) in the kernel body, in order."""
+        if len(names) == 1:
+            yield from self._tl_calls_by_name.get(names[0], [])
+            return
+        calls = [c for n in names for c in self._tl_calls_by_name.get(n, [])]
+        yield from sorted(calls, key=lambda c: c.start_byte)
 
     def method_calls(self, *names: str) -> Iterator[tuple[Node, Node, Node]]:
         """Calls `obj.name(...)` whose name is one of `names`: (call, obj, attribute) triples,
@@ -110,6 +134,19 @@ class KernelContext:
         if name in keywords:
             return keywords[name][1]
         return positional[position] if position < len(positional) else None
+
+    @cached_property
+    def is_helper(self) -> bool:
+        """Whether another jit function in the module calls this one. A helper's parameters
+        are constexpr whenever its caller passes constexprs, annotated or not, so rules about
+        missing annotations hold only for kernels that are launched."""
+        if self.kernel.launches:
+            return False
+        needle = re.compile(rb"(?<![\w.])" + re.escape(self.kernel.name.encode()) + rb"\s*\(")
+        return any(
+            other is not self.kernel and needle.search(other.node.text or b"")
+            for other in self.module.kernels
+        )
 
     # -- names and values ------------------------------------------------------------------
 
@@ -178,11 +215,15 @@ class KernelContext:
 
     def local_env(self, scenario: Scenario) -> dict[str, Any]:
         """The scenario's values extended with locals assigned once from foldable expressions
-        (`BLOCK2: tl.constexpr = BLOCK * 2`)."""
+        (`BLOCK2: tl.constexpr = BLOCK * 2`). Computed once per scenario."""
+        cached = self._local_envs.get(id(scenario))
+        if cached is not None:
+            return cached
         env = dict(scenario.env)
         for name, values in self.assignments.items():
             if len(values) == 1 and name not in env:
                 env[name] = evaluate(values[0], env, self.qualify)
+        self._local_envs[id(scenario)] = env
         return env
 
     def values(self, node: Node) -> Iterator[tuple[Any, Scenario]]:

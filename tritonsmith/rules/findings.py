@@ -1,5 +1,8 @@
 """What a check reports: findings with their exact spans, related locations and fixes.
 
+They are named tuples, not dataclasses: every cached finding below an edit is re-created with
+its new position on each keystroke, and tuples are the cheapest immutable records Python has.
+
 Spans are tree-sitter coordinates (rows and byte columns, plus byte offsets); the server and the
 command line convert them at their edges. `Finding.shifted` moves a finding by whole rows and
 bytes, which is how cached findings follow a kernel that moved because lines were inserted above
@@ -8,7 +11,7 @@ it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from tree_sitter import Node
 
@@ -17,8 +20,7 @@ from .model import Severity
 __all__ = ["Edit", "Finding", "Fix", "Related", "Span"]
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
     start: tuple[int, int]
     end: tuple[int, int]
     start_byte: int
@@ -58,8 +60,7 @@ class Span:
         )
 
 
-@dataclass(frozen=True)
-class Edit:
+class Edit(NamedTuple):
     span: Span
     new_text: str
 
@@ -67,8 +68,7 @@ class Edit:
         return Edit(self.span.shifted(rows, offset), self.new_text)
 
 
-@dataclass(frozen=True)
-class Fix:
+class Fix(NamedTuple):
     title: str
     edits: tuple[Edit, ...]
 
@@ -76,14 +76,12 @@ class Fix:
         return Fix(self.title, tuple(e.shifted(rows, offset) for e in self.edits))
 
 
-@dataclass(frozen=True)
-class Related:
+class Related(NamedTuple):
     span: Span
     message: str
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     code: str
     name: str
     severity: Severity
@@ -95,9 +93,13 @@ class Finding:
     def shifted(self, rows: int, offset: int) -> Finding:
         if rows == 0 and offset == 0:
             return self
-        return replace(
-            self,
-            span=self.span.shifted(rows, offset),
-            related=tuple(Related(r.span.shifted(rows, offset), r.message) for r in self.related),
-            fix=self.fix.shifted(rows, offset) if self.fix else None,
+        # Called for every cached finding below an edit: construct directly (no `replace`).
+        return Finding(
+            self.code,
+            self.name,
+            self.severity,
+            self.message,
+            self.span.shifted(rows, offset),
+            tuple(Related(r.span.shifted(rows, offset), r.message) for r in self.related) if self.related else (),
+            self.fix.shifted(rows, offset) if self.fix else None,
         )

@@ -173,7 +173,7 @@ def _finding(rule: Rule, hit: Hit) -> Finding:
 
 
 def _drop_suppressed(findings: list[Finding], source: bytes) -> list[Finding]:
-    if b"tritonsmith" not in source:
+    if b"tritonsmith" not in source.lower():
         return findings
     lines = source.split(b"\n")
     out = []

@@ -18,9 +18,14 @@ def create_server() -> TritonsmithServer:
     return server
 
 
-def serve(*, tcp: str | None = None) -> None:
-    """Run the server over stdio, or on TCP `HOST:PORT`."""
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+def serve(*, tcp: str | None = None, log_file: str | None = None) -> None:
+    """Run the server over stdio, or on TCP `HOST:PORT`; log to stderr or `log_file`."""
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        force=True,
+        **({"filename": log_file} if log_file else {"stream": sys.stderr}),
+    )
     # pygls logs every message it sends at INFO: far too much for an output channel, and slow.
     logging.getLogger("pygls").setLevel(logging.WARNING)
     server = create_server()

@@ -15,8 +15,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -24,6 +24,7 @@ from pygls.uris import to_fs_path
 
 from .. import __version__
 from ..analysis import Document, ModuleIndex, index_module
+from ..analysis.index import LaunchCache
 from ..rules import Finding
 from ..settings import Settings, find_workspace_root, read_pyproject
 from ..workspace import Workspace
@@ -45,6 +46,7 @@ class OpenDocument:
     findings: list[Finding] = field(default_factory=list)
     checked_version: int | None = -1
     dirty: bool = True
+    launch_cache: LaunchCache = field(default_factory=LaunchCache)
 
 
 class TritonsmithServer(LanguageServer):
@@ -163,7 +165,7 @@ class TritonsmithServer(LanguageServer):
         if not state.dirty:
             return
         try:
-            state.index = index_module(state.document.root)
+            state.index = index_module(state.document.root, launch_cache=state.launch_cache)
             state.findings = self.workspace_state.matcher.check_module(state.document.source, state.index)
         except Exception:  # never let one file's analysis take the server down
             log.exception("checking %s failed", state.uri)

@@ -55,7 +55,8 @@ def related(node: Node | None, message: str) -> list[Related]:
 
 
 # The check modules register themselves on import; they need the names above.
-from . import (  # noqa: E402
+from . import (  # noqa: E402, F401
+    atomics,
     autotune,
     calls,
     control_flow,
@@ -63,6 +64,7 @@ from . import (  # noqa: E402
     dot,
     launch,
     memory,
+    reshape,
     shapes,
     types,
 )

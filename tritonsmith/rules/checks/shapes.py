@@ -103,6 +103,8 @@ def _shape_args(ctx: KernelContext) -> Iterator[tuple[Node, Node]]:
 @check("arange_constexpr")
 def arange_constexpr(ctx: KernelContext) -> Iterator[Hit]:
     """A runtime parameter used as a block size: the classic missing `tl.constexpr`."""
+    if ctx.is_helper:
+        return
     flagged: set[str] = set()
     tl = tl_alias(ctx)
     for call, arg in _shape_args(ctx):
@@ -185,7 +187,7 @@ def _block_shapes(ctx: KernelContext) -> Iterator[tuple[Node, list[Node]]]:
     for call in ctx.tl_calls("reshape"):
         yield call, _shape_elements(ctx, call, 1, "shape")
     for call in ctx.tl_calls("make_block_ptr"):
-        yield call, _shape_elements(ctx, call, 5, "block_shape")
+        yield call, _shape_elements(ctx, call, 4, "block_shape")
 
 
 @check("shape_pow2")

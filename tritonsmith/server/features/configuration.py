@@ -80,12 +80,14 @@ def register(server: TritonsmithServer) -> None:
                 )
             except Exception:  # the client still sends didChangeConfiguration if it was told to
                 log.warning("the client refused to register didChangeConfiguration")
-        pulled = await _pull_settings(ls)
-        if pulled is not None:
-            ls.reload(editor_settings=pulled)
+        # Watch before the settings round trip: a pack written meanwhile is then either seen
+        # by the watcher or read by the reload below, never missed.
         from .watch import start_watching
 
         start_watching(ls)
+        pulled = await _pull_settings(ls)
+        if pulled is not None:
+            ls.reload(editor_settings=pulled)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: TritonsmithServer, params: types.DidChangeConfigurationParams) -> None:

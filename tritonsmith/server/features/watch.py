@@ -34,6 +34,7 @@ class _Handler(FileSystemEventHandler):
             return
         paths = [str(event.src_path), str(getattr(event, "dest_path", "") or "")]
         if any(p.endswith((".toml", ".tritonsmith")) for p in paths):
+            log.debug("%s: %s", event.event_type, event.src_path)
             self.watcher.changed()
 
 
@@ -62,6 +63,7 @@ class PackWatcher:
     def update(self, server: TritonsmithServer) -> None:
         """Watch exactly the folders the current settings name."""
         wanted = self.folders(server)
+        log.debug("watching %s", ", ".join(sorted(map(str, wanted))))
         for folder in list(self.watches):
             if folder not in wanted:
                 self.observer.unschedule(self.watches.pop(folder))  # type: ignore[arg-type]

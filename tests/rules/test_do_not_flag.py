@@ -1,0 +1,62 @@
+"""Correct real-world Triton kernels get no error from any builtin rule.
+
+Each file in `tests/fixtures/do_not_flag/` is a correct kernel module built from the patterns of
+the reference's "do not flag" list. A file may name the Triton version it is written for on its
+first line (`# triton-version: 3.6`); the default is 3.9.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tritonsmith.analysis.document import Document
+from tritonsmith.analysis.index import index_module
+from tritonsmith.rules import Matcher, Severity, load_rules, pack_paths
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "do_not_flag"
+FILES = sorted(FIXTURES.glob("*.py"))
+DEFAULT_VERSION = (3, 9)
+RULES = load_rules(pack_paths(None, include_user=False))
+
+
+def file_version(source: str) -> tuple[int, int]:
+    first = source.split("\n", 1)[0]
+    match = re.match(r"#\s*triton-version:\s*(\d+)\.(\d+)", first)
+    return (int(match.group(1)), int(match.group(2))) if match else DEFAULT_VERSION
+
+
+def describe(path: Path, source: str, findings) -> str:
+    lines = source.split("\n")
+    return "\n".join(
+        f"{path.name}:{f.span.start[0] + 1}:{f.span.start[1] + 1}: {f.code} {f.name} "
+        f"[{f.severity.value}] {f.message}\n    {lines[f.span.start[0]].strip()}"
+        for f in findings
+    )
+
+
+def test_there_are_fixtures():
+    assert len(FILES) >= 8
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_fixture_has_kernels(path: Path):
+    """A fixture whose kernels the index does not find would pass vacuously."""
+    index = index_module(Document(path.read_bytes()).root)
+    assert index.kernels, f"{path.name} has no kernel the index recognises"
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_no_error_on_correct_kernels(path: Path):
+    source = path.read_text(encoding="utf-8")
+    matcher = Matcher(RULES, version=file_version(source))
+    errors = [f for f in matcher.check_source(source) if f.severity is Severity.ERROR]
+    assert not errors, "false positives:\n" + describe(path, source, errors)
+
+
+def test_version_marker_is_read():
+    assert file_version("# triton-version: 3.6\nimport triton\n") == (3, 6)
+    assert file_version("import triton\n") == DEFAULT_VERSION
+    assert file_version((FIXTURES / "block_pointers.py").read_text()) == (3, 6)
