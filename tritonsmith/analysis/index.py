@@ -33,6 +33,7 @@ __all__ = [
 ]
 
 TRITON_JIT = "triton.jit"
+_CALLED = re.compile(rb"(?<![\w.])([A-Za-z_]\w*)\s*\(")
 # Gluon lives under triton.experimental; its jit has other rules and is not checked here.
 _NOT_TRITON_PREFIXES = ("triton.experimental", "cutlass", "cute", "tilelang")
 
@@ -42,6 +43,7 @@ class Imports:
 
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
+        self.text = b""  # the module's import statements, for the matcher's pre-filter
 
     def bind(self, local: str, qualified: str) -> None:
         self.names[local] = qualified
@@ -210,6 +212,18 @@ class ModuleIndex:
     def jit_names(self) -> set[str]:
         return {k.name for k in self.kernels}
 
+    def jit_callees(self, *, excluding: Kernel | None = None) -> set[str]:
+        """Names called (`name(...)`) inside the module's jit functions, other than `excluding`."""
+        per_kernel = self.__dict__.get("_callees")
+        if per_kernel is None:
+            per_kernel = [(k, set(_CALLED.findall(k.node.text or b""))) for k in self.kernels]
+            self.__dict__["_callees"] = per_kernel
+        names: set[str] = set()
+        for kernel, called in per_kernel:
+            if kernel is not excluding:
+                names |= {n.decode() for n in called}
+        return names
+
 
 def _module_statements(root: Node) -> list[Node]:
     """Top-level statements, looking through module-level `if`/`try`/`with` blocks and classes
@@ -233,7 +247,10 @@ def _module_statements(root: Node) -> list[Node]:
 
 def _read_imports(statements: list[Node]) -> Imports:
     imports = Imports()
+    texts: list[bytes] = []
     for node in statements:
+        if node.type in ("import_statement", "import_from_statement"):
+            texts.append(node.text or b"")
         if node.type == "import_statement":
             for child in node.named_children:
                 if child.type == "dotted_name":
@@ -255,6 +272,7 @@ def _read_imports(statements: list[Node]) -> Imports:
                     name = text(child.child_by_field_name("name"))
                     alias = text(child.child_by_field_name("alias"))
                     imports.bind(alias, f"{module}.{name}")
+    imports.text = b"\n".join(texts)
     # Libdevice lives under extra.cuda / extra.hip in some releases; all mean the same functions.
     for local, qualified in list(imports.names.items()):
         for home in ("triton.language.extra.cuda.libdevice", "triton.language.extra.hip.libdevice"):

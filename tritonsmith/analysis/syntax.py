@@ -22,9 +22,10 @@ SCOPE_NODES = frozenset({"function_definition", "class_definition", "lambda"})
 
 
 def text(node: Node | None) -> str:
-    if node is None or node.text is None:
+    if node is None:
         return ""
-    return node.text.decode("utf-8", errors="replace")
+    raw = node.text  # a copy out of the tree's source: read it once
+    return "" if raw is None else raw.decode("utf-8", errors="replace")
 
 
 def unparen(node: Node | None) -> Node | None:

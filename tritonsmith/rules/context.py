@@ -13,7 +13,6 @@ kernel once, grouping nodes by type, and answers the questions the checks ask:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -48,6 +47,27 @@ class Scenario:
     label: str = "defaults"
     # For each name, the node that gave its value (a Config entry or a launch keyword).
     sources: dict[str, Node] = field(default_factory=dict)
+
+
+class _LocalEnv(dict):
+    """A scenario's constexpr values plus the kernel's single-assignment locals, each folded
+    the first time a check asks for it (most locals are never asked about)."""
+
+    def __init__(self, base: dict[str, Any], ctx: KernelContext) -> None:
+        super().__init__(base)
+        self._ctx = ctx
+        self._resolving: set[str] = set()
+
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        if name in self:
+            return self[name]
+        values = self._ctx.assignments.get(name)
+        if not values or len(values) != 1 or name in self._resolving:
+            return default
+        self._resolving.add(name)
+        value = evaluate(values[0], self, self._ctx.qualify)
+        self[name] = value
+        return value
 
 
 class KernelContext:
@@ -142,11 +162,7 @@ class KernelContext:
         missing annotations hold only for kernels that are launched."""
         if self.kernel.launches:
             return False
-        needle = re.compile(rb"(?<![\w.])" + re.escape(self.kernel.name.encode()) + rb"\s*\(")
-        return any(
-            other is not self.kernel and needle.search(other.node.text or b"")
-            for other in self.module.kernels
-        )
+        return self.kernel.name in self.module.jit_callees(excluding=self.kernel)
 
     # -- names and values ------------------------------------------------------------------
 
@@ -215,16 +231,11 @@ class KernelContext:
 
     def local_env(self, scenario: Scenario) -> dict[str, Any]:
         """The scenario's values extended with locals assigned once from foldable expressions
-        (`BLOCK2: tl.constexpr = BLOCK * 2`). Computed once per scenario."""
+        (`BLOCK2: tl.constexpr = BLOCK * 2`), folded on demand and once per scenario."""
         cached = self._local_envs.get(id(scenario))
-        if cached is not None:
-            return cached
-        env = dict(scenario.env)
-        for name, values in self.assignments.items():
-            if len(values) == 1 and name not in env:
-                env[name] = evaluate(values[0], env, self.qualify)
-        self._local_envs[id(scenario)] = env
-        return env
+        if cached is None:
+            cached = self._local_envs[id(scenario)] = _LocalEnv(scenario.env, self)
+        return cached
 
     def values(self, node: Node) -> Iterator[tuple[Any, Scenario]]:
         """Each distinct known value of `node` across the scenarios, with the first scenario that

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from ..analysis.index import Kernel, ModuleIndex, index_module
-from .checks import CHECKS, Hit
+from .checks import CHECKS, NEEDLES, Hit
 from .context import KernelContext
 from .findings import Finding, Span
 from .model import Rule
@@ -138,9 +138,16 @@ class Matcher:
 
     def _check_kernel(self, kernel: Kernel, index: ModuleIndex, source: bytes) -> list[Finding]:
         context = KernelContext(kernel, index, source, self.version)
+        haystack = b"\n".join(
+            [kernel.outer.text or b"", index.imports.text]
+            + [site.node.text or b"" for site in kernel.launches + kernel.direct_calls]
+        )
         findings: list[Finding] = []
         seen: set[tuple[str, int, int]] = set()
         for rule in self.rules:
+            needles = NEEDLES.get(rule.check or "")
+            if needles is not None and not any(n in haystack for n in needles):
+                continue
             check = CHECKS[rule.check]  # type: ignore[index]
             try:
                 hits = list(check(context))

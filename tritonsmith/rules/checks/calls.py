@@ -342,14 +342,19 @@ _TL_EQUIVALENT = {
 
 @check("host_lib_on_tensor")
 def host_lib_on_tensor(ctx: KernelContext) -> Iterator[Hit]:
-    rt = runtime(ctx)
-    tl = tl_alias(ctx)
+    candidates = []
     for call in ctx.nodes("call"):
         name = ctx.call_name(call)
         if name is None or not name.startswith(_HOST_MODULES) or not ctx.in_body(call):
             continue
         if name.count(".") != 1:
             continue  # torch.cuda.*, numpy.random.*: not element-wise maths
+        candidates.append((call, name))
+    if not candidates:
+        return  # the run-time analysis below is the costly part: skip it when nothing to ask
+    rt = runtime(ctx)
+    tl = tl_alias(ctx)
+    for call, name in candidates:
         positional, keywords = ctx.args(call)
         culprit = next((a for a in positional if rt.is_runtime(a)), None)
         if culprit is None:
@@ -373,12 +378,16 @@ def host_lib_on_tensor(ctx: KernelContext) -> Iterator[Hit]:
 
 @check("host_helper_on_runtime")
 def host_helper_on_runtime(ctx: KernelContext) -> Iterator[Hit]:
+    candidates = [
+        (call, name) for call in ctx.nodes("call")
+        if (name := ctx.call_name(call)) in ("triton.cdiv", "triton.next_power_of_2")
+        and ctx.in_body(call)
+    ]
+    if not candidates:
+        return
     rt = runtime(ctx)
     tl = tl_alias(ctx)
-    for call in ctx.nodes("call"):
-        name = ctx.call_name(call)
-        if name not in ("triton.cdiv", "triton.next_power_of_2") or not ctx.in_body(call):
-            continue
+    for call, name in candidates:
         positional, keywords = ctx.args(call)
         culprit = next(
             (a for a in positional + [v for _, v in keywords.values()] if rt.is_runtime(a)), None
@@ -406,7 +415,6 @@ def host_helper_on_runtime(ctx: KernelContext) -> Iterator[Hit]:
 
 @check("program_id_axis")
 def program_id_axis(ctx: KernelContext) -> Iterator[Hit]:
-    rt = runtime(ctx)
     for call in ctx.tl_calls("program_id", "num_programs"):
         axis = ctx.arg(call, 0, "axis")
         if axis is None:
@@ -419,7 +427,10 @@ def program_id_axis(ctx: KernelContext) -> Iterator[Hit]:
             yield Hit(axis, f"{what} axis must be 0, 1 or 2, not {value}")
             reported = True
             break
-        if not reported and is_launched(ctx) and rt.is_runtime(axis):
+        literal = unparen(axis)
+        if literal is not None and literal.type == "integer":
+            continue  # the common `tl.program_id(0)`: no need for the run-time analysis
+        if not reported and is_launched(ctx) and runtime(ctx).is_runtime(axis):
             yield Hit(
                 axis,
                 f"{what} axis must be the constexpr 0, 1 or 2, not the run-time value '{text(axis)}'",

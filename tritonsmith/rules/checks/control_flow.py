@@ -107,17 +107,31 @@ def is_static_loop(ctx: KernelContext, loop: Node) -> bool:
     )
 
 
+def _loop_bodies(ctx: KernelContext) -> list[tuple[int, int, Node]]:
+    memo = _memo(ctx)
+    if "loop_bodies" not in memo:
+        bodies = []
+        for loop in ctx.nodes("for_statement", "while_statement"):
+            body = loop.child_by_field_name("body")
+            if body is not None:
+                bodies.append((body.start_byte, body.end_byte, loop))
+        memo["loop_bodies"] = bodies
+    return memo["loop_bodies"]
+
+
 def enclosing_loops(ctx: KernelContext, node: Node) -> Iterator[Node]:
-    """The `for` / `while` statements whose body holds `node`, innermost first, up to the kernel."""
-    child = node
-    current = node.parent
-    while current is not None and current != ctx.kernel.node and current.type not in _SCOPES:
-        if current.type in ("for_statement", "while_statement"):
-            body = current.child_by_field_name("body")
-            if body is not None and body == child:
-                yield current
-        child = current
-        current = current.parent
+    """The `for` / `while` statements whose body holds `node`, innermost first, up to the kernel
+    or the nearest nested def / lambda / class. Found from byte ranges: walking `.parent` links
+    costs a descent from the root per step in tree-sitter."""
+    start, end = node.start_byte, node.end_byte
+    barrier = max(
+        (s for s, e in _nested_scopes(ctx) if s < start and end <= e), default=-1
+    )
+    loops = [
+        (s, loop) for s, e, loop in _loop_bodies(ctx) if s <= start and end <= e and s > barrier
+    ]
+    for _, loop in sorted(loops, key=lambda item: -item[0]):
+        yield loop
 
 
 def dynamic_loops(ctx: KernelContext) -> Iterator[Node]:
@@ -413,7 +427,7 @@ def loop_carried_type(ctx: KernelContext) -> Iterator[Hit]:
         if not loops:
             continue
         name = text(left)
-        block = ctx.is_block(right)
+        block: bool | None = None  # computed only when a scalar-literal start makes it matter
         for loop in loops:
             init = _init_before(ctx, name, loop)
             if init is None:
@@ -421,6 +435,8 @@ def loop_carried_type(ctx: KernelContext) -> Iterator[Hit]:
             init_kind = _scalar_literal(init.child_by_field_name("right"))
             if init_kind is None:
                 continue
+            if block is None:
+                block = ctx.is_block(right)
             new = None
             if block:
                 new = "a block tensor"

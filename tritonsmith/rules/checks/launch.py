@@ -160,10 +160,13 @@ def is_shadowed(site: LaunchSite, name: str) -> bool:
 
 
 def launch_sites(ctx: KernelContext) -> Iterator[LaunchSite]:
-    """`kernel[grid](...)` sites that certainly launch this kernel."""
-    for site in ctx.kernel.launches:
-        if not is_shadowed(site, ctx.kernel.name):
-            yield site
+    """`kernel[grid](...)` sites that certainly launch this kernel (worked out once per kernel:
+    several checks ask, and each answer walks the host function)."""
+    sites = ctx.__dict__.get("_certain_launch_sites")
+    if sites is None:
+        sites = [s for s in ctx.kernel.launches if not is_shadowed(s, ctx.kernel.name)]
+        ctx.__dict__["_certain_launch_sites"] = sites
+    yield from sites
 
 
 def _module_int_env(ctx: KernelContext) -> dict[str, object]:
