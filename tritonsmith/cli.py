@@ -192,9 +192,19 @@ def _rules_import(args: argparse.Namespace) -> int:
 
     new = [replace(r, code=f"TSA{number + i:03d}") for i, r in enumerate(new)]
     write_pack_atomic(target, existing + new)
+    _ensure_state_gitignore(target.parent)
     print(f"imported {len(new)} rule(s) from {source} into {target}"
           + (f" ({len(existing)} already there)" if existing else ""))
     return 0
+
+
+def _ensure_state_gitignore(folder: Path) -> None:
+    """`.tritonsmith/` holds rules to commit and state not to (DESIGN.md, "Files")."""
+    if folder.name != ".tritonsmith":
+        return
+    ignore = folder / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# Written by tritonsmith: rule packs are committed, local state is not.\nstate.db*\n")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -142,3 +142,31 @@ def test_a_malformed_pack_is_reported_and_the_rest_still_works(project: Path):
     code, out, err = run("check", "kernels")
     assert code == 1 and "TS102" in out
     assert "broken.toml:2" in err and "skipped" in err
+
+
+CHAINED = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, offs, mask=0 <= offs < n)
+"""
+
+
+def test_triton_version_gates_rules(project: Path, capsys):
+    (project / "kernels" / "chained.py").write_text(CHAINED)
+    assert main(["check", "kernels/chained.py", "--triton-version", "3.6"]) == 1
+    assert "TS208" in capsys.readouterr().out  # chained comparisons fail before 3.9
+    assert main(["check", "kernels/chained.py", "--triton-version", "3.9"]) == 0
+    (project / "pyproject.toml").write_text("[tool.tritonsmith]\ntriton-version = '3.6'\n")
+    assert main(["check", "kernels/chained.py"]) == 1
+    assert main(["check", "kernels/chained.py", "--triton-version", "3.9"]) == 0  # the flag wins
+
+
+def test_import_keeps_local_state_out_of_git(project: Path):
+    memory = project / "memory.txt"
+    memory.write_text("You cannot use tl.dot with K < 16||7\n")
+    assert main(["rules", "import", str(memory)]) == 0
+    assert "state.db" in (project / ".tritonsmith" / ".gitignore").read_text()
