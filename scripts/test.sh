@@ -5,4 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 .venv/bin/ruff check tritonsmith tests bench
+.venv/bin/mypy
 .venv/bin/python -m pytest -q "$@"

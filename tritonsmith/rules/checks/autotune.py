@@ -277,8 +277,8 @@ def config_key_not_param(ctx: KernelContext) -> Iterator[Hit]:
             )
 
 
-def _heuristic_functions(ctx: KernelContext, value: Node) -> list[Node]:
-    value = unparen(value)
+def _heuristic_functions(ctx: KernelContext, node: Node) -> list[Node]:
+    value = unparen(node)
     if value is None:
         return []
     if value.type == "lambda":

@@ -170,8 +170,8 @@ class Runtime:
                 out.append((text(left), right))
         return out
 
-    def _loop_is_runtime(self, iterable: Node) -> bool:
-        iterable = unparen(iterable)
+    def _loop_is_runtime(self, loop_iterable: Node) -> bool:
+        iterable = unparen(loop_iterable)
         if iterable is None or iterable.type != "call":
             return False
         name = self.ctx.call_name(iterable)
@@ -209,7 +209,7 @@ class Runtime:
                 return False
             return self.is_runtime(node.child_by_field_name("object"), depth + 1)
         if kind == "call":
-            name = self.ctx.call_name(node)
+            name = self.ctx.call_name(node) or ""
             positional, keywords = call_args(node)
             arguments = positional + [v for _, v in keywords.values()]
             if self.ctx.imports.is_triton(name, *_RUNTIME_SOURCES):
@@ -400,7 +400,7 @@ def host_helper_on_runtime(ctx: KernelContext) -> Iterator[Hit]:
                 call,
                 f"triton.cdiv is a host helper and only takes constexprs; '{text(culprit)}' is a "
                 f"run-time value: use {tl}.cdiv",
-                fix=fix(f"Use {tl}.cdiv", edit(function, f"{tl}.cdiv")),
+                fix=fix(f"Use {tl}.cdiv", edit(function, f"{tl}.cdiv")) if function is not None else None,
             )
         else:
             yield Hit(

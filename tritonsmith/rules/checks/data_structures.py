@@ -41,8 +41,8 @@ def _sequence_names(ctx: KernelContext) -> set[str]:
     """Locals assigned a list or tuple literal (or `list(...)`)."""
     out = set()
     for name, values in ctx.assignments.items():
-        for value in values:
-            value = unparen(value)
+        for raw in values:
+            value = unparen(raw)
             if value is None:
                 continue
             if value.type in ("list", "tuple") or (

@@ -79,6 +79,8 @@ def dot_precision_args(ctx: KernelContext) -> Iterator[Hit]:
         if _given(precision) and _given(allow_tf32):
             _, keywords = ctx.args(call)
             at = keywords["allow_tf32"][0] if "allow_tf32" in keywords else allow_tf32
+            if at is None:
+                continue
             yield Hit(
                 at, "tl.dot takes either input_precision= or the deprecated allow_tf32=, not both"
             )

@@ -171,8 +171,8 @@ def launch_sites(ctx: KernelContext) -> Iterator[LaunchSite]:
 
 def _module_int_env(ctx: KernelContext) -> dict[str, object]:
     env: dict[str, object] = dict(ctx.module_constexprs)
-    for name, value in ctx.module.globals.items():
-        value = unparen(value)
+    for name, node in ctx.module.globals.items():
+        value = unparen(node)
         if (
             name not in env
             and value is not None

@@ -42,6 +42,8 @@ def other_without_mask(ctx: KernelContext) -> Iterator[Hit]:
         if _present(other) and not _present(_load_mask(ctx, call)):
             _, keywords = ctx.args(call)
             at = keywords["other"][0] if "other" in keywords else other
+            if at is None:
+                continue
             yield Hit(
                 at,
                 "tl.load takes other= only together with mask=: without a mask no lane is masked out",
@@ -413,7 +415,7 @@ def _is_int_block(ctx: KernelContext, node: Node | None, depth: int = 0) -> bool
             return False
         operands = [node.child_by_field_name("left"), node.child_by_field_name("right")]
         if any(
-            o is not None and unparen(o) is not None and unparen(o).type == "float"
+            (u := unparen(o)) is not None and u.type == "float"
             for o in operands
         ):
             return False

@@ -173,7 +173,7 @@ def _creates_float(ctx: KernelContext, node: Node | None, depth: int = 0) -> boo
             return False
         dtype = positional[0] if positional else keywords.get("dtype", (None, None))[1]
         return _float_dtype(ctx, dtype)
-    name = ctx.call_name(node)
+    name = ctx.call_name(node) or ""
     if ctx.imports.is_triton(name, "zeros"):
         return _float_dtype(ctx, ctx.arg(node, 1, "dtype"))
     if ctx.imports.is_triton(name, "full"):
