@@ -167,6 +167,14 @@ class KernelContext:
     # -- names and values ------------------------------------------------------------------
 
     @cached_property
+    def identifiers(self) -> dict[str, list[Node]]:
+        """Every identifier node of the kernel, by name (read once, shared by the checks)."""
+        out: dict[str, list[Node]] = {}
+        for node in self.nodes("identifier"):
+            out.setdefault(text(node), []).append(node)
+        return out
+
+    @cached_property
     def assignments(self) -> dict[str, list[Node]]:
         """Right-hand sides assigned to each simple local name in the body."""
         out: dict[str, list[Node]] = {}

@@ -153,10 +153,9 @@ def masked_load_into_reduction(ctx: KernelContext) -> Iterator[Hit]:
             if target is not None and target.type == "identifier":
                 name = text(target)
                 if len(ctx.assignments.get(name, [])) == 1 and not _rebound_in_loop(ctx, name):
-                    for ident in ctx.nodes("identifier"):
+                    for ident in ctx.identifiers.get(name, []):
                         if (
-                            text(ident) == name
-                            and ident != target
+                            ident != target
                             and ctx.in_body(ident)
                             and _is_read(ident)
                         ):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from tree_sitter import Node
@@ -310,9 +311,14 @@ def global_not_constexpr(ctx: KernelContext) -> Iterator[Hit]:
         if left is not None:
             locals_ |= {text(n) for n in _walk(left) if n.type == "identifier"}
     reported: set[str] = set()
-    for ident in ctx.nodes("identifier"):
+    body = (ctx.kernel.body.text if ctx.kernel.body is not None else b"") or b""
+    words = set(re.findall(rb"[A-Za-z_]\w*", body))  # one C-level pass instead of a walk
+    candidates = [n for n in ctx.module.globals if n.encode() in words and n not in locals_]
+    if not candidates:
+        return
+    for ident in sorted((i for n in candidates for i in ctx.identifiers[n]), key=lambda i: i.start_byte):
         name = text(ident)
-        if name in locals_ or name in reported or name not in ctx.module.globals or not ctx.in_body(ident):
+        if name in reported or not ctx.in_body(ident):
             continue
         if name in ctx.module.functions or name in ctx.imports.names:
             continue
