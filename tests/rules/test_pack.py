@@ -273,3 +273,23 @@ def test_import_adaexplore_rejects_an_empty_rule():
 def test_import_adaexplore_of_nothing():
     assert import_adaexplore("", source="m.txt") == []
     assert import_adaexplore("\n# only comments\n\n", source="m.txt") == []
+
+
+def test_user_packs_load_from_the_user_data_directory(tmp_path, monkeypatch):
+    """A pack in the platform's user data folder applies to every workspace."""
+    import platformdirs
+
+    from tritonsmith.rules.pack import user_rules_dir
+
+    monkeypatch.setattr(platformdirs, "user_data_dir", lambda *a, **k: str(tmp_path / "data"))
+    folder = user_rules_dir()
+    assert folder == tmp_path / "data" / "rules"
+    folder.mkdir(parents=True)
+    builtin = load_rules(pack_paths(None, include_user=False))
+    rule = builtin.get("TS109")
+    from dataclasses import replace as _replace
+
+    (folder / "mine.toml").write_text(dump_pack([_replace(rule, severity=Severity.HINT)]))
+    paths = pack_paths(None)
+    assert paths[-1] == folder / "mine.toml"
+    assert load_rules(paths).get("TS109").severity is Severity.HINT
