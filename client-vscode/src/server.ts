@@ -1,0 +1,256 @@
+/**
+ * The language client: spawns `python -m tritonsmith serve` over stdio and keeps one running.
+ *
+ * Settings reach the server through `workspace/configuration` and `didChangeConfiguration`
+ * (section `tritonsmith`; initialization options carry them too, as the fallback). The API key
+ * reaches it only through the process environment.
+ */
+import * as vscode from 'vscode';
+import {
+    LanguageClient,
+    RevealOutputChannelOn,
+    State,
+    type Executable,
+    type LanguageClientOptions,
+} from 'vscode-languageclient/node';
+import { TOOL_CONFIG } from './config';
+import {
+    checkInstalled,
+    ensureInstalled,
+    findBundledWheel,
+    offerEval,
+    spawnRunner,
+    type InstallState,
+    type InstallUi,
+    type Offer,
+    type PipCommand,
+    type RunResult,
+} from './install';
+import { resolveInterpreter, type Interpreter } from './interpreter';
+import { interpreterChanged } from './restart';
+import type { StatusItem } from './status';
+
+/** How to spawn the server: the interpreter, `-m tritonsmith serve`, and the key in the environment. */
+export function buildServerOptions(
+    python: string,
+    cwd: string,
+    apiKey: string | undefined,
+    baseEnv: NodeJS.ProcessEnv = process.env,
+): Executable {
+    const env: NodeJS.ProcessEnv = { ...baseEnv, PYTHONUNBUFFERED: '1' };
+    if (apiKey) {
+        env[TOOL_CONFIG.apiKeyEnv] = apiKey;
+    }
+    return { command: python, args: [...TOOL_CONFIG.serverArgs], options: { cwd, env } };
+}
+
+/** The `tritonsmith` settings as plain data (a WorkspaceConfiguration's values), without the client-only ones. */
+export function serverSettings(configuration: object): Record<string, unknown> {
+    const plain = JSON.parse(JSON.stringify(configuration)) as Record<string, unknown>;
+    const clientOnly: readonly string[] = TOOL_CONFIG.clientOnlySettings;
+    return Object.fromEntries(Object.entries(plain).filter(([key]) => !clientOnly.includes(key)));
+}
+
+/** The client's options: Python files, settings sync, pull diagnostics on change and save. */
+export function buildClientOptions(
+    outputChannel: vscode.OutputChannel,
+    settings: Record<string, unknown>,
+): LanguageClientOptions {
+    return {
+        documentSelector: [
+            { scheme: 'file', language: 'python' },
+            { scheme: 'untitled', language: 'python' },
+        ],
+        // Sends didChangeConfiguration on every change of the section; the server then pulls the
+        // settings with workspace/configuration (DESIGN.md, "Settings").
+        // eslint-disable-next-line @typescript-eslint/no-deprecated
+        synchronize: { configurationSection: TOOL_CONFIG.settingsSection },
+        // vscode-languageclient 10 defaults these to false: say what we want explicitly.
+        diagnosticPullOptions: { onChange: true, onSave: true },
+        outputChannel,
+        revealOutputChannelOn: RevealOutputChannelOn.Never, // errors show in the status bar
+        // Fallback for servers that cannot pull settings; never secrets.
+        initializationOptions: { settings },
+    };
+}
+
+export interface ServerManagerOptions {
+    readonly extensionPath: string;
+    readonly output: vscode.LogOutputChannel;
+    readonly status: StatusItem;
+    readonly secrets: vscode.SecretStorage;
+}
+
+/** Starts, stops and restarts the one language client; operations run one at a time. */
+export class ServerManager implements vscode.Disposable {
+    private client: LanguageClient | undefined;
+    private interpreter: Interpreter | undefined;
+    private stopping = false;
+    private queue: Promise<unknown> = Promise.resolve();
+
+    constructor(private readonly options: ServerManagerOptions) {}
+
+    /** The interpreter the running server uses. */
+    get runningInterpreter(): string | undefined {
+        return this.client ? this.interpreter?.command : undefined;
+    }
+
+    start(): Promise<void> {
+        return this.serialize(() => this.doStart());
+    }
+
+    restart(reason: string): Promise<void> {
+        return this.serialize(async () => {
+            this.options.output.info(`Restarting the server: ${reason}`);
+            await this.doStop();
+            await this.doStart();
+        });
+    }
+
+    /** Restarts when the interpreter now resolves to another program (or nothing runs yet). */
+    async onInterpreterMaybeChanged(): Promise<void> {
+        const next = await resolveInterpreter(this.resource());
+        if (interpreterChanged(this.runningInterpreter, next.command)) {
+            await this.restart(`the interpreter is now ${next.command} (${next.source})`);
+        }
+    }
+
+    /** Offers the core install (when missing) and the `[eval]` extra, then restarts. */
+    install(): Promise<void> {
+        return this.serialize(async () => {
+            const interpreter = await resolveInterpreter(this.resource());
+            const state = await checkInstalled(interpreter.command, this.options.extensionPath);
+            const wheel = findBundledWheel(this.options.extensionPath);
+            if (state.kind === 'installed') {
+                if (await offerEval(interpreter.command, wheel, this.ui())) {
+                    await this.doStop();
+                    await this.doStart();
+                }
+                return;
+            }
+            await this.doStop();
+            await this.doStart(state);
+        });
+    }
+
+    stop(): Promise<void> {
+        return this.serialize(() => this.doStop());
+    }
+
+    dispose(): void {
+        void this.stop();
+    }
+
+    private serialize<T>(operation: () => Promise<T>): Promise<T> {
+        const next = this.queue.then(operation, operation);
+        this.queue = next.catch(() => undefined);
+        return next;
+    }
+
+    private resource(): vscode.Uri | undefined {
+        return vscode.window.activeTextEditor?.document.uri ?? vscode.workspace.workspaceFolders?.[0]?.uri;
+    }
+
+    private async doStart(knownState?: InstallState): Promise<void> {
+        const { output, status, extensionPath } = this.options;
+        status.set('starting');
+        const interpreter = await resolveInterpreter(this.resource());
+        this.interpreter = interpreter;
+        output.info(`Interpreter: ${interpreter.command} (from ${interpreter.source})`);
+        // `python -m` puts the working folder first on sys.path: run from the extension's own
+        // folder so that a workspace folder named `tritonsmith` cannot shadow the server.
+        const state = knownState ?? (await checkInstalled(interpreter.command, extensionPath));
+        if (state.kind !== 'installed') {
+            output.warn(`tritonsmith is not importable by ${interpreter.command}: ${state.detail}`);
+            status.set('notInstalled', interpreter.command);
+            const wheel = findBundledWheel(extensionPath);
+            const ready = await ensureInstalled(state, interpreter.command, wheel, this.ui(), () => {
+                void this.restart('PyTorch and Triton were installed');
+            });
+            if (!ready) {
+                return;
+            }
+        } else {
+            output.info(`tritonsmith ${state.version}`);
+        }
+        const apiKey = await this.options.secrets.get(TOOL_CONFIG.apiKeySecret);
+        const settings = serverSettings(vscode.workspace.getConfiguration(TOOL_CONFIG.settingsSection));
+        const client = new LanguageClient(
+            TOOL_CONFIG.module,
+            TOOL_CONFIG.displayName,
+            buildServerOptions(interpreter.command, extensionPath, apiKey),
+            buildClientOptions(output, settings),
+        );
+        client.onDidChangeState((event) => {
+            if (event.newState === State.Running) {
+                status.set('ready', interpreter.command);
+            } else if (event.newState === State.Starting) {
+                status.set('starting', interpreter.command);
+            } else if (!this.stopping) {
+                status.set('error', 'The server stopped. See the output for why.');
+            }
+        });
+        this.client = client;
+        try {
+            await client.start();
+        } catch (error) {
+            const message = error instanceof Error ? error.message : String(error);
+            output.error(`The server did not start: ${message}`);
+            status.set('error', message);
+            void vscode.window
+                .showErrorMessage(`Tritonsmith: the server did not start (${message}).`, 'Show output')
+                .then((choice) => choice && output.show());
+        }
+    }
+
+    private async doStop(): Promise<void> {
+        const client = this.client;
+        this.client = undefined;
+        if (!client) {
+            return;
+        }
+        this.stopping = true;
+        try {
+            await client.stop(2000);
+        } catch (error) {
+            this.options.output.warn(`Stopping the server: ${String(error)}`);
+        } finally {
+            this.stopping = false;
+            this.options.status.set('stopped');
+        }
+    }
+
+    private ui(): InstallUi {
+        const output = this.options.output;
+        return {
+            ask: async (offer: Offer) => {
+                const choice = await vscode.window.showWarningMessage(offer.message, offer.accept, 'Not now');
+                return choice === offer.accept;
+            },
+            run: (command: PipCommand, title: string) =>
+                Promise.resolve(
+                    vscode.window.withProgress(
+                        { location: vscode.ProgressLocation.Notification, title, cancellable: true },
+                        (_progress, token): Promise<RunResult> => {
+                            const abort = new AbortController();
+                            token.onCancellationRequested(() => abort.abort());
+                            output.show(true);
+                            return spawnRunner((line) => output.info(line), abort.signal)(
+                                command.command,
+                                command.args,
+                                this.options.extensionPath,
+                            );
+                        },
+                    ),
+                ),
+            error: (message: string) => {
+                output.error(message);
+                void vscode.window.showErrorMessage(message);
+            },
+            info: (message: string) => {
+                output.info(message);
+                void vscode.window.showInformationMessage(message);
+            },
+        };
+    }
+}

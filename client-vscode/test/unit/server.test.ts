@@ -1,0 +1,49 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { buildClientOptions, buildServerOptions, serverSettings } from '../../src/server';
+
+const KEY = 'sk-ant-test-0123456789';
+const output = { name: 'Tritonsmith' } as never;
+
+describe('server options', () => {
+    it('spawn `python -m tritonsmith serve` with the API key in the environment', () => {
+        const options = buildServerOptions('/py', '/ext', KEY, { PATH: '/bin', HOME: '/home/me' });
+        assert.equal(options.command, '/py');
+        assert.deepEqual(options.args, ['-m', 'tritonsmith', 'serve']);
+        assert.equal(options.options?.cwd, '/ext');
+        assert.equal(options.options?.env?.ANTHROPIC_API_KEY, KEY);
+        assert.equal(options.options?.env?.PATH, '/bin', 'the rest of the environment is kept');
+        assert.ok(!options.args?.some((arg) => arg.includes(KEY)), 'never on the command line');
+    });
+
+    it('set no key variable when no key is stored, and keep one the user exported', () => {
+        assert.equal(buildServerOptions('/py', '/ext', undefined, {}).options?.env?.ANTHROPIC_API_KEY, undefined);
+        assert.equal(
+            buildServerOptions('/py', '/ext', undefined, { ANTHROPIC_API_KEY: 'from-shell' }).options?.env?.ANTHROPIC_API_KEY,
+            'from-shell',
+        );
+    });
+
+    it('never put the key in the client options or initialization options', () => {
+        const settings = serverSettings({ interpreter: '/py', ignore: ['TS101'], budget: 50, get: () => KEY });
+        const options = buildClientOptions(output, settings);
+        assert.ok(!JSON.stringify(options.initializationOptions).includes(KEY));
+        assert.ok(!JSON.stringify({ ...options, outputChannel: undefined }).includes(KEY));
+        assert.deepEqual(options.initializationOptions, { settings: { ignore: ['TS101'], budget: 50 } });
+    });
+
+    it('select Python files, sync the tritonsmith section and pull diagnostics on change and save', () => {
+        const options = buildClientOptions(output, {});
+        assert.deepEqual(options.documentSelector, [
+            { scheme: 'file', language: 'python' },
+            { scheme: 'untitled', language: 'python' },
+        ]);
+        assert.deepEqual(options.synchronize, { configurationSection: 'tritonsmith' });
+        assert.deepEqual(options.diagnosticPullOptions, { onChange: true, onSave: true });
+        assert.equal(options.outputChannel, output);
+    });
+
+    it('leave the client-only interpreter setting out of what the server gets', () => {
+        assert.deepEqual(serverSettings({ interpreter: '/py', select: ['TS1'] }), { select: ['TS1'] });
+    });
+});
