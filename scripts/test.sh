@@ -9,3 +9,4 @@ cd "$(dirname "$0")/.."
 .venv/bin/mypy
 ./scripts/build-extension.sh
 .venv/bin/python -m pytest -q "$@"
+./scripts/vscode-e2e.sh

@@ -252,6 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run the language server (stdio by default)")
     serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
     serve.add_argument("--log-file", metavar="FILE", help="write the log here instead of stderr")
+    # vscode-languageclient appends --stdio when told the transport explicitly.
+    serve.add_argument("--stdio", action="store_true", help="use stdio (the default)")
     serve.set_defaults(handler=cmd_serve)
     return parser
 

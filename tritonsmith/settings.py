@@ -86,6 +86,8 @@ class Settings:
         changes: dict[str, Any] = {}
         for raw_key, value in values.items():
             key = _snake(raw_key)
+            if key in CLIENT_ONLY:
+                continue
             if key not in _FIELDS:
                 if warnings is not None:
                     warnings.append(f"unknown tritonsmith setting '{raw_key}' is ignored")
@@ -101,6 +103,9 @@ class Settings:
 
 
 _FIELDS = {f.name: f for f in fields(Settings)}
+# Editor settings in the `tritonsmith` section that configure the client, not the server
+# (VS Code's extension reads `interpreter`; `trace.server` is vscode-languageclient's own).
+CLIENT_ONLY = frozenset({"interpreter", "trace"})
 _TUPLES = {"select", "ignore", "rule_packs", "targets"}
 
 
