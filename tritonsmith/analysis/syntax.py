@@ -14,6 +14,7 @@ __all__ = [
     "string_value",
     "text",
     "unparen",
+    "walk",
 ]
 
 # Nodes that open a new Python scope: a walk over a kernel body stops at them, since their
@@ -87,6 +88,17 @@ def string_value(node: Node | None) -> str | None:
         elif child.type == "interpolation":
             return None
     return "".join(parts)
+
+
+def walk(node: Node | None) -> Iterator[Node]:
+    """`node` and every named node under it, in document order (scopes included)."""
+    if node is None:
+        return
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.named_children))
 
 
 def iter_descendants(node: Node, *, stop_at_scopes: bool = True) -> Iterator[Node]:

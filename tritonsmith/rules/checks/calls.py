@@ -17,7 +17,7 @@ from tree_sitter import Node, Query, QueryCursor
 
 from ...analysis.document import PY_LANGUAGE
 from ...analysis.index import ModuleIndex
-from ...analysis.syntax import call_args, text, unparen
+from ...analysis.syntax import call_args, text, unparen, walk
 from ..context import KernelContext
 from . import Hit, check, edit, fix
 from .shapes import tl_alias
@@ -141,7 +141,7 @@ class Runtime:
         # another file. Upper-case names and shape arguments are constexprs by convention.
         shapes: set[str] = set()
         for call in ctx.tl_calls("arange", "zeros", "full", "static_range"):
-            for node in _walk(call.child_by_field_name("arguments")):
+            for node in walk(call.child_by_field_name("arguments")):
                 if node.type == "identifier":
                     shapes.add(text(node))
         return {n for n in candidates if not _is_upper(n) and n not in shapes}
@@ -243,27 +243,18 @@ def runtime(ctx: KernelContext) -> Runtime:
     return found
 
 
-def _walk(node: Node | None) -> Iterator[Node]:
-    if node is None:
-        return
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.named_children))
-
 
 def _local_names(ctx: KernelContext) -> set[str]:
     """Names bound inside the kernel: parameters, assignments, loop targets, imports."""
     names = set(ctx.assignments) | {p.name for p in ctx.kernel.params}
     for loop in ctx.nodes("for_statement"):
         names |= {
-            text(n) for n in _walk(loop.child_by_field_name("left")) if n.type == "identifier"
+            text(n) for n in walk(loop.child_by_field_name("left")) if n.type == "identifier"
         }
     for node in ctx.nodes("assignment"):
         left = node.child_by_field_name("left")
         if left is not None and left.type in ("pattern_list", "tuple_pattern", "list_pattern"):
-            names |= {text(n) for n in _walk(left) if n.type == "identifier"}
+            names |= {text(n) for n in walk(left) if n.type == "identifier"}
     return names
 
 

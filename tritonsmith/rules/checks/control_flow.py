@@ -224,13 +224,6 @@ def _is_runtime(ctx: KernelContext, node: Node | None, depth: int, seen: frozens
     return False
 
 
-def _walk(node: Node) -> Iterator[Node]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.named_children))
-
 
 # -- B1 -------------------------------------------------------------------------------------------
 

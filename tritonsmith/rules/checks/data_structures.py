@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from tree_sitter import Node
 
-from ...analysis.syntax import call_args, text, unparen
+from ...analysis.syntax import call_args, text, unparen, walk
 from ..context import KernelContext
 from . import Hit, check, edit, fix, related
 from .control_flow import in_kernel_scope, is_runtime, is_tl, scoped
@@ -64,16 +64,9 @@ def _find_local_names(ctx: KernelContext) -> set[str]:
     for loop in ctx.nodes("for_statement"):
         left = loop.child_by_field_name("left")
         if left is not None:
-            names |= {text(n) for n in _walk(left) if n.type == "identifier"}
+            names |= {text(n) for n in walk(left) if n.type == "identifier"}
     return names
 
-
-def _walk(node: Node) -> Iterator[Node]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.named_children))
 
 
 @check("list_mutation")

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from tree_sitter import Node
 
 from ...analysis.index import LaunchSite
-from ...analysis.syntax import call_args, string_value, text, unparen
+from ...analysis.syntax import call_args, string_value, text, unparen, walk
 from ...analysis.values import evaluate, is_power_of_two
 from ..context import KernelContext
 from . import Hit, check, edit, fix, related
@@ -124,7 +124,7 @@ def _local_bindings(function: Node, name: str) -> list[Node]:
         elif node.type in ("for_statement", "with_item", "for_in_clause"):
             left = node.child_by_field_name("left")
             if left is not None and any(
-                n.type == "identifier" and text(n) == name for n in _walk(left)
+                n.type == "identifier" and text(n) == name for n in walk(left)
             ):
                 out.append(left)
         elif node.type in (
@@ -139,13 +139,6 @@ def _local_bindings(function: Node, name: str) -> list[Node]:
         stack.extend(node.named_children)
     return out
 
-
-def _walk(node: Node) -> Iterator[Node]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.named_children))
 
 
 def is_shadowed(site: LaunchSite, name: str) -> bool:
@@ -321,7 +314,7 @@ def _inside_device_code(ctx: KernelContext, node: Node) -> bool:
         for decorator in _function_decorators(function):
             if any(word in text(decorator).lower() for word in _KERNEL_LIKE_DECORATOR_WORDS):
                 return True
-        for call in _walk(function):
+        for call in walk(function):
             if call.type == "call":
                 qualified = ctx.qualify(call.child_by_field_name("function")) or ""
                 if (
@@ -442,7 +435,7 @@ def meta_keys(definition: Node) -> Iterator[tuple[Node, str]]:
     body = definition.child_by_field_name("body")
     if body is None:
         return
-    for node in _walk(body):
+    for node in walk(body):
         if node.type != "subscript":
             continue
         value = node.child_by_field_name("value")

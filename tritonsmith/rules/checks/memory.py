@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from tree_sitter import Node
 
-from ...analysis.syntax import call_args, string_value, text, unparen
+from ...analysis.syntax import call_args, string_value, text, unparen, walk
 from ..context import KernelContext
 from ..findings import Span
 from . import Hit, check, edit, fix, related
@@ -224,7 +224,7 @@ def _rebound_in_loop(ctx: KernelContext, name: str) -> bool:
     for loop in ctx.nodes("for_statement"):
         left = loop.child_by_field_name("left")
         if left is not None and any(
-            n.type == "identifier" and text(n) == name for n in _walk(left)
+            n.type == "identifier" and text(n) == name for n in walk(left)
         ):
             return True
     return False
@@ -244,15 +244,6 @@ def _is_read(ident: Node) -> bool:
     )
     return not is_target
 
-
-def _walk(node: Node | None) -> Iterator[Node]:
-    if node is None:
-        return
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.named_children))
 
 
 # -- E7 ------------------------------------------------------------------------------------------

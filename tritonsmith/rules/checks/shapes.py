@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from tree_sitter import Node
 
-from ...analysis.syntax import string_value, text, unparen
+from ...analysis.syntax import string_value, text, unparen, walk
 from ...analysis.values import UNKNOWN, evaluate, is_power_of_two
 from ..context import KernelContext, Scenario
 from ..findings import Related, Span
@@ -109,7 +109,7 @@ def arange_constexpr(ctx: KernelContext) -> Iterator[Hit]:
     flagged: set[str] = set()
     tl = tl_alias(ctx)
     for call, arg in _shape_args(ctx):
-        for ident in [arg] if arg.type == "identifier" else [n for n in _walk(arg) if n.type == "identifier"]:
+        for ident in [arg] if arg.type == "identifier" else [n for n in walk(arg) if n.type == "identifier"]:
             name = text(ident)
             param = ctx.kernel.param(name)
             if param is None or param.is_constexpr or name in ctx.assignments:
@@ -132,13 +132,6 @@ def arange_constexpr(ctx: KernelContext) -> Iterator[Hit]:
             if name not in flagged:
                 flagged.add(name)
 
-
-def _walk(node: Node) -> Iterator[Node]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.named_children))
 
 
 @check("arange_order")
@@ -309,7 +302,7 @@ def global_not_constexpr(ctx: KernelContext) -> Iterator[Hit]:
     for node in ctx.nodes("for_statement"):
         left = node.child_by_field_name("left")
         if left is not None:
-            locals_ |= {text(n) for n in _walk(left) if n.type == "identifier"}
+            locals_ |= {text(n) for n in walk(left) if n.type == "identifier"}
     reported: set[str] = set()
     body = (ctx.kernel.body.text if ctx.kernel.body is not None else b"") or b""
     words = set(re.findall(rb"[A-Za-z_]\w*", body))  # one C-level pass instead of a walk
@@ -357,7 +350,7 @@ def static_assert_runtime(ctx: KernelContext) -> Iterator[Hit]:
         condition = ctx.arg(call, 0, "cond")
         if condition is None:
             continue
-        runtime = [n for n in _walk(condition) if n.type == "identifier" and ctx.is_runtime_param(n)]
+        runtime = [n for n in walk(condition) if n.type == "identifier" and ctx.is_runtime_param(n)]
         if runtime:
             yield Hit(condition, f"tl.static_assert needs a constexpr condition; '{text(runtime[0])}' is a "
                       "runtime value (use tl.device_assert, or make it tl.constexpr)")
@@ -372,9 +365,9 @@ def local_constexpr_runtime(ctx: KernelContext) -> Iterator[Hit]:
             continue
         if ctx.is_constexpr_expr(value) or evaluate(value, {}, ctx.qualify) is not UNKNOWN:
             continue
-        runtime = [n for n in _walk(value) if n.type == "identifier" and ctx.is_runtime_param(n)]
+        runtime = [n for n in walk(value) if n.type == "identifier" and ctx.is_runtime_param(n)]
         if runtime or ctx.is_block(value) or any(
-            ctx.imports.is_triton(ctx.call_name(c), "load", "program_id") for c in _walk(value) if c.type == "call"
+            ctx.imports.is_triton(ctx.call_name(c), "load", "program_id") for c in walk(value) if c.type == "call"
         ):
             yield Hit(node, "this local is annotated tl.constexpr but its value is only known at run time; "
                       "the annotation is not enforced and later shape uses will fail")
