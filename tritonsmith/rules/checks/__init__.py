@@ -7,6 +7,7 @@ rule's code, severity and message. Checks live in one module per catalogue categ
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -15,7 +16,7 @@ from tree_sitter import Node
 from ..context import KernelContext
 from ..findings import Edit, Fix, Related, Span
 
-__all__ = ["CHECKS", "NEEDLES", "Check", "Hit", "check", "edit", "fix", "related"]
+__all__ = ["CHECKS", "NEEDLES", "Check", "Hit", "check", "did_you_mean", "edit", "fix", "related"]
 
 
 @dataclass
@@ -48,6 +49,17 @@ def edit(node: Node | Span, new_text: str) -> Edit:
 
 def fix(title: str, *edits: Edit) -> Fix:
     return Fix(title, tuple(edits))
+
+
+def did_you_mean(key_node: Node, key: str, candidates: Iterable[str]) -> tuple[str, Fix | None]:
+    """For a misspelt name in a string key (`meta["BLOCK_SZE"]`): a "; did you mean ...?" hint
+    and a fix that swaps in the closest candidate, or ("", None) when nothing is close."""
+    close = difflib.get_close_matches(key, sorted(candidates), n=1, cutoff=0.6)
+    if not close:
+        return "", None
+    raw = key_node.text or b""
+    quote = '"' if raw.endswith(b'"') else "'"
+    return f"; did you mean '{close[0]}'?", fix(f"Use '{close[0]}'", edit(key_node, f"{quote}{close[0]}{quote}"))
 
 
 def related(node: Node | None, message: str) -> list[Related]:

@@ -15,7 +15,7 @@ from tree_sitter import Node
 from ...analysis.syntax import call_args, iter_descendants, string_value, text, unparen
 from ..context import KernelContext
 from ..findings import Span
-from . import Hit, check, edit, fix, related
+from . import Hit, check, did_you_mean, edit, fix, related
 from .launch import LAUNCH_OPTIONS, enclosing_function, launch_sites, meta_keys
 
 # Options every Config passes to the kernel (Config.all_kwargs), so a launch cannot pass them too.
@@ -310,14 +310,7 @@ def heuristics_unknown_arg(ctx: KernelContext) -> Iterator[Hit]:
             for key_node, key in meta_keys(function):
                 if key in params:
                     continue
-                close = difflib.get_close_matches(key, params, n=1, cutoff=0.6)
-                hint = f"; did you mean '{close[0]}'?" if close else ""
-                quote = '"' if text(key_node).endswith('"') else "'"
-                the_fix = (
-                    fix(f"Use '{close[0]}'", edit(key_node, f"{quote}{close[0]}{quote}"))
-                    if close
-                    else None
-                )
+                hint, the_fix = did_you_mean(key_node, key, params)
                 yield Hit(
                     key_node,
                     f"the heuristic for {target} reads args['{key}'], but '{key}' is not a parameter "

@@ -15,7 +15,7 @@ from ...analysis.index import LaunchSite
 from ...analysis.syntax import call_args, string_value, text, unparen, walk
 from ...analysis.values import evaluate, is_power_of_two
 from ..context import KernelContext
-from . import Hit, check, edit, fix, related
+from . import Hit, check, did_you_mean, edit, fix, related
 
 MAX_WARPS = 32  # 1024 threads per block on NVIDIA (and 16 warps of 64 on AMD)
 
@@ -466,14 +466,7 @@ def grid_meta_key(ctx: KernelContext) -> Iterator[Hit]:
                 if key in known or key in LAUNCH_OPTIONS or key_node.start_byte in seen:
                     continue
                 seen.add(key_node.start_byte)
-                close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
-                hint = f"; did you mean '{close[0]}'?" if close else ""
-                quote = '"' if text(key_node).endswith('"') else "'"
-                the_fix = (
-                    fix(f"Use '{close[0]}'", edit(key_node, f"{quote}{close[0]}{quote}"))
-                    if close
-                    else None
-                )
+                hint, the_fix = did_you_mean(key_node, key, known)
                 yield Hit(
                     key_node,
                     f"the grid reads meta['{key}'], but '{key}' is not a parameter of "
