@@ -21,7 +21,7 @@ from typing import Any
 from tree_sitter import Node
 
 from ..analysis.index import Kernel, ModuleIndex
-from ..analysis.syntax import call_args, iter_descendants, text, unparen
+from ..analysis.syntax import call_args, text, unparen
 from ..analysis.values import UNKNOWN, evaluate
 
 __all__ = ["KernelContext", "Scenario"]
@@ -80,8 +80,21 @@ class KernelContext:
         self._by_type: dict[str, list[Node]] = {}
         self._qualified: dict[int, str | None] = {}
         self._local_envs: dict[int, dict[str, Any]] = {}
-        for node in iter_descendants(kernel.node, stop_at_scopes=False):
-            self._by_type.setdefault(node.type, []).append(node)
+        # Pre-order over named children (document order). This is the hottest loop of a cold
+        # check, so it avoids a generator and touches each node as few times as it can.
+        by_type = self._by_type
+        stack = list(reversed(kernel.node.named_children))
+        pop, push = stack.pop, stack.extend
+        while stack:
+            node = pop()
+            group = by_type.get(node.type)
+            if group is None:
+                by_type[node.type] = [node]
+            else:
+                group.append(node)
+            children = node.named_children
+            if children:
+                push(reversed(children))
 
     # -- nodes -----------------------------------------------------------------------------
 

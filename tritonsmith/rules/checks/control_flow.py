@@ -406,7 +406,15 @@ def _float_update(node: Node | None) -> bool:
 @check("loop_carried_type")
 def loop_carried_type(ctx: KernelContext) -> Iterator[Hit]:
     reported: set[int] = set()
-    for node in scoped(ctx, "assignment", "augmented_assignment"):
+    # Only a name that starts as a scalar literal somewhere can change type in a loop: find
+    # those first and look at their assignments only.
+    simple = _simple_assignments(ctx)
+    starts_scalar = [
+        name for name, nodes in simple.items()
+        if any(n.type == "assignment" and _scalar_literal(n.child_by_field_name("right")) for n in nodes)
+    ]
+    candidates = sorted((n for name in starts_scalar for n in simple[name]), key=lambda n: n.start_byte)
+    for node in candidates:
         left = node.child_by_field_name("left")
         right = node.child_by_field_name("right")
         if (
