@@ -11,6 +11,7 @@ __all__ = [
     "call_args",
     "dotted_name",
     "iter_descendants",
+    "operator_of",
     "string_value",
     "text",
     "unparen",
@@ -27,6 +28,13 @@ def text(node: Node | None) -> str:
         return ""
     raw = node.text  # a copy out of the tree's source: read it once
     return "" if raw is None else raw.decode("utf-8", errors="replace")
+
+
+def operator_of(node: Node | None) -> str:
+    """The operator of a binary, unary, comparison or augmented assignment node (`"+"`, `"**="`).
+    Operators are anonymous nodes whose type is their text, so nothing is decoded."""
+    operator = node.child_by_field_name("operator") if node is not None else None
+    return operator.type if operator is not None else ""
 
 
 def unparen(node: Node | None) -> Node | None:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from tree_sitter import Node
 
-from ...analysis.syntax import call_args, iter_descendants, string_value, text, unparen
+from ...analysis.syntax import call_args, iter_descendants, operator_of, string_value, text, unparen
 from ..context import KernelContext
 from ..findings import Span
 from . import Hit, check, did_you_mean, edit, fix, related
@@ -174,7 +174,7 @@ def _base_pointer(ctx: KernelContext, node: Node | None, depth: int = 0) -> str 
     node = unparen(node)
     if node is None or depth > 8:
         return None
-    if node.type == "binary_operator" and text(node.child_by_field_name("operator")) in ("+", "-"):
+    if node.type == "binary_operator" and operator_of(node) in ("+", "-"):
         return _base_pointer(ctx, node.child_by_field_name("left"), depth + 1)
     if node.type == "identifier":
         name = text(node)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from tree_sitter import Node
 
-from ...analysis.syntax import call_args, string_value, text, unparen, walk
+from ...analysis.syntax import call_args, operator_of, string_value, text, unparen, walk
 from ..context import KernelContext
 from ..findings import Span
 from . import Hit, check, edit, fix, related
@@ -81,10 +81,10 @@ def _reductions_reached(ctx: KernelContext, start: Node) -> Iterator[tuple[Node,
         if kind == "parenthesized_expression":
             node = parent
             continue
-        if kind == "binary_operator" and text(parent.child_by_field_name("operator")) == "*":
+        if kind == "binary_operator" and operator_of(parent) == "*":
             scaled, node = True, parent
             continue
-        if kind == "unary_operator" and text(parent.child_by_field_name("operator")) == "-":
+        if kind == "unary_operator" and operator_of(parent) == "-":
             scaled, node = True, parent
             continue
         if kind == "attribute" and parent.child_by_field_name("object") == node:
@@ -256,7 +256,7 @@ def _is_pointer_arithmetic(ctx: KernelContext, node: Node | None, depth: int = 0
     if node is None or depth > 10:
         return False
     if node.type == "binary_operator":
-        return text(node.child_by_field_name("operator")) in ("+", "-")
+        return operator_of(node) in ("+", "-")
     if node.type == "identifier":
         name = text(node)
         values = ctx.assignments.get(name, [])
@@ -265,7 +265,7 @@ def _is_pointer_arithmetic(ctx: KernelContext, node: Node | None, depth: int = 0
         for value in values:
             parent = value.parent
             if parent is not None and parent.type == "augmented_assignment":
-                if text(parent.child_by_field_name("operator")) not in ("+=", "-="):
+                if operator_of(parent) not in ("+=", "-="):
                     return False
             elif not _is_pointer_arithmetic(ctx, value, depth + 1):
                 return False
@@ -364,7 +364,7 @@ def _is_pointer_param(ctx: KernelContext, node: Node | None) -> bool:
     for value in ctx.assignments.get(name, []):
         parent = value.parent
         if parent is not None and parent.type == "augmented_assignment":
-            if text(parent.child_by_field_name("operator")) not in ("+=", "-="):
+            if operator_of(parent) not in ("+=", "-="):
                 return False
         elif not (
             value.type == "binary_operator"
@@ -377,7 +377,7 @@ def _is_pointer_param(ctx: KernelContext, node: Node | None) -> bool:
 @check("pointer_plus_pointer")
 def pointer_plus_pointer(ctx: KernelContext) -> Iterator[Hit]:
     for node in ctx.nodes("binary_operator"):
-        if text(node.child_by_field_name("operator")) != "+" or not ctx.in_body(node):
+        if operator_of(node) != "+" or not ctx.in_body(node):
             continue
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
         if _is_pointer_param(ctx, left) and _is_pointer_param(ctx, right):
@@ -401,7 +401,7 @@ def _is_int_block(ctx: KernelContext, node: Node | None, depth: int = 0) -> bool
     if node.type == "call":
         return ctx.imports.is_triton(ctx.call_name(node), "arange")
     if node.type == "binary_operator":
-        if text(node.child_by_field_name("operator")) not in _INT_OPS:
+        if operator_of(node) not in _INT_OPS:
             return False
         operands = [node.child_by_field_name("left"), node.child_by_field_name("right")]
         if any(
@@ -420,7 +420,7 @@ def _is_int_block(ctx: KernelContext, node: Node | None, depth: int = 0) -> bool
         for value in values:
             parent = value.parent
             if parent is not None and parent.type == "augmented_assignment":
-                if text(parent.child_by_field_name("operator")) not in ("+=", "-=", "*="):
+                if operator_of(parent) not in ("+=", "-=", "*="):
                     return False
                 continue
             if not _is_int_block(ctx, value, depth + 1):

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from tree_sitter import Node
 
-from ...analysis.syntax import call_args, text, unparen
+from ...analysis.syntax import call_args, operator_of, text, unparen
 from ..context import KernelContext
 from . import Hit, check
 
@@ -73,7 +73,7 @@ def int_literal_range(ctx: KernelContext) -> Iterator[Hit]:
         if (
             parent is not None
             and parent.type == "unary_operator"
-            and text(parent.child_by_field_name("operator")) == "-"
+            and operator_of(parent) == "-"
         ):
             value, node = -value, parent
         if INT_MIN <= value < INT_END:
@@ -103,7 +103,7 @@ def _is_tensor_operand(ctx: KernelContext, node: Node | None) -> bool:
 @check("floordiv_float")
 def floordiv_float(ctx: KernelContext) -> Iterator[Hit]:
     for node in ctx.nodes("binary_operator"):
-        if text(node.child_by_field_name("operator")) != "//" or not ctx.in_body(node):
+        if operator_of(node) != "//" or not ctx.in_body(node):
             continue
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
         if _is_float_literal(right) and _is_tensor_operand(ctx, left):
@@ -118,7 +118,7 @@ def floordiv_float(ctx: KernelContext) -> Iterator[Hit]:
             f"support (use an integer divisor, or tl.floor({text(left)} / {text(right)}) on floats)",
         )
     for node in ctx.nodes("augmented_assignment"):
-        if text(node.child_by_field_name("operator")) != "//=" or not ctx.in_body(node):
+        if operator_of(node) != "//=" or not ctx.in_body(node):
             continue
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
         if _is_float_literal(right) and _is_tensor_operand(ctx, left):
@@ -184,7 +184,7 @@ def _creates_float(ctx: KernelContext, node: Node | None, depth: int = 0) -> boo
 @check("bitwise_on_float")
 def bitwise_on_float(ctx: KernelContext) -> Iterator[Hit]:
     for node in ctx.nodes("binary_operator"):
-        operator = text(node.child_by_field_name("operator"))
+        operator = operator_of(node)
         if operator not in _BITWISE or not ctx.in_body(node):
             continue
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
