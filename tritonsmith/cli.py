@@ -198,6 +198,45 @@ def _rules_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Compile each kernel for each target in sandboxed workers and report per config."""
+    from .evaluator.pool import WorkerPool
+    from .evaluator.reports import compile_file, resource_summary
+
+    path = Path(args.file)
+    try:
+        source = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"{args.file}: cannot read: {error.strerror}") from None
+    targets = [t for value in args.target for t in _csv(value)] if args.target else ["sm_90"]
+    kernels = [k for value in args.kernel for k in _csv(value)] if args.kernel else None
+    with WorkerPool(size=1) as pool:
+        reports = compile_file(pool, source, path=str(path), targets=targets, kernels=kernels)
+    if kernels and not reports:
+        raise UsageError(f"no kernel named {', '.join(kernels)} in {args.file}")
+    if args.format == "json":
+        print(json.dumps([
+            {"kernel": r.kernel, "ok": r.ok, "error": r.error, "results": r.results, "skipped": r.skipped,
+             "findings": [{"code": f.code, "severity": f.severity.value, "message": f.message,
+                           "line": f.span.start[0] + 1, "column": f.span.start[1] + 1} for f in r.findings]}
+            for r in reports
+        ], indent=2))
+    else:
+        for report in reports:
+            print(f"{path.as_posix()}: {report.kernel}: {'compiled' if report.ok else 'FAILED'}")
+            for entry in report.results:
+                if entry.get("ok"):
+                    print(f"  {resource_summary(entry)}")
+            for skipped in report.skipped:
+                print(f"  {skipped.get('target')} · {skipped.get('config')}: skipped ({skipped.get('reason')})")
+            for finding in report.findings:
+                print(f"  {path.as_posix()}:{finding.span.start[0] + 1}:{finding.span.start[1] + 1}: "
+                      f"{finding.code} [{finding.severity.value}] {finding.message}")
+        print("Correctness against a reference is not checked yet: this command compiles for the "
+              "targets and reports resources.")
+    return 0 if reports and all(r.ok for r in reports) else 1
+
+
 def _ensure_state_gitignore(folder: Path) -> None:
     """`.tritonsmith/` holds rules to commit and state not to (DESIGN.md, "Files")."""
     if folder.name != ".tritonsmith":
@@ -248,6 +287,14 @@ def build_parser() -> argparse.ArgumentParser:
     docs.add_argument("--output", default="docs/rules")
     docs.add_argument("--check", action="store_true", help="exit 1 if the docs are out of date")
     rules.set_defaults(handler=cmd_rules)
+
+    verify = commands.add_parser("verify", help="compile kernels for GPU targets in sandboxed workers")
+    verify.add_argument("file", metavar="FILE")
+    verify.add_argument("--kernel", action="append", metavar="NAME", help="only these kernels")
+    verify.add_argument("--target", action="append", metavar="TARGETS",
+                        help="comma-separated targets, e.g. sm_80,sm_90,gfx942 (default sm_90)")
+    verify.add_argument("--format", choices=("text", "json"), default="text")
+    verify.set_defaults(handler=cmd_verify)
 
     serve = commands.add_parser("serve", help="run the language server (stdio by default)")
     serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")

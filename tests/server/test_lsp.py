@@ -51,6 +51,10 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     lsp_client.root = root
     lsp_client.set_configuration({}, section="tritonsmith")
 
+    @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def code_lens_refresh(params):
+        return None
+
     @lsp_client.feature(types.CLIENT_REGISTER_CAPABILITY)
     def register_capability(params):
         return None
@@ -204,3 +208,43 @@ async def test_server_survives_a_malformed_request(client: LanguageClient):
         types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(6, 25))
     )
     assert hover is not None and "TS102" in hover.contents.value
+
+
+MATMUL_CONFIGS = '''import triton
+import triton.language as tl
+
+
+@triton.autotune(
+    configs=[
+        triton.Config({"BLOCK": 128}, num_warps=4),
+        triton.Config({"BLOCK": 64}, num_warps=6),
+    ],
+    key=["n"],
+)
+@triton.jit
+def scale_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(x_ptr + offs, x * 2, mask=offs < n)
+'''
+
+
+@pytest.mark.compiler
+async def test_save_compiles_for_the_target_and_reports_per_config(client: LanguageClient):
+    pytest.importorskip("triton")
+    uri = await _open(client, "configs.py", MATMUL_CONFIGS)
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    diagnostics = await _wait_for(
+        client, uri, lambda d: d is not None and any(x.source == "tritonsmith-verify" for x in d), timeout=120
+    )
+    compiled = [d for d in diagnostics if d.source == "tritonsmith-verify"]
+    # Config #2 (num_warps=6) fails to compile: reported on that Config, matched to TS901.
+    assert [d.code for d in compiled] == ["TS901"]
+    assert compiled[0].range.start.line == 7
+    assert "num_warps must be a power of 2" in compiled[0].message
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    assert len(lenses) == 1 and lenses[0].range.start.line == 4  # above the decorators
+    assert lenses[0].command.title.startswith("compile failed · sm_90 · Config #1:")
+    assert "regs" in lenses[0].command.title and "KB smem" in lenses[0].command.title

@@ -27,15 +27,20 @@ def to_lsp_text_edit(document: Document, edit: Edit) -> types.TextEdit:
     return types.TextEdit(range=to_lsp_range(document, edit.span), new_text=edit.new_text)
 
 
-def to_lsp_diagnostic(uri: str, document: Document, finding: Finding) -> types.Diagnostic:
+def to_lsp_diagnostic(
+    uri: str, document: Document, finding: Finding, *, source: str = "tritonsmith"
+) -> types.Diagnostic:
+    is_rule = finding.code.startswith("TS")
     return types.Diagnostic(
         range=to_lsp_range(document, finding.span),
         severity=_SEVERITY[finding.severity],
         code=finding.code,
         code_description=types.CodeDescription(
             href=f"https://github.com/tritonsmith/tritonsmith/blob/main/docs/rules/{finding.code}.md"
-        ),
-        source="tritonsmith",
+        )
+        if is_rule
+        else None,
+        source=source,
         message=finding.message,
         related_information=[
             types.DiagnosticRelatedInformation(

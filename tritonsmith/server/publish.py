@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from ..evaluator.reports import COMPILE_SOURCE
 from .convert import to_lsp_diagnostic
 
 if TYPE_CHECKING:
@@ -21,15 +22,31 @@ if TYPE_CHECKING:
 __all__ = ["clear", "diagnostics_of", "publish", "refresh"]
 
 
-def diagnostics_of(state: OpenDocument) -> list[types.Diagnostic]:
-    return [to_lsp_diagnostic(state.uri, state.document, f) for f in state.findings]
+def diagnostics_of(server: TritonsmithServer, state: OpenDocument) -> list[types.Diagnostic]:
+    """Static findings and the last compile's findings (source `tritonsmith-verify`)."""
+    settings = server.workspace_state.settings
+    static = [to_lsp_diagnostic(state.uri, state.document, f) for f in state.findings]
+    compiled = [
+        to_lsp_diagnostic(state.uri, state.document, f, source=COMPILE_SOURCE)
+        for f in state.compile_findings
+        if wanted(f.code, f.name, settings.select, settings.ignore)
+    ]
+    return static + compiled
+
+
+def wanted(code: str, name: str, select: tuple[str, ...], ignore: tuple[str, ...]) -> bool:
+    """Selection applies to compile findings matched to a rule as it does to static ones."""
+    if not code.startswith("TS"):
+        return True  # compiler findings with no rule (spills, shared memory) always show
+    picked = lambda patterns: any(code.startswith(p) or name == p for p in patterns)  # noqa: E731
+    return (not select or picked(select)) and not (ignore and picked(ignore))
 
 
 def publish(server: TritonsmithServer, state: OpenDocument) -> None:
     if server.pull_diagnostics:
         return
     server.text_document_publish_diagnostics(
-        types.PublishDiagnosticsParams(uri=state.uri, version=state.version, diagnostics=diagnostics_of(state))
+        types.PublishDiagnosticsParams(uri=state.uri, version=state.version, diagnostics=diagnostics_of(server, state))
     )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +26,7 @@ from pygls.uris import to_fs_path
 from .. import __version__
 from ..analysis import Document, ModuleIndex, index_module
 from ..analysis.index import LaunchCache
+from ..evaluator.reports import KernelReport
 from ..rules import Finding
 from ..settings import Settings, find_workspace_root, read_pyproject
 from ..workspace import Workspace
@@ -47,6 +49,10 @@ class OpenDocument:
     checked_version: int | None = -1
     dirty: bool = True
     launch_cache: LaunchCache = field(default_factory=LaunchCache)
+    # The last save's compile results (positions as of that save) and its job's cancel switch.
+    compile_findings: list[Finding] = field(default_factory=list)
+    compile_reports: list[KernelReport] = field(default_factory=list)
+    compile_cancel: threading.Event | None = None
 
 
 class TritonsmithServer(LanguageServer):
@@ -59,9 +65,13 @@ class TritonsmithServer(LanguageServer):
         self.workspace_state: Workspace = Workspace(None, Settings())
         self.pull_diagnostics = False
         self.supports_refresh = False
+        self.client_supports_code_lens_refresh = False
         self._scheduled: set[str] = set()
         self._reported_pack_errors: set[str] = set()
         self.watcher: PackWatcher | None = None  # set by features.watch
+        from .jobs import CompileJobs
+
+        self.jobs = CompileJobs(self)
 
     # -- settings and rules ----------------------------------------------------------------
 
@@ -136,7 +146,9 @@ class TritonsmithServer(LanguageServer):
         state.dirty = True
 
     def close(self, uri: str) -> None:
-        self.documents.pop(uri, None)
+        state = self.documents.pop(uri, None)
+        if state is not None and state.compile_cancel is not None:
+            state.compile_cancel.set()
         self._scheduled.discard(uri)
 
     def schedule_check(self, uri: str) -> None:

@@ -61,6 +61,7 @@ def register(server: TritonsmithServer) -> None:
             ls.pull_diagnostics = True
             register_pull(ls)
         ls.supports_refresh = bool(get_capability(caps, "workspace.diagnostics.refresh_support", False))
+        ls.client_supports_code_lens_refresh = bool(get_capability(caps, "workspace.code_lens.refresh_support", False))
         ls.reload(editor_settings=settings_from(params.initialization_options))
 
     @server.feature(types.INITIALIZED)

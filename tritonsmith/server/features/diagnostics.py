@@ -22,7 +22,7 @@ def register_pull(server: TritonsmithServer) -> None:
         if state is None:
             return types.FullDocumentDiagnosticReport(items=[])
         ls.ensure_checked(state)
-        items = diagnostics_of(state)
+        items = diagnostics_of(ls, state)
         digest = hashlib.blake2b(digest_size=8)
         for item in items:
             digest.update(repr((item.range, item.code, item.message)).encode())

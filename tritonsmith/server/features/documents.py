@@ -34,6 +34,5 @@ def register(server: TritonsmithServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: TritonsmithServer, params: types.DidSaveTextDocumentParams) -> None:
-        # Static checks already ran on the last edit; compile and verify on save come with the
-        # evaluator (issue: save-triggered verification).
-        return None
+        # Static checks already ran on the last edit; a save compiles for the targets.
+        ls.jobs.on_save(params.text_document.uri)

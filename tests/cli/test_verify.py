@@ -1,0 +1,42 @@
+"""`tritonsmith verify`: compile every kernel for the targets in sandboxed workers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.compiler
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    proc = subprocess.run([sys.executable, "-m", "tritonsmith", *args], capture_output=True, text=True, timeout=300)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_verify_reports_resources_per_config_and_target():
+    pytest.importorskip("triton")
+    code, out, err = run("verify", str(ROOT / "examples" / "vector_add.py"), "--target", "sm_80,sm_90")
+    assert code == 0, out + err
+    assert "add_kernel: compiled" in out
+    assert "sm_80 · launch at line" in out and "sm_90 · launch at line" in out
+    assert "regs" in out and "KB smem" in out
+
+
+def test_verify_fails_with_the_compiler_error_at_the_config():
+    pytest.importorskip("triton")
+    code, out, _ = run("verify", str(ROOT / "examples" / "autotuned_matmul.py"), "--format", "json")
+    assert code == 1
+    (report,) = json.loads(out)
+    assert report["kernel"] == "matmul_kernel" and not report["ok"]
+    errors = [f for f in report["findings"] if f["severity"] == "error"]
+    assert errors and errors[0]["code"] == "TS901" and errors[0]["line"] == 12
+
+
+def test_verify_usage_errors():
+    code, _, err = run("verify", "does-not-exist.py")
+    assert code == 2 and "cannot read" in err

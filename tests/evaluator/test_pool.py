@@ -1,0 +1,172 @@
+"""The worker pool contains faults: each is reported in one line and the next job succeeds."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tritonsmith.evaluator import Job, Result, WorkerPool
+from tritonsmith.evaluator.sandbox import network_isolation_prefix
+
+FAULTS = str(Path(__file__).parent / "fixtures" / "faults.py")
+
+
+def call(function: str, *args: object, timeout_s: float = 20, memory_mb: int = 1024) -> Job:
+    return Job(
+        "run_python",
+        {"path": FAULTS, "function": function, "args": list(args)},
+        timeout_s=timeout_s,
+        memory_mb=memory_mb,
+    )
+
+
+def gone(pid: int) -> bool:
+    """True once `pid` no longer exists (a zombie still exists: it was not reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[WorkerPool]:
+    with WorkerPool(2) as shared:
+        yield shared
+
+
+def test_ping_uses_two_workers(pool: WorkerPool) -> None:
+    results: list[Result] = []
+    threads = [
+        threading.Thread(target=lambda: results.append(pool.run(call("sleep_then_pid", 0.5))))
+        for _ in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(r.ok for r in results), results
+    assert len({r.payload["value"] for r in results}) == 2
+    ping = pool.run(Job("ping", {}, timeout_s=10, memory_mb=512))
+    assert ping.ok and ping.payload["pid"] in pool.worker_pids()
+
+
+def test_run_python_returns_value(pool: WorkerPool) -> None:
+    assert pool.run(call("add", 2, 3)) == Result(ok=True, kind="run_python", payload={"value": 5})
+
+
+def test_run_python_from_source(pool: WorkerPool) -> None:
+    # A real file, so inspect (and so @triton.jit) can read the function's source.
+    source = "import inspect\n\ndef f(x):\n    return len(inspect.getsourcelines(f)[0]) + x\n"
+    job = Job("run_python", {"source": source, "function": "f", "args": [1]}, 10, 512)
+    assert pool.run(job).payload == {"value": 3}
+
+
+@pytest.mark.parametrize(
+    ("job", "failure", "error"),
+    [
+        (call("segfault"), "crashed", "worker killed by SIGSEGV while running run_python job"),
+        (call("forever", timeout_s=2), "timeout", "run_python job ran past its 2 s timeout"),
+        (call("memory_bomb", memory_mb=300), "out-of-memory", "over the 300 MB limit"),
+        (call("exit_3"), "exited", "worker exited with status 3 while running run_python job"),
+        (call("flood_stdout", 50), "output-flood", "to stdout/stderr, over the 10 MB limit"),
+    ],
+    ids=["segfault", "endless-loop", "memory-bomb", "os-exit", "stdout-flood"],
+)
+def test_fault_is_contained(pool: WorkerPool, job: Job, failure: str, error: str) -> None:
+    started = time.monotonic()
+    result = pool.run(job)
+    assert (result.ok, result.failure) == (False, failure), result
+    assert result.error is not None and error in result.error and "\n" not in result.error
+    assert time.monotonic() - started < job.timeout_s + 5
+    assert pool.run(call("add", 1, 1)).payload == {"value": 2}
+    assert pool.run(Job("ping", {}, timeout_s=10, memory_mb=512)).ok
+
+
+def test_handler_exceptions_leave_the_worker_alive(pool: WorkerPool) -> None:
+    before = pool.worker_pids()
+    for function, error in [
+        ("fail", "ValueError: bad input"),
+        ("exit_via_sys", "SystemExit: 4"),
+        ("not_json", "TypeError: Object of type set is not JSON serializable"),
+    ]:
+        result = pool.run(call(function))
+        assert (result.ok, result.failure, result.error) == (False, None, error)
+    assert pool.worker_pids() == before
+
+
+def test_user_code_cannot_read_the_job_pipe(pool: WorkerPool) -> None:
+    assert pool.run(call("read_stdin")).payload == {"value": ""}
+    assert pool.run(call("add", 2, 2)).payload == {"value": 4}
+
+
+def test_secrets_do_not_reach_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_secret")
+    monkeypatch.setenv("MY_SERVICE_PASSWORD", "hunter2")
+    with WorkerPool(1) as private:
+        env = private.run(call("environment")).payload["value"]
+    assert not {"ANTHROPIC_API_KEY", "GITHUB_TOKEN", "MY_SERVICE_PASSWORD"} & set(env)
+    assert env["PATH"] == os.environ["PATH"]
+    assert env["TRITON_CACHE_DIR"].endswith("triton-cache")
+
+
+@pytest.mark.skipif(not network_isolation_prefix(), reason="no network namespaces here")
+def test_workers_have_no_network(pool: WorkerPool) -> None:
+    assert pool.run(call("interfaces")).payload == {"value": ["lo"]}
+
+
+def test_cancel_kills_a_running_job(pool: WorkerPool) -> None:
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    started = time.monotonic()
+    result = pool.run(call("forever", timeout_s=60), cancel_event=cancel)
+    assert result.failure == "cancelled" and time.monotonic() - started < 5
+    assert pool.run(call("add", 0, 1)).payload == {"value": 1}
+
+
+async def test_cancelling_arun_kills_the_worker(pool: WorkerPool) -> None:
+    assert (await pool.arun(call("add", 3, 4))).payload == {"value": 7}
+    task = asyncio.create_task(pool.arun(call("forever", timeout_s=60)))
+    await asyncio.sleep(0.5)
+    busy = set(pool.worker_pids())
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    deadline = time.monotonic() + 5
+    while set(pool.worker_pids()) == busy and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert set(pool.worker_pids()) != busy  # the looping worker was killed and discarded
+    assert (await pool.arun(call("add", 1, 2))).payload == {"value": 3}
+
+
+def test_close_leaves_no_process_behind() -> None:
+    pool = WorkerPool(2)
+    grandchild = pool.run(call("start_grandchild")).payload["value"]
+    results: list[Result] = []
+    runners = [
+        threading.Thread(target=lambda: results.append(pool.run(call("forever"))))
+        for _ in range(2)
+    ]
+    for runner in runners:
+        runner.start()
+    deadline = time.monotonic() + 10
+    while len(pool.worker_pids()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pids = pool.worker_pids()
+    assert len(pids) == 2
+    pool.close()
+    for runner in runners:
+        runner.join(5)
+    assert [r.failure for r in results] == ["cancelled", "cancelled"]
+    assert all(gone(pid) for pid in pids)  # killed and reaped: no zombie either
+    stat = Path(f"/proc/{grandchild}/stat")
+    assert not stat.exists() or stat.read_text().split()[2] == "Z"  # killed with the group
+    with pytest.raises(Exception, match="closed"):
+        pool.run(Job("ping", {}, timeout_s=10, memory_mb=512))

@@ -1,0 +1,726 @@
+"""Compile one kernel for GPU targets on a machine that has none, inside a worker process.
+
+`handle_compile(payload)` is what a worker runs for a "compile" job. It cuts the kernel out of
+the user's file (`extract.py`: the user's module is never imported, it may allocate CUDA tensors
+or benchmark at import time), writes the cut to a real file (`@triton.jit` reads its source with
+`inspect`), imports it and calls `triton.compile` once per target and per scenario: each
+autotune `Config`, else each launch site, else the parameter defaults. Triton cross-compiles
+with its bundled ptxas / LLVM AMDGPU backend, so no driver is needed.
+
+Everything the result says is plain JSON (the worker sends it over a pipe). Positions are
+tree-sitter points of the ORIGINAL file: 0-based rows and 0-based UTF-8 byte columns.
+
+Triton is imported inside functions only: the server imports this package too and must not pay
+for (or crash on) a triton import.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import inspect
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from tree_sitter import Node
+
+from ..analysis import Document, index_module
+from ..analysis.index import Kernel, LaunchSite, ModuleIndex
+from ..analysis.syntax import call_args, text
+from ..analysis.values import UNKNOWN
+from .extract import Extracted, ExtractionError, extract_kernel_module
+
+__all__ = ["TargetLimits", "handle_compile", "match_rules", "parse_target", "target_limits"]
+
+_MLIR_ERROR = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>.*)$",
+                         re.MULTILINE)
+_PTXAS_SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_PTXAS_REGS = re.compile(r"Used (\d+) registers")
+_CUOBJDUMP_RES = re.compile(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)")
+_POINTER_CALLS = ("load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_cas",
+                  "atomic_xchg", "atomic_and", "atomic_or", "atomic_xor", "make_block_ptr",
+                  "make_tensor_descriptor")
+_OPTION_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+_MAX_TEXT = 8000
+
+
+# -- targets ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TargetLimits:
+    """Per-SM (per-CU) limits that bound occupancy, from the vendors' documentation."""
+
+    smem_per_block: int  # the most shared memory (LDS) one block may use, bytes
+    smem_per_sm: int
+    regs_per_sm: int
+    threads_per_sm: int
+    blocks_per_sm: int
+    approximate: bool = False
+    note: str = ""
+
+
+# CUDA C Programming Guide, "Technical Specifications per Compute Capability".
+_NVIDIA_LIMITS: dict[int, TargetLimits] = {
+    75: TargetLimits(65536, 65536, 65536, 1024, 16),
+    80: TargetLimits(166912, 167936, 65536, 2048, 32),
+    86: TargetLimits(101376, 102400, 65536, 1536, 16),
+    87: TargetLimits(166912, 167936, 65536, 2048, 32),
+    89: TargetLimits(101376, 102400, 65536, 1536, 24),
+    90: TargetLimits(232448, 233472, 65536, 2048, 32),
+    100: TargetLimits(232448, 233472, 65536, 2048, 32),
+    120: TargetLimits(101376, 102400, 65536, 1536, 32),
+}
+# AMD CDNA: LDS per workgroup, 4 SIMDs per CU, up to 8 waves per SIMD (512 VGPRs per lane).
+_AMD_LDS = {"gfx90a": 65536, "gfx942": 65536, "gfx950": 163840}
+
+
+def parse_target(name: str) -> tuple[str, int | str, int]:
+    """`sm_90` -> ("cuda", 90, 32); `gfx942` -> ("hip", "gfx942", 64). Raises ValueError."""
+    match = re.fullmatch(r"sm_?(\d+)[a-z]?", name.strip())
+    if match:
+        return "cuda", int(match.group(1)), 32
+    match = re.fullmatch(r"gfx[0-9a-f]+", name.strip())
+    if match:
+        # CDNA (gfx9xx) runs wave64; RDNA (gfx10xx and later) defaults to wave32 in Triton.
+        return "hip", name.strip(), 64 if name.strip().startswith("gfx9") else 32
+    raise ValueError(f"unknown target {name!r} (use e.g. sm_80, sm_90, gfx942)")
+
+
+def target_limits(name: str) -> TargetLimits:
+    backend, arch, _ = parse_target(name)
+    if backend == "cuda":
+        assert isinstance(arch, int)
+        if arch in _NVIDIA_LIMITS:
+            return _NVIDIA_LIMITS[arch]
+        nearest = max((a for a in _NVIDIA_LIMITS if a <= arch), default=75)
+        base = _NVIDIA_LIMITS[nearest]
+        return TargetLimits(base.smem_per_block, base.smem_per_sm, base.regs_per_sm,
+                            base.threads_per_sm, base.blocks_per_sm, approximate=True,
+                            note=f"limits of sm_{nearest} used for sm_{arch}")
+    lds = _AMD_LDS.get(str(arch), 65536)
+    return TargetLimits(lds, lds, 512, 2048, 32, approximate=True,
+                        note="AMD estimate: waves per SIMD from the compiler's occupancy, 4 SIMDs/CU")
+
+
+# -- rules --------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _builtin_rules() -> tuple[Any, ...]:
+    from ..rules import load_rules, pack_paths
+
+    return tuple(load_rules(pack_paths(None, include_user=False)).rules)
+
+
+def match_rules(error_text: str, version: tuple[int, int] | None = None) -> list[str]:
+    """Codes of the builtin rules whose error signatures match a compiler message."""
+    return [
+        rule.code for rule in _builtin_rules()
+        if rule.signatures and rule.applies_to(version) and rule.matches_error(error_text)
+    ]
+
+
+# -- capture ------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _capture_fd2() -> Iterator[io.StringIO]:
+    """Capture what native code (MLIR, LLVM) writes to file descriptor 2."""
+    buffer = io.StringIO()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield buffer
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            buffer.write(captured.read().decode("utf-8", errors="replace"))
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and all(current is not e for e in out):
+        out.append(current)
+        current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
+    return out
+
+
+def _chain_text(error: BaseException) -> str:
+    return "\n".join(f"{type(e).__name__}: {e}" for e in _chain(error))
+
+
+# -- signatures ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Scenario:
+    label: str
+    index: int | None
+    origin: Node | None
+    constexprs: dict[str, Any]
+    options: dict[str, int]
+    missing: list[str]
+    launch: LaunchSite | None  # the launch that types the runtime arguments, when there is one
+
+
+def _node_range(node: Node | None) -> dict[str, list[int]] | None:
+    if node is None:
+        return None
+    return {"start": [node.start_point[0], node.start_point[1]],
+            "end": [node.end_point[0], node.end_point[1]]}
+
+
+def _int_option(node: Node | None) -> int | None:
+    try:
+        return int(text(node), 0) if node is not None else None
+    except ValueError:
+        return None
+
+
+def _plain(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def _scenarios(kernel: Kernel, index: ModuleIndex, source: bytes) -> list[_Scenario]:
+    from ..rules.context import KernelContext
+
+    ctx = KernelContext(kernel, index, source, None)
+    all_scenarios = ctx.scenarios()
+    defaults = all_scenarios[0]
+    configs = [s for s in all_scenarios if s.label == "this triton.Config"]
+    launches = [s for s in all_scenarios if s.label == "this launch"]
+    constexpr_names = [p.name for p in kernel.params if p.is_constexpr]
+    fallback_launch = launches[0] if launches else None
+
+    def build(label: str, index_: int | None, scenario: Any, launch: Any | None) -> _Scenario:
+        values: dict[str, Any] = {}
+        missing: list[str] = []
+        for name in constexpr_names:
+            value = scenario.env.get(name, UNKNOWN)
+            if value is UNKNOWN and launch is not None and launch is not scenario:
+                value = launch.env.get(name, UNKNOWN)
+            if value is UNKNOWN or not _plain(value):
+                missing.append(name)
+            else:
+                values[name] = value
+        options: dict[str, int] = {}
+        for source_scenario in (launch, scenario):
+            if source_scenario is None or source_scenario.origin is None:
+                continue
+            for site in kernel.launches:
+                if site.node == source_scenario.origin:
+                    for key in _OPTION_KEYS:
+                        option = _int_option(site.keywords.get(key, (None, None))[1])
+                        if option is not None:
+                            options[key] = option
+            if kernel.autotune is not None:
+                for config in kernel.autotune.configs:
+                    if config.node == source_scenario.origin:
+                        for key in _OPTION_KEYS:
+                            option = _int_option(config.options.get(key))
+                            if option is not None:
+                                options[key] = option
+        typed_by: LaunchSite | None = None
+        if launch is not None:
+            typed_by = next((s for s in kernel.launches if s.node == launch.origin), None)
+        return _Scenario(label, index_, scenario.origin, values, options, missing, typed_by)
+
+    if configs:
+        return [
+            build(f"Config #{i + 1}", i, s, fallback_launch) for i, s in enumerate(configs)
+        ]
+    if launches:
+        return [build(f"launch at line {s.origin.start_point[0] + 1}" if s.origin else "launch",
+                      i, s, s) for i, s in enumerate(launches)]
+    return [build("defaults", None, defaults, None)]
+
+
+def _pointer_params(kernel: Kernel, index: ModuleIndex) -> set[str]:
+    """Parameters that are the base of a load, store, atomic or block pointer in the body:
+    the additive terms of the pointer argument (`a_ptr + rm * stride_am` names `a_ptr`, not the
+    stride), followed through locals (`ptrs = a_ptr + offs; tl.load(ptrs)`)."""
+    names = {p.name for p in kernel.params}
+    assigned: dict[str, list[Node]] = {}
+    calls: list[Node] = []
+    stack = [kernel.node]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.named_children)
+        if node.type == "assignment":
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            if left is not None and left.type == "identifier" and right is not None:
+                assigned.setdefault(text(left), []).append(right)
+        elif node.type == "call":
+            qualified = index.imports.qualify(node.child_by_field_name("function")) or ""
+            if qualified.startswith("triton") and qualified.rsplit(".", 1)[-1] in _POINTER_CALLS:
+                calls.append(node)
+    found: set[str] = set()
+    for call in calls:
+        positional, keywords = call_args(call)
+        base = positional[0] if positional else None
+        for key in ("pointer", "base"):
+            if key in keywords:
+                base = keywords[key][1]
+        terms = [(base, 0)]
+        while terms:
+            term, depth = terms.pop()
+            if term is None or depth > 12:
+                continue
+            if term.type == "parenthesized_expression":
+                terms.extend((c, depth + 1) for c in term.named_children)
+            elif term.type == "binary_operator" and text(term.child_by_field_name("operator")) in "+-":
+                terms.append((term.child_by_field_name("left"), depth + 1))
+                terms.append((term.child_by_field_name("right"), depth + 1))
+            elif term.type == "identifier":
+                name = text(term)
+                if name in names and name not in assigned:
+                    found.add(name)
+                terms.extend((value, depth + 1) for value in assigned.get(name, []))
+    return found
+
+
+def _runtime_type(name: str, index: int, pointers: set[str], launch: LaunchSite | None) -> tuple[str, bool]:
+    """The signature type of a runtime parameter and whether it was assumed."""
+    arg: Node | None = None
+    if launch is not None:
+        if index < len(launch.positional):
+            arg = launch.positional[index]
+        elif name in launch.keywords:
+            arg = launch.keywords[name][1]
+    if arg is not None and arg.type == "float":
+        return "fp32", False
+    if arg is not None and arg.type in ("true", "false"):
+        return "i1", False
+    if name in pointers or name.endswith(("ptr", "_ptrs", "Ptr")):
+        return "*fp32", True
+    if arg is not None and arg.type == "integer":
+        value = int(text(arg), 0)
+        return ("i64" if abs(value) >= 2**31 else "i32"), False
+    return "i32", True
+
+
+# -- resources ----------------------------------------------------------------------------
+
+
+def _resources(compiled: Any, target: str, ptxas_log: str, cache_dir: Path) -> dict[str, Any]:
+    metadata = compiled.metadata
+    shared = int(getattr(metadata, "shared", 0) or 0)
+    num_warps = int(getattr(metadata, "num_warps", 4) or 4)
+    warp_size = int(getattr(metadata, "warp_size", 0) or parse_target(target)[2])
+    registers: int | None = None
+    spills: int | None = None
+    spill_loads: int | None = None
+    stack: int | None = None
+    notes: list[str] = []
+    asm = compiled.asm
+    limits = target_limits(target)
+    record = cache_dir / f"{getattr(metadata, 'hash', '') or compiled.hash}-{target}.json"
+    if "cubin" in asm:
+        if ptxas_log:
+            regs = _PTXAS_REGS.search(ptxas_log)
+            spill = _PTXAS_SPILL.search(ptxas_log)
+            registers = int(regs.group(1)) if regs else None
+            if spill:
+                stack, spills, spill_loads = (int(g) for g in spill.groups())
+            with contextlib.suppress(OSError):
+                record.parent.mkdir(parents=True, exist_ok=True)
+                record.write_text(json.dumps({"registers": registers, "spills": spills,
+                                              "spill_loads": spill_loads, "stack": stack}))
+        elif record.exists():  # a cache hit: ptxas did not run this time
+            with contextlib.suppress(OSError, ValueError):
+                saved = json.loads(record.read_text())
+                registers, spills = saved.get("registers"), saved.get("spills")
+                spill_loads, stack = saved.get("spill_loads"), saved.get("stack")
+        if registers is None:
+            registers, stack = _cuobjdump(asm["cubin"])
+            if registers is not None:
+                notes.append("registers from cuobjdump; spill bytes unknown (cached compile)")
+    elif "amdgcn" in asm:
+        amdgcn = asm["amdgcn"]
+        vgpr = re.search(r"\.vgpr_count:\s+(\d+)", amdgcn)
+        vspill = re.search(r"\.vgpr_spill_count:\s+(\d+)", amdgcn)
+        sspill = re.search(r"\.sgpr_spill_count:\s+(\d+)", amdgcn)
+        scratch = re.search(r"; ScratchSize: (\d+)", amdgcn)
+        registers = int(vgpr.group(1)) if vgpr else None
+        if vspill or sspill:
+            spills = int(vspill.group(1) if vspill else 0) + int(sspill.group(1) if sspill else 0)
+        stack = int(scratch.group(1)) if scratch else None
+        notes.append("AMD: registers are VGPRs per lane, spills are spilled VGPR+SGPR counts")
+    occupancy = _occupancy(target, limits, registers, shared, num_warps, warp_size, asm)
+    exceeds = shared > limits.smem_per_block
+    if limits.note:
+        notes.append(limits.note)
+    return {
+        "registers": registers,
+        "spills": spills,
+        "spill_loads": spill_loads,
+        "stack": stack,
+        "shared": shared,
+        "shared_limit": limits.smem_per_block,
+        "exceeds_shared": exceeds,
+        "num_warps": num_warps,
+        "num_stages": int(getattr(metadata, "num_stages", 0) or 0),
+        "threads_per_block": num_warps * warp_size,
+        "blocks_per_sm": occupancy[0],
+        "occupancy_limited_by": occupancy[1],
+        "approximate": limits.approximate,
+        "notes": notes,
+    }
+
+
+def _cuobjdump(cubin: bytes) -> tuple[int | None, int | None]:
+    try:
+        import triton
+
+        tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+        with tempfile.NamedTemporaryFile(suffix=".cubin") as handle:
+            handle.write(cubin)
+            handle.flush()
+            out = subprocess.run([str(tool), "-res-usage", handle.name], capture_output=True,
+                                 text=True, timeout=30, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    match = _CUOBJDUMP_RES.search(out)
+    return (int(match.group(1)), int(match.group(2))) if match else (None, None)
+
+
+def _occupancy(target: str, limits: TargetLimits, registers: int | None, shared: int,
+               num_warps: int, warp_size: int, asm: dict[str, Any]) -> tuple[int | None, str]:
+    """Blocks per SM (CU) and the resource that limits them."""
+    if shared > limits.smem_per_block:
+        return 0, "shared memory (exceeds the per-block limit: the launch fails)"
+    bounds: dict[str, int] = {"blocks": limits.blocks_per_sm}
+    if parse_target(target)[0] == "cuda":
+        bounds["threads"] = limits.threads_per_sm // max(1, num_warps * warp_size)
+        if registers:
+            per_warp = -(-registers * warp_size // 256) * 256  # allocated per warp, 256 at a time
+            bounds["registers"] = (limits.regs_per_sm // per_warp) // max(1, num_warps)
+        if shared:
+            bounds["shared memory"] = limits.smem_per_sm // (shared + 1024)  # 1 KB reserved/block
+    else:
+        waves = re.search(r"; Occupancy: (\d+)", asm.get("amdgcn", ""))
+        waves_per_simd = int(waves.group(1)) if waves else 8
+        bounds["registers"] = (4 * waves_per_simd) // max(1, num_warps)
+        if shared:
+            bounds["shared memory"] = limits.smem_per_sm // shared
+    limiter = min(bounds, key=lambda k: bounds[k])
+    return bounds[limiter], limiter
+
+
+# -- errors -------------------------------------------------------------------------------
+
+
+def _function_of(src: str | None, extracted: Extracted, lines_of: dict[str, str]) -> str | None:
+    """Which kept function a CompilationError's source is (None: Triton's own library)."""
+    if not src:
+        return None
+    match = re.search(r"^\s*def\s+(\w+)\s*\(", src, re.MULTILINE)
+    if match is None or match.group(1) not in extracted.def_points:
+        return None
+    name = match.group(1)
+    return name if lines_of.get(name, "").strip() == match.group(0).strip() or \
+        lines_of.get(name, "").strip().startswith(match.group(0).strip()) else None
+
+
+def _error_report(error: BaseException, native: str, extracted: Extracted, module_file: str,
+                  source_lines: list[str], version: tuple[int, int] | None) -> dict[str, Any]:
+    from triton.compiler.errors import CompilationError
+
+    chain = _chain(error)
+    root = chain[-1]
+    lines_of = {name: source_lines[row] if row < len(source_lines) else ""
+                for name, (row, _) in extracted.def_points.items()}
+    located: list[dict[str, Any]] = []
+    for item in chain:
+        if not isinstance(item, CompilationError):
+            continue
+        node = getattr(item, "node", None)
+        name = _function_of(getattr(item, "src", None), extracted, lines_of)
+        if name is None or node is None or not hasattr(node, "lineno"):
+            continue
+        def_row, def_col = extracted.def_points[name]
+        start = [def_row + node.lineno - 1, node.col_offset + def_col]
+        end_line = getattr(node, "end_lineno", None) or node.lineno
+        end_col = getattr(node, "end_col_offset", None)
+        end = [def_row + end_line - 1, (end_col if end_col is not None else node.col_offset) + def_col]
+        located.append({"function": name, "range": {"start": start, "end": end}})
+    message = ""
+    for item in reversed(chain):
+        if isinstance(item, CompilationError):
+            message = getattr(item, "error_message", None) or ""
+            if message:
+                break
+        else:
+            message = f"{type(item).__name__}: {item}" if str(item) else type(item).__name__
+            break
+    mlir: list[dict[str, Any]] = []
+    for match in _MLIR_ERROR.finditer(native):
+        entry: dict[str, Any] = {"text": match.group("msg"), "file": match.group("file")}
+        if os.path.basename(match.group("file")) == os.path.basename(module_file):
+            mapped = extracted.to_original(int(match.group("line")), int(match.group("col")) - 1)
+            if mapped is not None:
+                row = mapped[0] - 1
+                entry["range"] = {"start": [row, mapped[1]], "end": [row, mapped[1] + 1]}
+        mlir.append(entry)
+    if mlir and (not message or "PassManager" in message or "during parsing" in message):
+        message = "; ".join(m["text"] for m in mlir)
+    elif mlir:
+        message += "\n" + "\n".join(m["text"] for m in mlir)
+    primary = located[-1] if located else None
+    if primary is None:
+        primary = next(({"function": None, "range": m["range"]} for m in mlir if "range" in m), None)
+    related = [
+        {"function": loc["function"], "range": loc["range"],
+         "message": f"called from `{loc['function']}` here"}
+        for loc in reversed(located[:-1])
+    ]
+    full = _chain_text(error) + ("\n" + native if native else "")
+    return {
+        "type": type(root).__name__,
+        "message": message.strip() or type(root).__name__,
+        "function": primary["function"] if primary else None,
+        "range": primary["range"] if primary else None,
+        "related": related,
+        "mlir": mlir,
+        "rules": match_rules(full, version),
+        "text": full[:_MAX_TEXT],
+    }
+
+
+# -- the job ------------------------------------------------------------------------------
+
+
+def _import_extracted(extracted: Extracted, scratch: Path) -> tuple[Any, Path]:
+    digest = hashlib.sha1(extracted.text.encode()).hexdigest()[:16]
+    name = f"_tritonsmith_kernel_{digest}"
+    path = scratch / f"{name}.py"
+    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path) \
+            and path.exists():
+        return sys.modules[name], path
+    path.write_text(extracted.text, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module, path
+
+
+def _import_error(error: BaseException, extracted: Extracted, path: Path) -> dict[str, Any]:
+    """An error raised while importing the extracted module, mapped to the original file."""
+    where: dict[str, Any] | None = None
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        if frame.filename == str(path) and frame.lineno is not None:
+            mapped = extracted.to_original(frame.lineno, 0)
+            if mapped is not None:
+                where = {"start": [mapped[0] - 1, 0], "end": [mapped[0] - 1, 0]}
+                break
+    if where is None and isinstance(error, SyntaxError) and error.lineno:
+        mapped = extracted.to_original(error.lineno, max(0, (error.offset or 1) - 1))
+        if mapped is not None:
+            where = {"start": [mapped[0] - 1, mapped[1]], "end": [mapped[0] - 1, mapped[1] + 1]}
+    text_ = _chain_text(error)
+    return {"type": type(error).__name__, "message": f"{type(error).__name__}: {error}",
+            "function": None, "range": where, "related": [], "mlir": [],
+            "rules": match_rules(text_), "text": text_[:_MAX_TEXT]}
+
+
+def _ast_source(fn: Any, signature: dict[str, str], constexprs: dict[str, Any]) -> Any:
+    """An ASTSource for whichever API the installed Triton has (checked, not assumed)."""
+    from triton.compiler import ASTSource
+
+    params = inspect.signature(ASTSource.__init__).parameters
+    if "constexprs" in params:  # 3.3+: names as keys, constexprs listed in the signature
+        return ASTSource(fn, signature, constexprs=constexprs)
+    # Older releases: indices as keys, constexprs out of the signature and in `constants`.
+    names = list(fn.arg_names)
+    sig = {names.index(k): v for k, v in signature.items() if v != "constexpr"}
+    constants = {names.index(k): v for k, v in constexprs.items()}
+    return ASTSource(fn, sig, constants=constants)
+
+
+def _triton_version() -> tuple[str, tuple[int, int] | None]:
+    import triton
+
+    version = getattr(triton, "__version__", "")
+    match = re.match(r"(\d+)\.(\d+)", version)
+    return version, (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def handle_compile(payload: dict[str, Any]) -> dict[str, Any]:
+    """Compile `payload["kernel"]` of `payload["source"]` for every target and scenario.
+
+    Payload keys: source, path, kernel, targets (default ["sm_90"]), scratch (a directory this
+    job may write). See the module docstring and docs for the result's keys."""
+    started = time.perf_counter()
+    source: str = payload["source"]
+    kernel_name: str = payload["kernel"]
+    targets: list[str] = list(payload.get("targets") or ["sm_90"])
+    scratch = Path(payload.get("scratch") or tempfile.mkdtemp(prefix="tritonsmith-compile-"))
+    scratch.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("TRITON_CACHE_DIR", str(scratch / "triton-cache"))
+    result: dict[str, Any] = {
+        "ok": False, "kernel": kernel_name, "path": payload.get("path"), "triton_version": None,
+        "targets": targets, "extracted": None, "results": [], "skipped": [], "notes": [],
+        "error": None, "seconds": 0.0,
+    }
+    try:
+        extracted = extract_kernel_module(source, kernel_name)
+    except ExtractionError as error:
+        result["error"] = {"type": "ExtractionError", "message": str(error), "range": None,
+                           "function": None, "related": [], "mlir": [], "rules": [], "text": str(error)}
+        return result
+    result["extracted"] = {"helpers": extracted.helpers, "constants": extracted.constants,
+                           "imports": extracted.imports, "notes": extracted.notes,
+                           "unresolved": extracted.unresolved, "file": None}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Triton's deprecation chatter is not the user's error
+        try:
+            import triton
+            from triton.backends.compiler import GPUTarget
+        except Exception as error:  # noqa: BLE001
+            result["error"] = {"type": type(error).__name__, "message": f"cannot import triton: {error}",
+                               "range": None, "function": None, "related": [], "mlir": [],
+                               "rules": [], "text": _chain_text(error)}
+            return result
+        version_text, version = _triton_version()
+        result["triton_version"] = version_text
+        module_path = scratch / "unwritten.py"
+        try:
+            with _capture_fd2():
+                module, module_path = _import_extracted(extracted, scratch)
+        except Exception as error:  # noqa: BLE001
+            result["error"] = _import_error(error, extracted, module_path)
+            return result
+        result["extracted"]["file"] = str(module_path)
+        fn = getattr(module, kernel_name, None)
+        while fn is not None and not isinstance(fn, triton.runtime.JITFunction):
+            fn = getattr(fn, "fn", None)
+        if fn is None:
+            result["error"] = {"type": "ExtractionError", "range": None, "function": None,
+                               "message": f"{kernel_name} is not a JITFunction after import",
+                               "related": [], "mlir": [], "rules": [], "text": ""}
+            return result
+        document = Document(source)
+        index = index_module(document.root)
+        kernel = index.kernel(kernel_name)
+        assert kernel is not None  # extraction found it in the same text
+        scenarios = _scenarios(kernel, index, document.source)
+        pointers = _pointer_params(kernel, index)
+        source_lines = source.splitlines()
+        constexpr_flags = {p.name: bool(p.is_constexpr) for p in fn.params}
+        report_dir = Path(os.environ["TRITON_CACHE_DIR"]) / "tritonsmith-resources"
+        for target in targets:
+            try:
+                backend, arch, warp_size = parse_target(target)
+            except ValueError as error:
+                result["skipped"].append({"target": target, "config": None, "reason": str(error)})
+                continue
+            for scenario in scenarios:
+                if scenario.missing:
+                    result["skipped"].append({
+                        "target": target, "config": scenario.label,
+                        "config_index": scenario.index, "origin": _node_range(scenario.origin),
+                        "reason": "constexpr value unknown statically: " + ", ".join(scenario.missing),
+                    })
+                    continue
+                result["results"].append(_compile_one(
+                    fn, triton, GPUTarget(backend, arch, warp_size), target, scenario, constexpr_flags,
+                    pointers, extracted, str(module_path), source_lines, version, report_dir,
+                ))
+    if not result["results"] and not result["skipped"]:
+        result["notes"].append("no target compiled")
+    result["ok"] = bool(result["results"]) and all(
+        r["ok"] and not r["resources"]["exceeds_shared"] for r in result["results"]
+    )
+    result["seconds"] = round(time.perf_counter() - started, 3)
+    return result
+
+
+def _compile_one(fn: Any, triton: Any, gpu_target: Any, target: str, scenario: _Scenario,
+                 constexpr_flags: dict[str, bool], pointers: set[str], extracted: Extracted,
+                 module_file: str, source_lines: list[str], version: tuple[int, int] | None,
+                 report_dir: Path) -> dict[str, Any]:
+    started = time.perf_counter()
+    signature: dict[str, str] = {}
+    constexprs: dict[str, Any] = {}
+    assumed: list[str] = []
+    for position, (name, is_constexpr) in enumerate(constexpr_flags.items()):
+        if is_constexpr:
+            signature[name] = "constexpr"
+            constexprs[name] = scenario.constexprs.get(name)
+            continue
+        kind, guessed = _runtime_type(name, position, pointers, scenario.launch)
+        signature[name] = kind
+        if guessed:
+            assumed.append(f"{name}: {kind}")
+    options = dict(scenario.options)
+    if gpu_target.backend != "cuda":
+        options.pop("maxnreg", None)
+    entry: dict[str, Any] = {
+        "target": target, "config": scenario.label, "config_index": scenario.index,
+        "origin": _node_range(scenario.origin), "constexprs": constexprs, "signature": signature,
+        "assumed": assumed, "options": options, "ok": False, "error": None, "resources": None,
+        "launch_error": None, "seconds": 0.0,
+    }
+    stdout = io.StringIO()
+    knobs = getattr(triton, "knobs", None)
+    nvidia_knobs = getattr(knobs, "nvidia", None)
+    previous = getattr(nvidia_knobs, "dump_ptxas_log", None)
+    try:
+        with _capture_fd2() as native, contextlib.redirect_stdout(stdout):
+            if nvidia_knobs is not None and previous is not None:
+                nvidia_knobs.dump_ptxas_log = True
+            try:
+                compiled = triton.compile(_ast_source(fn, signature, constexprs),
+                                          target=gpu_target, options=options)
+                failure: BaseException | None = None
+            except Exception as error:  # noqa: BLE001 - every compiler failure is a result
+                failure = error
+            finally:
+                if nvidia_knobs is not None and previous is not None:
+                    nvidia_knobs.dump_ptxas_log = previous
+    except Exception as error:  # noqa: BLE001 - capture itself failed
+        failure = error
+        native = io.StringIO()
+    if failure is not None:
+        entry["error"] = _error_report(failure, native.getvalue(), extracted, module_file,
+                                       source_lines, version)
+        if entry["error"]["range"] is None:
+            entry["error"]["range"] = entry["origin"]
+    else:
+        entry["ok"] = True
+        entry["resources"] = _resources(compiled, target, stdout.getvalue(), report_dir)
+        if entry["resources"]["exceeds_shared"]:
+            res = entry["resources"]
+            entry["launch_error"] = (
+                f"{scenario.label} needs {res['shared']} bytes of shared memory; {target} allows "
+                f"{res['shared_limit']} per block, so the launch would fail (OutOfResources)"
+            )
+    entry["seconds"] = round(time.perf_counter() - started, 3)
+    return entry

@@ -1,0 +1,442 @@
+"""A pool of sandboxed worker processes that run evaluator jobs and survive their faults.
+
+Workers are spawned with `subprocess.Popen` (never forked from the server, whose threads and
+asyncio loop must not be duplicated), each in its own session and so its own process group,
+with a scratch working directory, a secret-free environment and, where the OS allows, no
+network (see `sandbox.py`). While a job runs, the thread that waits for its result is also its
+watchdog: every `POLL_S` it checks the wall-clock deadline, the worker's resident memory (its
+process tree's VmRSS; `RLIMIT_AS` would break CUDA), the size of its stdout/stderr files, the
+caller's cancel event, and whether the worker is still alive. On any breach the worker's whole
+process group is killed with SIGKILL and reaped, the job gets a `Result` whose `failure` says
+why in one line, and a fresh worker is started lazily by the next job.
+
+Nothing here imports torch or triton: the server imports this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from tritonsmith.errors import EvaluatorError
+from tritonsmith.evaluator.protocol import Failure, Job, Result
+from tritonsmith.evaluator.sandbox import (
+    network_isolation_prefix,
+    resident_bytes,
+    scratch_dir,
+    worker_environment,
+)
+
+__all__ = ["OUTPUT_LIMIT_BYTES", "POLL_S", "WorkerPool"]
+
+POLL_S = 0.05
+"""How often a running job's limits are checked, in seconds."""
+
+OUTPUT_LIMIT_BYTES = 10 * 1024 * 1024
+"""Default cap on what one job may write to stdout and stderr together."""
+
+_TAIL_BYTES = 2000
+_MB = 1024 * 1024
+
+
+class _Worker:
+    """One worker process and the pool's ends of its pipes and output files."""
+
+    def __init__(self, number: int, scratch: Path, command: list[str], env: dict[str, str]) -> None:
+        self.number = number
+        self.scratch = scratch
+        self.stdout: IO[bytes] = open(scratch / "stdout.log", "ab", buffering=0)  # noqa: SIM115
+        self.stderr: IO[bytes] = open(scratch / "stderr.log", "ab", buffering=0)  # noqa: SIM115
+        read_fd, write_fd = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                [*command, "--result-fd", str(write_fd)],
+                stdin=subprocess.PIPE,
+                stdout=self.stdout,
+                stderr=self.stderr,
+                cwd=scratch,
+                env=env,
+                pass_fds=(write_fd,),
+                start_new_session=True,
+            )
+        except BaseException:
+            os.close(read_fd)
+            self.stdout.close()
+            self.stderr.close()
+            raise
+        finally:
+            os.close(write_fd)
+        self.pid = self.proc.pid
+        self.result_fd = read_fd
+        self.buffer = b""
+        self.kill_reason: tuple[Failure, str] | None = None
+        self._kill_lock = threading.Lock()
+
+    def running(self) -> bool:
+        """Whether the process has not exited; does not reap it, so its pid (and process
+        group id) cannot be reused before `kill` has signalled the group."""
+        if self.proc.returncode is not None:
+            return False
+        try:
+            return os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+        except ChildProcessError:
+            return False
+
+    def kill(self, reason: tuple[Failure, str] | None = None) -> None:
+        """SIGKILL the worker's whole process group (user code may have started children),
+        then reap the worker. Safe to call from several threads and more than once."""
+        with self._kill_lock:
+            if reason is not None and self.kill_reason is None:
+                self.kill_reason = reason
+            if self.proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line.encode())
+        self.proc.stdin.flush()
+
+    def poll_reply(self, job_id: int, timeout: float) -> Result | bool:
+        """The reply to `job_id` if it has arrived; `False` at end of file (the worker is
+        gone); `True` if there is nothing yet."""
+        readable, _, _ = select.select([self.result_fd], [], [], timeout)
+        if not readable:
+            return True
+        chunk = os.read(self.result_fd, 1 << 16)
+        if not chunk:
+            return False
+        self.buffer += chunk
+        while b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            try:
+                reply = json.loads(line)
+                if reply.get("id") == job_id:
+                    return Result.from_dict(reply["result"])
+            except (ValueError, KeyError, TypeError, AttributeError):
+                continue  # not ours: something wrote to the result pipe; keep waiting
+        return True
+
+    def output_bytes(self) -> int:
+        try:
+            return os.fstat(self.stdout.fileno()).st_size + os.fstat(self.stderr.fileno()).st_size
+        except (OSError, ValueError):
+            return 0
+
+    def reset_output(self) -> None:
+        """Empty the output files so the cap applies per job (they are opened O_APPEND, so the
+        worker's next write lands at the new end, not at its old offset)."""
+        for stream in (self.stdout, self.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                os.ftruncate(stream.fileno(), 0)
+
+    def tails(self) -> dict[str, str]:
+        """The last bytes of stdout and stderr, for a failure's payload."""
+        tails = {}
+        for name in ("stdout", "stderr"):
+            try:
+                with open(self.scratch / f"{name}.log", "rb") as stream:
+                    stream.seek(0, os.SEEK_END)
+                    stream.seek(max(0, stream.tell() - _TAIL_BYTES))
+                    tails[f"{name}_tail"] = stream.read().decode("utf-8", "replace")
+            except OSError:
+                tails[f"{name}_tail"] = ""
+        return tails
+
+    def dispose(self) -> None:
+        """Kill, reap and forget: close the pool's ends and remove the scratch directory."""
+        self.kill()
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+        with contextlib.suppress(OSError):
+            os.close(self.result_fd)
+        self.stdout.close()
+        self.stderr.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _shutdown(workers: set[_Worker], idle: list[_Worker], lock: threading.Lock, root: Path) -> None:
+    """Kill every worker's process group and reap it; remove the pool's scratch tree.
+
+    Idle workers are disposed of here; busy ones are killed and reaped here and disposed of by
+    the thread running their job. A module-level function for `weakref.finalize`, so that a
+    pool dropped without `close()` (or an interpreter exit) still leaves no orphan behind.
+    """
+    with lock:
+        busy = [w for w in workers if w not in idle]
+        idle_now = list(idle)
+        idle.clear()
+        workers.difference_update(idle_now)
+    for worker in busy:
+        worker.kill(("cancelled", "the worker pool was closed while the job ran"))
+    for worker in idle_now:
+        worker.dispose()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+class WorkerPool:
+    """Up to `size` worker processes, started on demand, each running one job at a time.
+
+    Usage:
+        with WorkerPool(2) as pool:
+            result = pool.run(Job("ping", {}, timeout_s=10, memory_mb=512))
+
+    `run` blocks and may be called from many threads; `arun` awaits it from asyncio, and
+    cancelling the awaiting task kills the job's worker. A job whose worker is lost returns a
+    `Result` with `failure` set (never raises), and the pool replaces the worker.
+    """
+
+    def __init__(
+        self,
+        size: int = 2,
+        *,
+        env: Mapping[str, str] | None = None,
+        start_method: str = "spawn",
+        python: str | None = None,
+        output_limit_bytes: int = OUTPUT_LIMIT_BYTES,
+        isolate_network: bool = True,
+    ) -> None:
+        """
+        Args:
+            size: the most workers alive at once (and so the most jobs running at once).
+            env: the environment to derive workers' from (default `os.environ`); secrets are
+                removed either way.
+            start_method: only `"spawn"`: a fresh interpreter. Forking the server would copy its
+                threads, locks and event loop into the child; the argument exists to say so.
+            python: the interpreter for workers (default: the server's own).
+            output_limit_bytes: what one job may write to stdout and stderr together.
+            isolate_network: start workers in a new network namespace where the OS allows.
+        """
+        if size < 1:
+            raise ValueError("a worker pool needs at least one worker")
+        if start_method != "spawn":
+            raise ValueError("workers are always spawned, never forked from the server")
+        self.size = size
+        self.output_limit_bytes = output_limit_bytes
+        self._root = scratch_dir("tritonsmith-pool-")
+        self._env = worker_environment(
+            os.environ if env is None else env, triton_cache_dir=self._root / "triton-cache"
+        )
+        prefix = list(network_isolation_prefix()) if isolate_network else []
+        self._command = [*prefix, python or sys.executable, "-m", "tritonsmith.evaluator.worker"]
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._workers: set[_Worker] = set()
+        self._idle: list[_Worker] = []
+        self._starting = 0
+        self._closed = False
+        self._job_ids = itertools.count(1)
+        self._numbers = itertools.count(1)
+        self._finalizer = weakref.finalize(
+            self, _shutdown, self._workers, self._idle, self._lock, self._root
+        )
+
+    # -- public API -------------------------------------------------------------------------
+
+    def run(self, job: Job, cancel_event: threading.Event | None = None) -> Result:
+        """Run `job` on a worker and return its result; blocks until a worker is free.
+
+        Setting `cancel_event` (e.g. when a newer save supersedes this job) kills the worker
+        running it within `POLL_S`; the result then has `failure="cancelled"`.
+
+        Raises:
+            EvaluatorError: the pool is closed, or a worker process could not be started.
+        """
+        if cancel_event is not None and cancel_event.is_set():
+            return _failed(job, "cancelled", f"{job.kind} job cancelled before it started")
+        worker = self._acquire()
+        try:
+            return self._execute(worker, job, cancel_event)
+        finally:
+            self._release(worker)
+
+    async def arun(self, job: Job, cancel_event: threading.Event | None = None) -> Result:
+        """`run` in a thread; cancelling the awaiting task kills the job's worker."""
+        event = cancel_event if cancel_event is not None else threading.Event()
+        try:
+            return await asyncio.to_thread(self.run, job, event)
+        except asyncio.CancelledError:
+            event.set()
+            raise
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the workers alive now (for diagnostics and tests)."""
+        with self._lock:
+            return sorted(w.pid for w in self._workers)
+
+    def close(self) -> None:
+        """Kill every worker's process group, reap them, and remove the scratch directories.
+
+        Jobs still running get `failure="cancelled"`. Idempotent.
+        """
+        with self._lock:
+            self._closed = True
+            self._changed.notify_all()
+        self._finalizer()
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- workers ------------------------------------------------------------------------------
+
+    def _acquire(self) -> _Worker:
+        with self._lock:
+            while True:
+                if self._closed:
+                    raise EvaluatorError("the evaluator's worker pool is closed")
+                while self._idle:
+                    worker = self._idle.pop()
+                    if worker.running():
+                        return worker
+                    self._workers.discard(worker)  # died while idle (killed from outside)
+                    worker.dispose()
+                if len(self._workers) + self._starting < self.size:
+                    self._starting += 1
+                    number = next(self._numbers)
+                    break
+                self._changed.wait()
+        try:
+            worker = _Worker(
+                number,
+                scratch_dir(f"worker-{number}-", parent=str(self._root)),
+                self._command,
+                self._env,
+            )
+        except OSError as exc:
+            with self._lock:
+                self._starting -= 1
+                self._changed.notify()
+            raise EvaluatorError(f"could not start an evaluator worker: {exc}") from exc
+        with self._lock:
+            self._starting -= 1
+            self._workers.add(worker)
+            if self._closed:  # closed while it started: do not let it outlive the pool
+                self._workers.discard(worker)
+                worker.dispose()
+                raise EvaluatorError("the evaluator's worker pool is closed")
+        return worker
+
+    def _release(self, worker: _Worker) -> None:
+        with self._lock:
+            keep = not self._closed and worker.running() and worker.kill_reason is None
+            if keep:
+                self._idle.append(worker)
+            else:
+                self._workers.discard(worker)
+            self._changed.notify()
+        if not keep:
+            worker.dispose()  # replaced lazily: the next job starts a fresh one
+
+    # -- one job ------------------------------------------------------------------------------
+
+    def _execute(self, worker: _Worker, job: Job, cancel_event: threading.Event | None) -> Result:
+        job_id = next(self._job_ids)
+        worker.reset_output()
+        deadline = time.monotonic() + job.timeout_s
+        memory_limit = job.memory_mb * _MB
+        try:
+            worker.send(json.dumps({"id": job_id, "job": job.to_dict()}) + "\n")
+        except OSError:
+            return self._lost(worker, job)
+        while True:
+            reply = worker.poll_reply(job_id, POLL_S)
+            if isinstance(reply, Result):
+                written = worker.output_bytes()
+                if written > self.output_limit_bytes:  # a flood that ended before a check
+                    worker.kill(("output-flood", self._flood_message(job, written)))
+                    return self._lost(worker, job)
+                return reply
+            if reply is False or not worker.running():
+                return self._lost(worker, job)
+            reason = self._breach(worker, job, cancel_event, deadline, memory_limit)
+            if reason is not None:
+                worker.kill(reason)
+                return self._lost(worker, job)
+
+    def _breach(
+        self,
+        worker: _Worker,
+        job: Job,
+        cancel_event: threading.Event | None,
+        deadline: float,
+        memory_limit: int,
+    ) -> tuple[Failure, str] | None:
+        """The first limit the running job has broken, if any, with a one-line message."""
+        if cancel_event is not None and cancel_event.is_set():
+            return "cancelled", f"{job.kind} job cancelled; its worker was killed"
+        if self._closed:
+            return "cancelled", f"the worker pool was closed while the {job.kind} job ran"
+        if time.monotonic() > deadline:
+            return "timeout", (
+                f"{job.kind} job ran past its {job.timeout_s:g} s timeout; worker killed"
+            )
+        resident = resident_bytes(worker.pid)
+        if resident > memory_limit:
+            return "out-of-memory", (
+                f"worker used {resident / _MB:.0f} MB, over the {job.memory_mb} MB limit, while "
+                f"running {job.kind} job; worker killed"
+            )
+        written = worker.output_bytes()
+        if written > self.output_limit_bytes:
+            return "output-flood", self._flood_message(job, written)
+        return None
+
+    def _flood_message(self, job: Job, written: int) -> str:
+        return (
+            f"worker wrote {written / _MB:.0f} MB to stdout/stderr, over the "
+            f"{self.output_limit_bytes / _MB:.0f} MB limit, while running {job.kind} job; "
+            "worker killed"
+        )
+
+    def _lost(self, worker: _Worker, job: Job) -> Result:
+        """The result for a job whose worker is gone or has been killed; reaps the worker."""
+        worker.kill()
+        tails = worker.tails()
+        if worker.kill_reason is not None:
+            failure, error = worker.kill_reason
+        else:
+            failure, error = _death(worker.proc.returncode, job)
+        return _failed(job, failure, error, tails)
+
+
+def _death(returncode: int | None, job: Job) -> tuple[Failure, str]:
+    """Classify a worker that died on its own."""
+    if returncode is not None and returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        hint = " (the system may be out of memory)" if -returncode == signal.SIGKILL else ""
+        return "crashed", f"worker killed by {name} while running {job.kind} job{hint}"
+    return "exited", f"worker exited with status {returncode} while running {job.kind} job"
+
+
+def _failed(
+    job: Job, failure: Failure, error: str, payload: dict[str, Any] | None = None
+) -> Result:
+    return Result(ok=False, kind=job.kind, payload=payload or {}, error=error, failure=failure)

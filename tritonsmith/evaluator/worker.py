@@ -1,0 +1,171 @@
+"""An evaluator worker: `python -m tritonsmith.evaluator.worker --result-fd N`.
+
+The only process in tritonsmith that imports torch and triton, and the only one that runs user
+code (lazily, inside a handler, so an idle worker starts in milliseconds). It reads one `Job`
+as a JSON line from stdin, runs the handler registered for its `kind`, and writes one `Result`
+line to the result pipe whose fd the pool passes on the command line.
+
+Why a dedicated result pipe: user code prints, and C extensions write straight to fd 1 and 2.
+The pool points the worker's stdout and stderr at files in its scratch directory (capped by
+the pool's watchdog), so a flood can neither block the worker on a full pipe nor corrupt the
+protocol. The job pipe is moved off fd 0 (which becomes /dev/null) so user code reading stdin
+cannot swallow the next job, and neither pipe is inherited by processes user code starts.
+
+A handler that raises yields an `ok=False` result and the worker carries on; a worker that dies
+is the pool's business.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import itertools
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tritonsmith.evaluator.protocol import Job, Result
+
+__all__ = ["HANDLERS", "handle", "main"]
+
+Handler = Callable[[dict[str, Any]], dict[str, Any]]
+
+_module_counter = itertools.count()
+
+
+def _ping(payload: dict[str, Any]) -> dict[str, Any]:
+    """Liveness check; the pid lets callers see which worker answered."""
+    return {"pid": os.getpid()}
+
+
+def _run_python(payload: dict[str, Any]) -> dict[str, Any]:
+    """Import a module from a real file and call one of its functions with JSON arguments.
+
+    Payload: `path` (a `.py` file) or `source` (written to a fresh file in the scratch
+    directory, optionally named by `filename`), `function`, `args` (list), `kwargs` (dict).
+    Returns `{"value": <the function's JSON-encodable return value>}`.
+
+    A real file, not `exec` of a string: `@triton.jit` reads its function's source with
+    `inspect.getsourcelines`. Each call imports the file afresh under a unique module name, so
+    an edited candidate is never served from `sys.modules`.
+    """
+    serial = next(_module_counter)
+    if "source" in payload:
+        job_dir = Path.cwd() / f"job-{serial}"
+        job_dir.mkdir(exist_ok=True)
+        path = job_dir / str(payload.get("filename", "candidate.py"))
+        path.write_text(str(payload["source"]))
+    else:
+        path = Path(str(payload["path"]))
+    name = f"_tritonsmith_job_{serial}_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look modules up by name
+    try:
+        spec.loader.exec_module(module)
+        function = getattr(module, str(payload["function"]))
+        value = function(*payload.get("args", []), **payload.get("kwargs", {}))
+    finally:
+        sys.modules.pop(name, None)
+    json.dumps(value)  # fail here, with a clear TypeError, rather than in the reply
+    return {"value": value}
+
+
+def _compile(payload: dict[str, Any]) -> dict[str, Any]:
+    """Compile kernels for targets; see `tritonsmith.evaluator.compile` (imported lazily,
+    because it imports triton)."""
+    module = importlib.import_module("tritonsmith.evaluator.compile")
+    result: dict[str, Any] = module.handle_compile(payload)
+    return result
+
+
+HANDLERS: dict[str, Handler] = {
+    "compile": _compile,
+    "ping": _ping,
+    "run_python": _run_python,
+}
+"""Job kinds and their handlers. A handler takes the job's payload and returns a JSON-encodable
+dict; it may raise (the worker reports the exception's last line and survives)."""
+
+
+def handle(job: Job) -> Result:
+    """Run one job in this process; exceptions become `ok=False` results."""
+    handler = HANDLERS.get(job.kind)
+    if handler is None:
+        known = ", ".join(sorted(HANDLERS))
+        return Result(
+            ok=False, kind=job.kind, error=f"unknown job kind {job.kind!r} (known: {known})"
+        )
+    try:
+        payload = handler(job.payload)
+        json.dumps(payload)
+    except BaseException as exc:  # noqa: BLE001 - SystemExit from user code must not end the worker
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        lines = traceback.format_exception_only(type(exc), exc)
+        error = lines[-1].strip() if lines else type(exc).__name__
+        return Result(
+            ok=False, kind=job.kind, error=error, payload={"traceback": traceback.format_exc()}
+        )
+    return Result(ok=True, kind=job.kind, payload=payload)
+
+
+def _detach_stdin() -> int:
+    """Move the job pipe off fd 0 and leave /dev/null there; returns the job pipe's new fd."""
+    job_fd = os.dup(0)  # non-inheritable, so user subprocesses never hold it
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    return job_fd
+
+
+def _guard_against_orphaning(parent: int) -> None:
+    """Kill this worker's process group if the pool's process goes away.
+
+    A server killed without cleanup closes the job pipe, which ends an idle worker, but a
+    worker stuck in user code would run on as an orphan. A daemon thread that notices the
+    reparenting ends it (and anything user code started in its group) within a second.
+    """
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=watch, name="orphan-guard", daemon=True).start()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve jobs until stdin closes. Each input line is `{"id": n, "job": {...}}`; each reply
+    is `{"id": n, "result": {...}}`, the id letting the pool drop anything stale."""
+    parser = argparse.ArgumentParser(prog="python -m tritonsmith.evaluator.worker")
+    parser.add_argument("--result-fd", type=int, required=True)
+    args = parser.parse_args(argv)
+    os.set_inheritable(args.result_fd, False)
+    _guard_against_orphaning(os.getppid())
+    jobs = os.fdopen(_detach_stdin(), "r", encoding="utf-8")
+    replies = os.fdopen(args.result_fd, "w", encoding="utf-8", buffering=1)
+    for line in jobs:
+        if not line.strip():
+            continue
+        envelope = json.loads(line)
+        result = handle(Job.from_dict(envelope["job"]))
+        reply = json.dumps({"id": envelope["id"], "result": result.to_dict()})
+        replies.write(reply + "\n")
+        replies.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""`textDocument/codeLens` above each kernel: its last compile's resources, or "Compile now";
+and the server command `tritonsmith.server.verify` behind it (compile the document now)."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from ...evaluator.reports import resource_summary
+from ..server import TritonsmithServer
+
+__all__ = ["VERIFY_COMMAND", "register"]
+
+VERIFY_COMMAND = "tritonsmith.server.verify"
+
+
+def register(server: TritonsmithServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+    def code_lens(ls: TritonsmithServer, params: types.CodeLensParams) -> list[types.CodeLens] | None:
+        state = ls.documents.get(params.text_document.uri)
+        if state is None:
+            return None
+        ls.ensure_checked(state)
+        if state.index is None or not ls.jobs.available():
+            return []
+        reports = {r.kernel: r for r in state.compile_reports}
+        lenses = []
+        for kernel in state.index.kernels:
+            row = kernel.outer.start_point[0]  # above the decorators: the whole kernel
+            where = types.Range(types.Position(row, 0), types.Position(row, 0))
+            report = reports.get(kernel.name)
+            if report is None:
+                title = "Compile now"
+            else:
+                compiled = [e for e in report.results if e.get("ok")]
+                status = "compiled" if report.ok else "compile failed"
+                title = status + (f" · {resource_summary(compiled[0])}" if compiled else "")
+                if len(compiled) > 1:
+                    title += f" (+{len(compiled) - 1} more)"
+            lenses.append(
+                types.CodeLens(
+                    range=where,
+                    command=types.Command(title=title, command=VERIFY_COMMAND, arguments=[state.uri]),
+                )
+            )
+        return lenses
+
+    @server.command(VERIFY_COMMAND)
+    def verify(ls: TritonsmithServer, uri: str) -> None:
+        ls.jobs.on_save(uri, now=True)
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: TritonsmithServer, params: None) -> None:
+        ls.jobs.close()
+        if ls.watcher is not None:
+            ls.watcher.stop()

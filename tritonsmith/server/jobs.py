@@ -1,0 +1,120 @@
+"""Compile jobs started by saves: debounced, cancellable, with work-done progress.
+
+A save schedules a compile of the document's kernels for the configured targets; a newer save
+of the same document cancels the older job (its worker is killed) before the new one starts.
+The work runs in the evaluator's sandboxed worker pool, off the event loop, so typing stays
+fast while a job runs. Results become diagnostics (source `tritonsmith-verify`) and code lenses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import uuid
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+from pygls.capabilities import get_capability
+from pygls.uris import to_fs_path
+
+from ..evaluator.pool import WorkerPool
+from ..evaluator.reports import compile_file
+from ..version import installed_triton_version
+
+if TYPE_CHECKING:
+    from .server import TritonsmithServer
+
+__all__ = ["SAVE_DEBOUNCE_S", "CompileJobs"]
+
+log = logging.getLogger(__name__)
+
+SAVE_DEBOUNCE_S = 0.3
+
+
+class CompileJobs:
+    def __init__(self, server: TritonsmithServer) -> None:
+        self.server = server
+        self._pool: WorkerPool | None = None
+        self._pending: dict[str, asyncio.TimerHandle] = {}
+        self.running: dict[str, asyncio.Task[None]] = {}
+
+    @property
+    def pool(self) -> WorkerPool:
+        if self._pool is None:  # started on the first save: an editor that never saves pays nothing
+            self._pool = WorkerPool(size=1)
+        return self._pool
+
+    def available(self) -> bool:
+        return installed_triton_version() is not None
+
+    def on_save(self, uri: str, *, now: bool = False) -> None:
+        """Schedule a compile of `uri`, replacing a pending or running one."""
+        if not now and not self.server.workspace_state.settings.verify_on_save:
+            return
+        if not self.available():
+            log.info("triton is not installed in this environment; compile-on-save is off")
+            return
+        loop = asyncio.get_running_loop()
+        if uri in self._pending:
+            self._pending.pop(uri).cancel()
+        self._pending[uri] = loop.call_later(0 if now else SAVE_DEBOUNCE_S, self._start, uri)
+
+    def _start(self, uri: str) -> None:
+        self._pending.pop(uri, None)
+        state = self.server.documents.get(uri)
+        if state is None:
+            return
+        if state.compile_cancel is not None:
+            state.compile_cancel.set()  # a newer save supersedes the running job
+        cancel = threading.Event()
+        state.compile_cancel = cancel
+        self.running[uri] = asyncio.ensure_future(self._run(uri, state.document.text, cancel))
+
+    async def _run(self, uri: str, source: str, cancel: threading.Event) -> None:
+        settings = self.server.workspace_state.settings
+        targets = list(settings.targets) or ["sm_90"]
+        token = await self._begin_progress(f"Compiling kernels for {', '.join(targets)}")
+        try:
+            reports = await asyncio.to_thread(
+                compile_file, self.pool, source, path=to_fs_path(uri) or uri, targets=targets, cancel_event=cancel
+            )
+        except Exception:  # a bug here must not take the editor down
+            log.exception("compile job for %s failed", uri)
+            reports = None
+        finally:
+            self._end_progress(token, "cancelled" if cancel.is_set() else "done")
+        state = self.server.documents.get(uri)
+        if reports is None or cancel.is_set() or state is None or state.compile_cancel is not cancel:
+            return
+        state.compile_reports = reports
+        state.compile_findings = [f for report in reports for f in report.findings]
+        from .publish import publish, refresh
+
+        publish(self.server, state)
+        refresh(self.server)
+        if self.server.client_supports_code_lens_refresh:
+            self.server.workspace_code_lens_refresh(None)
+
+    async def _begin_progress(self, title: str) -> str | None:
+        if not get_capability(self.server.client_capabilities, "window.work_done_progress", False):
+            return None
+        token = str(uuid.uuid4())
+        try:
+            await self.server.work_done_progress.create_async(token)
+            self.server.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=False))
+        except Exception:  # a client that refuses progress still gets the results
+            return None
+        return token
+
+    def _end_progress(self, token: str | None, message: str) -> None:
+        if token is not None:
+            self.server.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+
+    def close(self) -> None:
+        for handle in self._pending.values():
+            handle.cancel()
+        self._pending.clear()
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
