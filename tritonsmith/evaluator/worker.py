@@ -109,7 +109,7 @@ def handle(job: Job) -> Result:
     try:
         payload = handler(job.payload)
         json.dumps(payload)
-    except BaseException as exc:  # noqa: BLE001 - SystemExit from user code must not end the worker
+    except BaseException as exc:  # SystemExit from user code must not end the worker
         if isinstance(exc, KeyboardInterrupt):
             raise
         lines = traceback.format_exception_only(type(exc), exc)
@@ -141,7 +141,9 @@ def _guard_against_orphaning(parent: int) -> None:
         while True:
             time.sleep(1.0)
             if os.getppid() != parent:
-                os.killpg(0, signal.SIGKILL)
+                if os.getpgrp() == os.getpid():  # our own group, as the pool starts us
+                    os.killpg(0, signal.SIGKILL)
+                os._exit(1)
 
     threading.Thread(target=watch, name="orphan-guard", daemon=True).start()
 
