@@ -214,13 +214,27 @@ def cmd_verify(args: argparse.Namespace) -> int:
         reports = compile_file(pool, source, path=str(path), targets=targets, kernels=kernels)
     if kernels and not reports:
         raise UsageError(f"no kernel named {', '.join(kernels)} in {args.file}")
+    compiled = all(r.ok for r in reports)  # vacuously, when no kernel is launched: the static checks say so
+    # A KernelBench problem (ModelNew + a reference Model) is also checked for correctness once
+    # it compiles; see evaluator/verify.py for the protocol.
+    from .evaluator.verify import detect_kernelbench, verify_kernelbench
+
+    spec = detect_kernelbench(path, source)
+    verdict = verify_kernelbench(spec, trials=args.trials) if spec is not None and compiled else None
     if args.format == "json":
-        print(json.dumps([
+        listing = [
             {"kernel": r.kernel, "ok": r.ok, "error": r.error, "results": r.results, "skipped": r.skipped,
              "findings": [{"code": f.code, "severity": f.severity.value, "message": f.message,
                            "line": f.span.start[0] + 1, "column": f.span.start[1] + 1} for f in r.findings]}
             for r in reports
-        ], indent=2))
+        ]
+        if verdict is None:
+            print(json.dumps(listing, indent=2))
+        else:  # KernelBench problems only: the kernels plus the correctness verdict
+            print(json.dumps({"kernels": listing, "correctness": {
+                "ok": verdict.ok, "mode": verdict.mode, "trials": verdict.trials, "stage": verdict.stage,
+                "message": verdict.summary(), "sizes": {k: list(v) for k, v in verdict.sizes.items()},
+                "rejections": [str(r) for r in verdict.rejections]}}, indent=2))
     else:
         for report in reports:
             print(f"{path.as_posix()}: {report.kernel}: {'compiled' if report.ok else 'FAILED'}")
@@ -232,9 +246,20 @@ def cmd_verify(args: argparse.Namespace) -> int:
             for finding in report.findings:
                 print(f"  {path.as_posix()}:{finding.span.start[0] + 1}:{finding.span.start[1] + 1}: "
                       f"{finding.code} [{finding.severity.value}] {finding.message}")
-        print("Correctness against a reference is not checked yet: this command compiles for the "
-              "targets and reports resources.")
-    return 0 if reports and all(r.ok for r in reports) else 1
+        if verdict is not None and verdict.rejections:
+            print(f"{path.as_posix()}: ModelNew: REJECTED by static checks, not run:")
+            for rejection in verdict.rejections:
+                print(f"  {path.as_posix()}:{rejection.line}: {rejection.describe()}")
+        elif verdict is not None:
+            print(f"{path.as_posix()}: ModelNew: {verdict.summary()}")
+        elif spec is not None:
+            print(f"{path.as_posix()}: ModelNew: correctness not checked (a kernel failed to compile)")
+        else:
+            print("Correctness against a reference is not checked: this file is not a KernelBench "
+                  "problem (ModelNew plus Model, get_inputs, get_init_inputs).")
+    if verdict is not None:
+        return 0 if compiled and verdict.ok else 1
+    return 0 if reports and compiled else 1
 
 
 def _ensure_state_gitignore(folder: Path) -> None:
@@ -294,6 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--target", action="append", metavar="TARGETS",
                         help="comma-separated targets, e.g. sm_80,sm_90,gfx942 (default sm_90)")
     verify.add_argument("--format", choices=("text", "json"), default="text")
+    verify.add_argument("--trials", type=int, default=3,
+                        help="correctness trials for KernelBench problems (at least 3)")
     verify.set_defaults(handler=cmd_verify)
 
     serve = commands.add_parser("serve", help="run the language server (stdio by default)")

@@ -89,8 +89,23 @@ def _compile(payload: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def _kernelbench(function: str) -> Handler:
+    """A KernelBench verification handler (`tritonsmith.evaluator.kernelbench`, imported
+    lazily: it imports torch and runs user code)."""
+
+    def handler(payload: dict[str, Any]) -> dict[str, Any]:
+        module = importlib.import_module("tritonsmith.evaluator.kernelbench")
+        result: dict[str, Any] = getattr(module, function)(payload)
+        return result
+
+    return handler
+
+
 HANDLERS: dict[str, Handler] = {
     "compile": _compile,
+    "kb_candidate": _kernelbench("handle_candidate"),
+    "kb_inputs": _kernelbench("handle_inputs"),
+    "kb_reference": _kernelbench("handle_reference"),
     "ping": _ping,
     "run_python": _run_python,
 }
