@@ -97,7 +97,8 @@ def test_setting_matches_its_field(key: str):
 def test_enum_settings_list_exactly_the_values_the_server_accepts():
     assert PROPERTIES["tritonsmith.device"]["enum"] == ["auto", "cuda", "cpu"]
     assert PROPERTIES["tritonsmith.proposer"]["enum"] == ["anthropic", "offline"]
-    for key in ("tritonsmith.device", "tritonsmith.proposer"):
+    assert PROPERTIES["tritonsmith.verifyOnSave"]["enum"] == ["off", "compile", "verify"]
+    for key in ("tritonsmith.device", "tritonsmith.proposer", "tritonsmith.verifyOnSave"):
         for value in PROPERTIES[key]["enum"]:
             warnings: list[str] = []
             Settings().updated({key.split(".", 1)[1]: value}, warnings=warnings)

@@ -48,8 +48,8 @@ class Settings:
     targets: tuple[str, ...] = ("sm_90",)
     """GPU targets to compile for on save (e.g. sm_80, sm_90, gfx942)."""
 
-    verify_on_save: bool = True
-    """Compile and verify kernels when a file is saved."""
+    verify_on_save: str = "verify"
+    """What a save does: off, compile (for the targets) or verify (compile, then check KernelBench-format problems against their reference)."""
 
     device: str = "auto"
     """Where to run kernels: auto, cuda or cpu (the Triton interpreter)."""
@@ -106,6 +106,7 @@ _FIELDS = {f.name: f for f in fields(Settings)}
 # Editor settings in the `tritonsmith` section that configure the client, not the server
 # (VS Code's extension reads `interpreter`; `trace.server` is vscode-languageclient's own).
 CLIENT_ONLY = frozenset({"interpreter", "trace"})
+SAVE_MODES = ("off", "compile", "verify")
 _TUPLES = {"select", "ignore", "rule_packs", "targets"}
 
 
@@ -137,8 +138,10 @@ def _coerce(key: str, value: Any) -> Any:
             raise ConfigError(f"setting 'tritonVersion': {error}") from None
         return value
     if key == "verify_on_save":
-        if not isinstance(value, bool):
-            raise ConfigError(f"setting 'verifyOnSave' must be true or false, got {value!r}")
+        if isinstance(value, bool):  # the first releases had a boolean
+            return "verify" if value else "off"
+        if value not in SAVE_MODES:
+            raise ConfigError(f"setting 'verifyOnSave' must be off, compile or verify, got {value!r}")
         return value
     if key == "budget":
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:

@@ -248,3 +248,25 @@ async def test_save_compiles_for_the_target_and_reports_per_config(client: Langu
     assert len(lenses) == 1 and lenses[0].range.start.line == 4  # above the decorators
     assert lenses[0].command.title.startswith("compile failed · sm_90 · Config #1:")
     assert "regs" in lenses[0].command.title and "KB smem" in lenses[0].command.title
+
+
+@pytest.mark.compiler
+async def test_save_verifies_a_kernelbench_problem_against_its_reference(client: LanguageClient):
+    pytest.importorskip("triton")
+    pytest.importorskip("numpy")  # the Triton interpreter needs it
+    example = (Path(__file__).resolve().parents[2] / "examples" / "kernelbench_relu.py").read_text()
+    # A wrong candidate: the kernel doubles instead of clamping.
+    broken = example.replace("tl.maximum(x, 0.0)", "x * 2.0")
+    assert broken != example
+    uri = await _open(client, "relu_problem.py", broken)
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    diagnostics = await _wait_for(
+        client, uri, lambda d: d is not None and any(x.code == "verification-failed" for x in d), timeout=180
+    )
+    failed = next(x for x in diagnostics if x.code == "verification-failed")
+    assert failed.source == "tritonsmith-verify"
+    assert "interpreter" in failed.message and "trial" in failed.message
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    assert any(lens.command.title.startswith("FAILED · interpreter") for lens in lenses)

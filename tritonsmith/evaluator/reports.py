@@ -19,6 +19,7 @@ from ..analysis import Document, index_module
 from ..rules import Finding, Severity, Span
 from .pool import WorkerPool
 from .protocol import Job
+from .verify import Verdict
 
 __all__ = ["COMPILE_SOURCE", "KernelReport", "compile_file", "resource_summary"]
 
@@ -107,6 +108,34 @@ def _findings(document: Document, kernel: str, result: dict[str, Any], kernel_sp
                 )
             )
     return out
+
+
+def verdict_findings(document: Document, verdict: Verdict) -> list[Finding]:
+    """A failed check against the reference as findings: each static rejection at its line,
+    any other failure on the `ModelNew` class name."""
+    findings = []
+    for rejection in verdict.rejections:
+        row = max(rejection.line - 1, 0)
+        line = document.line(row)
+        start = len(line) - len(line.lstrip())
+        span = Span((row, start), (row, len(line)), document.offset(row, start), document.offset(row, len(line)))
+        findings.append(Finding("verification-rejected", "verification-rejected", Severity.ERROR,
+                                f"rejected: {rejection.describe()}", span))
+    if not verdict.rejections:
+        target = _model_new_name(document)
+        findings.append(Finding("verification-failed", "verification-failed", Severity.ERROR,
+                                f"does not match the reference ({verdict.mode}): {verdict.message}",
+                                target))
+    return findings
+
+
+def _model_new_name(document: Document) -> Span:
+    for node in document.root.named_children:
+        if node.type == "class_definition":
+            name = node.child_by_field_name("name")
+            if name is not None and name.text == b"ModelNew":
+                return Span.of(name)
+    return Span((0, 0), (0, 0), 0, 0)
 
 
 def compile_file(

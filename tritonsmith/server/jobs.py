@@ -12,6 +12,7 @@ import asyncio
 import logging
 import threading
 import uuid
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
@@ -19,7 +20,8 @@ from pygls.capabilities import get_capability
 from pygls.uris import to_fs_path
 
 from ..evaluator.pool import WorkerPool
-from ..evaluator.reports import compile_file
+from ..evaluator.reports import compile_file, verdict_findings
+from ..evaluator.verify import Verdict, detect_kernelbench, verify_kernelbench
 from ..version import installed_triton_version
 
 if TYPE_CHECKING:
@@ -50,7 +52,7 @@ class CompileJobs:
 
     def on_save(self, uri: str, *, now: bool = False) -> None:
         """Schedule a compile of `uri`, replacing a pending or running one."""
-        if not now and not self.server.workspace_state.settings.verify_on_save:
+        if not now and self.server.workspace_state.settings.verify_on_save == "off":
             return
         if not self.available():
             log.info("triton is not installed in this environment; compile-on-save is off")
@@ -75,10 +77,14 @@ class CompileJobs:
         settings = self.server.workspace_state.settings
         targets = list(settings.targets) or ["sm_90"]
         token = await self._begin_progress(f"Compiling kernels for {', '.join(targets)}")
+        path = to_fs_path(uri) or uri
+        verdict = None
         try:
             reports = await asyncio.to_thread(
-                compile_file, self.pool, source, path=to_fs_path(uri) or uri, targets=targets, cancel_event=cancel
+                compile_file, self.pool, source, path=path, targets=targets, cancel_event=cancel
             )
+            if settings.verify_on_save == "verify" and all(r.ok for r in reports) and not cancel.is_set():
+                verdict = await self._verify(path, source, token)
         except Exception:  # a bug here must not take the editor down
             log.exception("compile job for %s failed", uri)
             reports = None
@@ -89,12 +95,24 @@ class CompileJobs:
             return
         state.compile_reports = reports
         state.compile_findings = [f for report in reports for f in report.findings]
+        state.verdict = verdict
+        if verdict is not None and not verdict.ok:
+            state.compile_findings += verdict_findings(state.document, verdict)
         from .publish import publish, refresh
 
         publish(self.server, state)
         refresh(self.server)
         if self.server.client_supports_code_lens_refresh:
             self.server.workspace_code_lens_refresh(None)
+
+    async def _verify(self, path: str, source: str, token: str | None) -> Verdict | None:
+        """Check a KernelBench-format problem against its reference (the saved file on disk)."""
+        spec = detect_kernelbench(Path(path), source)
+        if spec is None:
+            return None
+        if token is not None:
+            self.server.work_done_progress.report(token, types.WorkDoneProgressReport(message="checking against the reference"))
+        return await asyncio.to_thread(verify_kernelbench, spec)
 
     async def _begin_progress(self, title: str) -> str | None:
         if not get_capability(self.server.client_capabilities, "window.work_done_progress", False):

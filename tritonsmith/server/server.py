@@ -27,6 +27,7 @@ from .. import __version__
 from ..analysis import Document, ModuleIndex, index_module
 from ..analysis.index import LaunchCache
 from ..evaluator.reports import KernelReport
+from ..evaluator.verify import Verdict
 from ..rules import Finding
 from ..settings import Settings, find_workspace_root, read_pyproject
 from ..workspace import Workspace
@@ -53,6 +54,7 @@ class OpenDocument:
     compile_findings: list[Finding] = field(default_factory=list)
     compile_reports: list[KernelReport] = field(default_factory=list)
     compile_cancel: threading.Event | None = None
+    verdict: Verdict | None = None  # the last save's check against a reference, if it had one
 
 
 class TritonsmithServer(LanguageServer):
