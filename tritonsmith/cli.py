@@ -170,15 +170,22 @@ def cmd_rules(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_text(path: Path) -> str:
+    """A file named on the command line, or a usage error saying why it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"{path}: cannot read: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not UTF-8 text") from None
+
+
 def _rules_import(args: argparse.Namespace) -> int:
     from .rules import import_adaexplore, load_pack
     from .rules.pack import user_rules_dir, write_pack_atomic
 
     source = Path(args.file)
-    try:
-        text = source.read_text(encoding="utf-8")
-    except OSError as error:
-        raise UsageError(f"{source}: cannot read: {error.strerror}") from None
+    text = _read_text(source)
     if args.user:
         target = user_rules_dir() / "imported.toml"
     else:
@@ -204,10 +211,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from .evaluator.reports import compile_file, resource_summary
 
     path = Path(args.file)
-    try:
-        source = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise UsageError(f"{args.file}: cannot read: {error.strerror}") from None
+    source = _read_text(path)
     targets = [t for value in args.target for t in _csv(value)] if args.target else ["sm_90"]
     kernels = [k for value in args.kernel for k in _csv(value)] if args.kernel else None
     with WorkerPool(size=1) as pool:
