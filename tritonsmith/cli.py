@@ -199,7 +199,10 @@ def _rules_import(args: argparse.Namespace) -> int:
 
     new = [replace(r, code=f"TSA{number + i:03d}") for i, r in enumerate(new)]
     write_pack_atomic(target, existing + new)
-    _ensure_state_gitignore(target.parent)
+    if target.parent.name == ".tritonsmith":
+        from .adapt import state_dir
+
+        state_dir(target.parent.parent)
     print(f"imported {len(new)} rule(s) from {source} into {target}"
           + (f" ({len(existing)} already there)" if existing else ""))
     return 0
@@ -214,8 +217,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
     source = _read_text(path)
     targets = [t for value in args.target for t in _csv(value)] if args.target else ["sm_90"]
     kernels = [k for value in args.kernel for k in _csv(value)] if args.kernel else None
+    from .adapt import FailureLog
+
+    failure_log = FailureLog(find_workspace_root(path))
     with WorkerPool(size=1) as pool:
-        reports = compile_file(pool, source, path=str(path), targets=targets, kernels=kernels)
+        reports = compile_file(
+            pool, source, path=str(path), targets=targets, kernels=kernels, failure_log=failure_log
+        )
+    failure_log.close()
     if kernels and not reports:
         raise UsageError(f"no kernel named {', '.join(kernels)} in {args.file}")
     compiled = all(r.ok for r in reports)  # vacuously, when no kernel is launched: the static checks say so
@@ -264,15 +273,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if verdict is not None:
         return 0 if compiled and verdict.ok else 1
     return 0 if reports and compiled else 1
-
-
-def _ensure_state_gitignore(folder: Path) -> None:
-    """`.tritonsmith/` holds rules to commit and state not to (DESIGN.md, "Files")."""
-    if folder.name != ".tritonsmith":
-        return
-    ignore = folder / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("# Written by tritonsmith: rule packs are committed, local state is not.\nstate.db*\n")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..adapt import FailureLog
 from ..analysis import Document, index_module
 from ..rules import Finding, Severity, Span
 from .pool import WorkerPool
@@ -138,6 +139,18 @@ def _model_new_name(document: Document) -> Span:
     return Span((0, 0), (0, 0), 0, 0)
 
 
+def _log_failures(log: FailureLog, path: str, kernel: str, results: list[dict[str, Any]]) -> None:
+    for entry in results:
+        error = entry.get("error")
+        if not error:
+            continue
+        log.record(
+            path=path, kernel=kernel, stage="compile", target=entry.get("target"), config=entry.get("config"),
+            message=str(error.get("message") or error.get("text") or "compilation failed"),
+            rules=list(error.get("rules") or []),
+        )
+
+
 def compile_file(
     pool: WorkerPool,
     source: str,
@@ -147,8 +160,10 @@ def compile_file(
     kernels: list[str] | None = None,
     timeout_s: float = COMPILE_TIMEOUT_S,
     cancel_event: Any = None,
+    failure_log: FailureLog | None = None,
 ) -> list[KernelReport]:
-    """Compile every launched kernel of `source` (or the named ones) for every target."""
+    """Compile every launched kernel of `source` (or the named ones) for every target; record
+    each compiler failure in `failure_log` when one is given."""
     document = Document(source)
     index = index_module(document.root)
     chosen = [k for k in index.kernels if (k.name in kernels if kernels else k.launches or k.autotune)]
@@ -187,6 +202,8 @@ def compile_file(
                             f"could not compile {kernel.name}: {report.error}", span or kernel_span)
                 )
             report.ok = bool(payload.get("ok")) and not report.findings
+            if failure_log is not None:
+                _log_failures(failure_log, path, kernel.name, report.results)
         reports.append(report)
     return reports
 

@@ -19,6 +19,7 @@ from lsprotocol import types
 from pygls.capabilities import get_capability
 from pygls.uris import to_fs_path
 
+from ..adapt import FailureLog
 from ..evaluator.pool import WorkerPool
 from ..evaluator.reports import compile_file, verdict_findings
 from ..evaluator.verify import Verdict, detect_kernelbench, verify_kernelbench
@@ -40,12 +41,23 @@ class CompileJobs:
         self._pool: WorkerPool | None = None
         self._pending: dict[str, asyncio.TimerHandle] = {}
         self.running: dict[str, asyncio.Task[None]] = {}
+        self._failure_log: FailureLog | None = None
 
     @property
     def pool(self) -> WorkerPool:
         if self._pool is None:  # started on the first save: an editor that never saves pays nothing
             self._pool = WorkerPool(size=1)
         return self._pool
+
+    def failure_log(self) -> FailureLog | None:
+        """The workspace's failure log (`.tritonsmith/state.db`); None outside a workspace or when
+        it cannot be opened (compiling goes on, unlogged)."""
+        if self._failure_log is None and self.server.root is not None:
+            try:
+                self._failure_log = FailureLog(self.server.root)
+            except Exception:
+                log.exception("cannot open the failure log")
+        return self._failure_log
 
     def available(self) -> bool:
         return installed_triton_version() is not None
@@ -81,7 +93,8 @@ class CompileJobs:
         verdict = None
         try:
             reports = await asyncio.to_thread(
-                compile_file, self.pool, source, path=path, targets=targets, cancel_event=cancel
+                compile_file, self.pool, source, path=path, targets=targets, cancel_event=cancel,
+                failure_log=self.failure_log(),
             )
             if settings.verify_on_save == "verify" and all(r.ok for r in reports) and not cancel.is_set():
                 verdict = await self._verify(path, source, token)
