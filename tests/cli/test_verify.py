@@ -18,18 +18,26 @@ def run(*args: str) -> tuple[int, str, str]:
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def test_verify_reports_resources_per_config_and_target():
+def example(tmp_path: Path, name: str) -> str:
+    """A copy of an example in a workspace of its own: verify writes .tritonsmith/state.db there."""
+    (tmp_path / "pyproject.toml").write_text("")
+    copy = tmp_path / name
+    copy.write_text((ROOT / "examples" / name).read_text())
+    return str(copy)
+
+
+def test_verify_reports_resources_per_config_and_target(tmp_path):
     pytest.importorskip("triton")
-    code, out, err = run("verify", str(ROOT / "examples" / "vector_add.py"), "--target", "sm_80,sm_90")
+    code, out, err = run("verify", example(tmp_path, "vector_add.py"), "--target", "sm_80,sm_90")
     assert code == 0, out + err
     assert "add_kernel: compiled" in out
     assert "sm_80 · launch at line" in out and "sm_90 · launch at line" in out
     assert "regs" in out and "KB smem" in out
 
 
-def test_verify_fails_with_the_compiler_error_at_the_config():
+def test_verify_fails_with_the_compiler_error_at_the_config(tmp_path):
     pytest.importorskip("triton")
-    code, out, _ = run("verify", str(ROOT / "examples" / "autotuned_matmul.py"), "--format", "json")
+    code, out, _ = run("verify", example(tmp_path, "autotuned_matmul.py"), "--format", "json")
     assert code == 1
     (report,) = json.loads(out)
     assert report["kernel"] == "matmul_kernel" and not report["ok"]

@@ -152,9 +152,17 @@ def test_exploit_fixtures_are_rejected_before_running(fixture: str, exploit: int
 # -- the protocol under the interpreter ------------------------------------------------------
 
 
-def test_the_example_verifies_through_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
+def _in_workspace(tmp_path: Path, source: Path) -> str:
+    """A copy in a workspace of its own: verify writes .tritonsmith/state.db at the root."""
+    (tmp_path / "pyproject.toml").write_text("")
+    copy = tmp_path / source.name
+    copy.write_text(source.read_text())
+    return str(copy)
+
+
+def test_the_example_verifies_through_the_cli(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     _needs_interpreter()
-    assert main(["verify", str(EXAMPLE)]) == 0
+    assert main(["verify", _in_workspace(tmp_path, EXAMPLE)]) == 0
     out = capsys.readouterr().out
     assert "relu_kernel: compiled" in out
     assert "verified · interpreter · 3 trials · sizes: batch_size=16, dim=192" in out
@@ -171,9 +179,11 @@ def test_a_sibling_reference_with_cuda_inputs_and_init_args_verifies() -> None:
     assert len(set(verdict.details["inputs"]["trial_seeds"])) == 3  # distinct trial seeds
 
 
-def test_a_wrong_result_names_the_trial_and_the_largest_error(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_wrong_result_names_the_trial_and_the_largest_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     _needs_interpreter()
-    assert main(["verify", str(KB / "wrong_result.py")]) == 1
+    assert main(["verify", _in_workspace(tmp_path, KB / "wrong_result.py")]) == 1
     out = capsys.readouterr().out
     assert "FAILED · interpreter · compare: trial 1 (seed " in out
     assert "max abs error" in out and "at index (" in out and "atol=rtol=0.0001" in out
