@@ -135,11 +135,22 @@ def main() -> None:
     findings_count = [0]
 
     def tritonsmith_in_process() -> None:
-        workspace = Workspace(None, Settings())  # fresh matcher: empty per-kernel cache
-        count = 0
-        for path in paths:
-            count += len(workspace.matcher.check_source(path.read_bytes()))
-        findings_count[0] = count
+        # With the GC tuning that the `tritonsmith` program and server apply at start
+        # (tritonsmith/_runtime.py), restored afterwards so the references run with defaults.
+        import gc
+
+        from tritonsmith._runtime import tune_gc
+
+        threshold = gc.get_threshold()
+        tune_gc()
+        try:
+            workspace = Workspace(None, Settings())  # fresh matcher: empty per-kernel cache
+            count = 0
+            for path in paths:
+                count += len(workspace.matcher.check_source(path.read_bytes()))
+            findings_count[0] = count
+        finally:
+            gc.set_threshold(*threshold)
 
     add("tritonsmith in-process (check_source)", tritonsmith_in_process)
 

@@ -339,6 +339,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if argv is None:  # run as the `tritonsmith` program, not called from someone's code
+        from ._runtime import tune_gc
+
+        tune_gc()
     try:
         return int(args.handler(args))
     except UsageError as error:

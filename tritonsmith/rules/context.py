@@ -70,6 +70,35 @@ class _LocalEnv(dict):
         return value
 
 
+class _BlockNames:
+    """`name in ctx.block_names`: whether a local is ever assigned a block tensor. Each name is
+    decided on first use (most never are), following its assignments recursively; a name met
+    again while being decided (`acc = acc + x`) counts as not-a-block for that path, and only
+    answers that did not depend on such a cycle are remembered as "no"."""
+
+    def __init__(self, ctx: KernelContext) -> None:
+        self._ctx = ctx
+        self._known: dict[str, bool] = {}
+        self._deciding: list[str] = []
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        known = self._known.get(name)
+        if known is not None:
+            return known
+        if name in self._deciding:
+            return False
+        self._deciding.append(name)
+        try:
+            found = any(self._ctx._is_block(v, self) for v in self._ctx.assignments.get(name, []))
+        finally:
+            self._deciding.pop()
+        if found or not self._deciding:
+            self._known[name] = found
+        return found
+
+
 class KernelContext:
     def __init__(self, kernel: Kernel, module: ModuleIndex, source: bytes, version: tuple[int, int] | None) -> None:
         self.kernel = kernel
@@ -323,21 +352,14 @@ class KernelContext:
     # -- block tensors ---------------------------------------------------------------------
 
     @cached_property
-    def block_names(self) -> set[str]:
-        names: set[str] = set()
-        for _ in range(3):  # a fixpoint over loop-carried reassignments
-            before = len(names)
-            for name, values in self.assignments.items():
-                if name not in names and any(self._is_block(v, names) for v in values):
-                    names.add(name)
-            if len(names) == before:
-                break
-        return names
+    def block_names(self) -> _BlockNames:
+        """The locals that hold block tensors, worked out per name when first asked."""
+        return _BlockNames(self)
 
     def is_block(self, node: Node | None) -> bool:
         return self._is_block(node, self.block_names)
 
-    def _is_block(self, node: Node | None, names: set[str], depth: int = 0) -> bool:
+    def _is_block(self, node: Node | None, names: _BlockNames | set[str], depth: int = 0) -> bool:
         node = unparen(node)
         if node is None or depth > 40:
             return False

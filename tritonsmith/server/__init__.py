@@ -29,6 +29,9 @@ def serve(*, tcp: str | None = None, log_file: str | None = None) -> None:
     # pygls logs every message it sends at INFO: far too much for an output channel, and slow.
     logging.getLogger("pygls").setLevel(logging.WARNING)
     server = create_server()
+    from .._runtime import tune_gc
+
+    tune_gc()
     if tcp:
         host, _, port = tcp.rpartition(":")
         server.start_tcp(host or "127.0.0.1", int(port))

@@ -7,6 +7,7 @@ they launch or tune, so these are kernel checks whose hits may point outside the
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterator
 
 from tree_sitter import Node
@@ -95,6 +96,12 @@ def _local_bindings(function: Node, name: str) -> list[Node]:
     """What `name` is bound to inside a host function: the right-hand sides of `name = ...`,
     nested `def name(...)`, and the parameter node if it is a parameter."""
     out: list[Node] = []
+    # Nearly always the name is only used here, never bound: a byte search says so without
+    # walking the function. Every binding form below needs one of these shapes in the text.
+    word = re.escape(name.encode())
+    binding = rb"\b" + word + rb"\s*(?:=(?!=)|,|:|\))|\b(?:def|class|as|import)\s+[\w., ]*\b" + word + rb"\b|\b" + word + rb"\s+in\b"
+    if re.search(binding, function.text or b"") is None:
+        return out
     params = function.child_by_field_name("parameters")
     if params is not None:
         for child in params.named_children:

@@ -309,7 +309,7 @@ def global_not_constexpr(ctx: KernelContext) -> Iterator[Hit]:
     candidates = [n for n in ctx.module.globals if n.encode() in words and n not in locals_]
     if not candidates:
         return
-    for ident in sorted((i for n in candidates for i in ctx.identifiers[n]), key=lambda i: i.start_byte):
+    for ident in sorted((i for n in candidates for i in ctx.identifiers.get(n, [])), key=lambda i: i.start_byte):
         name = text(ident)
         if name in reported or not ctx.in_body(ident):
             continue
