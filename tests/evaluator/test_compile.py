@@ -128,7 +128,7 @@ def compile_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             key = (source, kernel, targets)
             if key not in cache:
                 scratch = root / f"job{len(cache)}"
-                cache[key] = handle_compile({"source": source, "path": f"/work/{kernel}.py",
+                cache[key] = handle_compile({"source": source, "path": f"kernels/{kernel}.py",
                                              "kernel": kernel, "targets": list(targets),
                                              "scratch": str(scratch)})
             return cache[key]
