@@ -102,7 +102,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             continue
         findings = workspace.check_source(source)
         if args.fix and any(f.fix for f in findings):
-            original = source
+            original, before = source, len(findings)
             for _ in range(5):  # fixes can uncover or unblock others; stop when nothing changes
                 fixable = [f for f in findings if f.fix]
                 if not fixable:
@@ -114,7 +114,6 @@ def cmd_check(args: argparse.Namespace) -> int:
                 findings = workspace.check_source(source)
             if source != original:
                 _write_atomic(path, source)
-                before = len(workspace.check_source(original))
                 fixed_total += max(before - len(findings), 0)
         results.append(FileFindings(path, source, findings))
     if args.format == "json":

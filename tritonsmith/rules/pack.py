@@ -9,7 +9,7 @@ A pack is one TOML file:
     name = "arange-non-power-of-two"
     ...
 
-Packs are read in order: the builtin pack (the files in `rules/builtin/`), the user's packs
+Packs are read in order: the builtin pack (the files in `tritonsmith/packs/`), the user's packs
 (`<user data dir>/rules/*.toml`), the workspace's (`.tritonsmith/*.toml`) and any extra paths
 from the settings. A malformed pack gives one `RulePackError` naming its file and line and is
 skipped; every other pack still loads. AdaExplore's memory format (`rule||count` per line) is
@@ -49,7 +49,9 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 1
-BUILTIN_DIR = Path(__file__).parent / "builtin"
+# Data, not code: kept out of the rules package so the packs' example kernels (which import
+# triton) never sit among the server's modules.
+BUILTIN_DIR = Path(__file__).parent.parent / "packs"
 
 _REQUIRED = ("code", "name", "title", "statement", "severity", "category")
 _STRINGS = ("code", "name", "title", "statement", "severity", "category", "triton", "check",
