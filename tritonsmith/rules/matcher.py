@@ -142,6 +142,12 @@ class Matcher:
             [kernel.outer.text or b"", index.imports.text]
             + [site.node.text or b"" for site in kernel.launches + kernel.direct_calls]
         )
+        try:
+            return self._run_checks(context, haystack)
+        finally:
+            context.close()
+
+    def _run_checks(self, context: KernelContext, haystack: bytes) -> list[Finding]:
         findings: list[Finding] = []
         seen: set[tuple[str, int, int]] = set()
         for rule in self.rules:
@@ -152,7 +158,7 @@ class Matcher:
             try:
                 hits = list(check(context))
             except Exception:  # a bug in one check must not hide the others
-                log.exception("check %s failed on kernel %s", rule.check, kernel.name)
+                log.exception("check %s failed on kernel %s", rule.check, context.kernel.name)
                 continue
             for hit in hits:
                 finding = _finding(rule, hit)
