@@ -181,10 +181,16 @@ class Kernel:
         return self.node.child_by_field_name("body")
 
     def param(self, name: str) -> Param | None:
+        return self._params_by_name.get(name)
+
+    @cached_property
+    def _params_by_name(self) -> dict[str, Param]:
+        # Checks ask for parameters by name thousands of times per file. The first parameter
+        # of a name wins, as a scan in order would find it.
+        out: dict[str, Param] = {}
         for param in self.params:
-            if param.name == name:
-                return param
-        return None
+            out.setdefault(param.name, param)
+        return out
 
     @property
     def constexpr_names(self) -> set[str]:

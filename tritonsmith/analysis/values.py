@@ -14,7 +14,7 @@ from typing import Any
 
 from tree_sitter import Node
 
-from .syntax import call_args, text, unparen
+from .syntax import call_args, operator_of, text, unparen
 
 __all__ = ["UNKNOWN", "Unknown", "evaluate", "is_power_of_two"]
 
@@ -108,11 +108,11 @@ def evaluate(
             operand = evaluate(node.child_by_field_name("argument"), env, qualify, _depth=_depth + 1)
             if operand is UNKNOWN:
                 return UNKNOWN
-            op = text(node.child_by_field_name("operator"))
+            op = operator_of(node)  # an operator's node type is its text: nothing to decode
             unary: dict[str, Callable[[Any], Any]] = {"-": operator.neg, "+": operator.pos, "~": operator.invert}
             return unary[op](operand)
         if kind == "binary_operator":
-            op = text(node.child_by_field_name("operator"))
+            op = operator_of(node)
             if op not in _BINARY:
                 return UNKNOWN
             left = evaluate(node.child_by_field_name("left"), env, qualify, _depth=_depth + 1)

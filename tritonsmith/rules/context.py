@@ -109,6 +109,10 @@ class KernelContext:
         self._by_type: dict[str, list[Node]] = {}
         self._qualified: dict[int, str | None] = {}
         self._local_envs: dict[int, dict[str, Any]] = {}
+        self._call_args: dict[int, tuple[list[Node], dict[str, tuple[Node, Node]]]] = {}
+        # `in_body` runs for most nodes some check looks at: read the body's range once.
+        body = kernel.body
+        self._body_range = (body.start_byte, body.end_byte) if body is not None else (1, 0)
         # Pre-order over named children (document order). This is the hottest loop of a cold
         # check, so it avoids a generator and touches each node as few times as it can.
         by_type = self._by_type
@@ -144,8 +148,8 @@ class KernelContext:
         return out
 
     def in_body(self, node: Node) -> bool:
-        body = self.kernel.body
-        return body is not None and body.start_byte <= node.start_byte and node.end_byte <= body.end_byte
+        start, end = self._body_range  # (1, 0) without a body: nothing is inside
+        return start <= node.start_byte and node.end_byte <= end
 
     def qualify(self, node: Node | None) -> str | None:
         # Every rule asks about the same few names: qualify each node once per kernel.
@@ -197,10 +201,16 @@ class KernelContext:
             yield call, obj, attr
 
     def args(self, call: Node) -> tuple[list[Node], dict[str, tuple[Node, Node]]]:
-        return call_args(call)
+        """`call_args(call)`, read once per call: many checks ask about the same calls. The
+        lists and dicts are shared, so callers must not change them."""
+        key = call.id
+        cached = self._call_args.get(key)
+        if cached is None:
+            cached = self._call_args[key] = call_args(call)
+        return cached
 
     def arg(self, call: Node, position: int, name: str) -> Node | None:
-        positional, keywords = call_args(call)
+        positional, keywords = self.args(call)
         if name in keywords:
             return keywords[name][1]
         return positional[position] if position < len(positional) else None
@@ -395,7 +405,7 @@ class KernelContext:
                 return False
             if is_tl and short in _BLOCK_SOURCES:
                 return True
-            positional, keywords = call_args(node)
+            positional, keywords = self.args(node)
             if is_tl:
                 return any(self._is_block(a, names, depth + 1) for a in positional) or any(
                     self._is_block(v, names, depth + 1) for k, (_, v) in keywords.items() if k not in ("mask", "other")

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from ..analysis.index import Kernel, ModuleIndex, index_module
-from .checks import CHECKS, NEEDLES, Hit
+from .checks import CHECKS, NEEDLES, Check, Hit
 from .context import KernelContext
 from .findings import Finding, Span
 from .model import Rule
@@ -81,6 +81,12 @@ class Matcher:
         for rule in unknown:
             log.warning("rule %s names an unknown check %r; it is skipped", rule.code, rule.check)
         self.rules = [r for r in self.rules if r.check in CHECKS]
+        # Each rule with its check and pre-filter, looked up once rather than per kernel; and
+        # every distinct needle, so a kernel's text is searched once per needle, not per rule.
+        self._plan: list[tuple[Rule, Check, tuple[bytes, ...] | None]] = [
+            (r, CHECKS[r.check or ""], NEEDLES.get(r.check or "")) for r in self.rules
+        ]
+        self._needles = sorted({n for _, _, needles in self._plan for n in needles or ()})
         self._cache: dict[bytes, list[Finding]] = {}
         self._identity = repr((version, [r.code + r.severity.value + r.title for r in self.rules])).encode()
 
@@ -150,11 +156,10 @@ class Matcher:
     def _run_checks(self, context: KernelContext, haystack: bytes) -> list[Finding]:
         findings: list[Finding] = []
         seen: set[tuple[str, int, int]] = set()
-        for rule in self.rules:
-            needles = NEEDLES.get(rule.check or "")
-            if needles is not None and not any(n in haystack for n in needles):
+        present = {n for n in self._needles if n in haystack}
+        for rule, check, needles in self._plan:
+            if needles is not None and present.isdisjoint(needles):
                 continue
-            check = CHECKS[rule.check]  # type: ignore[index]
             try:
                 hits = list(check(context))
             except Exception:  # a bug in one check must not hide the others

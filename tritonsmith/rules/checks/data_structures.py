@@ -105,15 +105,25 @@ def _targets(left: Node | None) -> Iterator[Node]:
         yield left
 
 
-def _assignment_targets(ctx: KernelContext) -> Iterator[Node]:
-    for node in scoped(ctx, "assignment", "augmented_assignment"):
-        yield from _targets(node.child_by_field_name("left"))
+def _assignment_targets(ctx: KernelContext) -> list[Node]:
+    # Three checks read the targets: unpack the assignments once per kernel.
+    memo = ctx.__dict__.setdefault("_control_flow_memo", {})
+    targets = memo.get("assignment_targets")
+    if targets is None:
+        targets = memo["assignment_targets"] = [
+            target
+            for node in scoped(ctx, "assignment", "augmented_assignment")
+            for target in _targets(node.child_by_field_name("left"))
+        ]
+    return targets
 
 
-def _subscript_targets(ctx: KernelContext) -> Iterator[Node]:
-    for target in _assignment_targets(ctx):
-        if target.type == "subscript":
-            yield target
+def _subscript_targets(ctx: KernelContext) -> list[Node]:
+    memo = ctx.__dict__.setdefault("_control_flow_memo", {})
+    targets = memo.get("subscript_targets")
+    if targets is None:
+        targets = memo["subscript_targets"] = [t for t in _assignment_targets(ctx) if t.type == "subscript"]
+    return targets
 
 
 @check("tensor_setitem")

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from tree_sitter import Node
 
-from ...analysis.syntax import call_args, string_value, text, unparen
+from ...analysis.syntax import string_value, text, unparen
 from ..context import KernelContext
 from . import Hit, check, edit, fix
 from .calls import is_launched
@@ -190,7 +190,7 @@ class _Ranks:
     def _call(self, node: Node, depth: int) -> int | None:
         ctx = self.ctx
         name = ctx.call_name(node)
-        positional, keywords = call_args(node)
+        positional, keywords = ctx.args(node)
         short = name.rsplit(".", 1)[-1] if name else ""
         if ctx.imports.is_triton(name, short):
             if short == "arange":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from tree_sitter import Node
 
@@ -66,9 +67,7 @@ def arange_pow2(ctx: KernelContext) -> Iterator[Hit]:
         end = ctx.arg(call, 1, "end")
         if start is None or end is None:
             continue
-        for scenario in ctx.scenarios():
-            env = ctx.local_env(scenario)
-            lo, hi = evaluate(start, env, ctx.qualify), evaluate(end, env, ctx.qualify)
+        for lo, hi, scenario in _bounds(ctx, start, end):
             if not isinstance(lo, int) or not isinstance(hi, int) or hi <= lo:
                 continue
             size = hi - lo
@@ -147,10 +146,23 @@ def arange_order(ctx: KernelContext) -> Iterator[Hit]:
                 break
 
 
+def _bounds(ctx: KernelContext, a: Node, b: Node) -> list[tuple[Any, Any, Scenario]]:
+    """`a` and `b` folded in each scenario, in order. Three checks fold the same `tl.arange`
+    bounds in every scenario: fold them once per kernel."""
+    memo = ctx.__dict__.setdefault("_shapes_bounds", {})
+    key = (a.id, b.id)
+    bounds: list[tuple[Any, Any, Scenario]] | None = memo.get(key)
+    if bounds is None:
+        bounds = []
+        for scenario in ctx.scenarios():
+            env = ctx.local_env(scenario)
+            bounds.append((evaluate(a, env, ctx.qualify), evaluate(b, env, ctx.qualify), scenario))
+        memo[key] = bounds
+    return bounds
+
+
 def _pairs(ctx: KernelContext, a: Node, b: Node) -> Iterator[tuple[tuple[int, int], Scenario]]:
-    for scenario in ctx.scenarios():
-        env = ctx.local_env(scenario)
-        lo, hi = evaluate(a, env, ctx.qualify), evaluate(b, env, ctx.qualify)
+    for lo, hi, scenario in _bounds(ctx, a, b):
         if isinstance(lo, int) and isinstance(hi, int):
             yield (lo, hi), scenario
 
