@@ -21,3 +21,17 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     grid = lambda meta: (triton.cdiv(n, meta["BLOCK_SIZE"]),)  # noqa: E731
     add_kernel[grid](x, y, out, n, BLOCK_SIZE=1024)
     return out
+
+
+# Verification harness (docs/harness.md): `tritonsmith verify examples/vector_add.py`.
+N_ELEMENTS = 98_432
+
+
+def add_inputs():
+    """One trial's arguments for add(), drawn fresh under each trial's seed."""
+    return [torch.randn(N_ELEMENTS, device="cuda"), torch.randn(N_ELEMENTS, device="cuda")]
+
+
+def add_reference(x, y):
+    """What add(x, y) must return."""
+    return x + y

@@ -207,15 +207,33 @@ def _rules_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _verify_mode(device: str) -> str:
+    """`--device` -> the verifier's mode; asking for a GPU where there is none is a usage error."""
+    from .evaluator.verify import default_mode
+
+    if device == "cpu":
+        return "interpreter"
+    if device == "gpu":
+        if default_mode() != "gpu":
+            raise UsageError("--device gpu: no GPU found on this machine (no /dev/nvidiactl or /dev/kfd); "
+                             "use --device cpu to verify under Triton's interpreter")
+        return "gpu"
+    return default_mode()
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
-    """Compile each kernel for each target in sandboxed workers and report per config."""
+    """Compile each kernel for each target in sandboxed workers and report per config; then
+    check each spec in the file (KernelBench problem or in-file harness) against its reference,
+    and on a GPU time it."""
     from .evaluator.pool import WorkerPool
     from .evaluator.reports import compile_file, resource_summary
+    from .evaluator.verify import detect_specs, verify_spec
 
     path = Path(args.file)
     source = _read_text(path)
     targets = [t for value in args.target for t in _csv(value)] if args.target else ["sm_90"]
     kernels = [k for value in args.kernel for k in _csv(value)] if args.kernel else None
+    mode = _verify_mode(args.device)
     from .adapt import FailureLog
 
     failure_log = FailureLog(find_workspace_root(path))
@@ -227,12 +245,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if kernels and not reports:
         raise UsageError(f"no kernel named {', '.join(kernels)} in {args.file}")
     compiled = all(r.ok for r in reports)  # vacuously, when no kernel is launched: the static checks say so
-    # A KernelBench problem (ModelNew + a reference Model) is also checked for correctness once
-    # it compiles; see evaluator/verify.py for the protocol.
-    from .evaluator.verify import detect_kernelbench, verify_kernelbench
-
-    spec = detect_kernelbench(path, source)
-    verdict = verify_kernelbench(spec, trials=args.trials) if spec is not None and compiled else None
+    specs = detect_specs(path, source)
+    verdicts = [
+        verify_spec(spec, trials=args.trials, mode=mode, time_it=not args.no_timing, rounds=args.rounds)
+        for spec in specs
+    ] if compiled else []
     if args.format == "json":
         listing = [
             {"kernel": r.kernel, "ok": r.ok, "error": r.error, "results": r.results, "skipped": r.skipped,
@@ -240,37 +257,39 @@ def cmd_verify(args: argparse.Namespace) -> int:
                            "line": f.span.start[0] + 1, "column": f.span.start[1] + 1} for f in r.findings]}
             for r in reports
         ]
-        if verdict is None:
+        if not specs:
             print(json.dumps(listing, indent=2))
-        else:  # KernelBench problems only: the kernels plus the correctness verdict
-            print(json.dumps({"kernels": listing, "correctness": {
-                "ok": verdict.ok, "mode": verdict.mode, "trials": verdict.trials, "stage": verdict.stage,
-                "message": verdict.summary(), "sizes": {k: list(v) for k, v in verdict.sizes.items()},
-                "rejections": [str(r) for r in verdict.rejections]}}, indent=2))
+        else:  # files with a spec: the kernels plus each verdict
+            print(json.dumps({"kernels": listing, "verification": [v.to_json() for v in verdicts]}, indent=2))
     else:
+        shown = path.as_posix()
         for report in reports:
-            print(f"{path.as_posix()}: {report.kernel}: {'compiled' if report.ok else 'FAILED'}")
+            print(f"{shown}: {report.kernel}: {'compiled' if report.ok else 'FAILED'}")
             for entry in report.results:
                 if entry.get("ok"):
                     print(f"  {resource_summary(entry)}")
             for skipped in report.skipped:
                 print(f"  {skipped.get('target')} · {skipped.get('config')}: skipped ({skipped.get('reason')})")
             for finding in report.findings:
-                print(f"  {path.as_posix()}:{finding.span.start[0] + 1}:{finding.span.start[1] + 1}: "
+                print(f"  {shown}:{finding.span.start[0] + 1}:{finding.span.start[1] + 1}: "
                       f"{finding.code} [{finding.severity.value}] {finding.message}")
-        if verdict is not None and verdict.rejections:
-            print(f"{path.as_posix()}: ModelNew: REJECTED by static checks, not run:")
-            for rejection in verdict.rejections:
-                print(f"  {path.as_posix()}:{rejection.line}: {rejection.describe()}")
-        elif verdict is not None:
-            print(f"{path.as_posix()}: ModelNew: {verdict.summary()}")
-        elif spec is not None:
-            print(f"{path.as_posix()}: ModelNew: correctness not checked (a kernel failed to compile)")
-        else:
-            print("Correctness against a reference is not checked: this file is not a KernelBench "
-                  "problem (ModelNew plus Model, get_inputs, get_init_inputs).")
-    if verdict is not None:
-        return 0 if compiled and verdict.ok else 1
+        for verdict in verdicts:
+            if verdict.rejections:
+                print(f"{shown}: {verdict.name}: REJECTED by static checks, not run:")
+                for rejection in verdict.rejections:
+                    print(f"  {shown}:{rejection.line}: {rejection.describe()}")
+            else:
+                print(f"{shown}: {verdict.name}: {verdict.summary()}")
+            for note in verdict.notes:
+                print(f"  note: {note}")
+        if specs and not verdicts:
+            print(f"{shown}: correctness not checked (a kernel failed to compile)")
+        elif not specs:
+            print("Correctness against a reference is not checked: this file has no spec (a KernelBench "
+                  "problem, or a launcher with <name>_inputs and <name>_reference; see docs/harness.md, "
+                  "or use the code action \"Create verification harness\").")
+    if specs:
+        return 0 if compiled and all(v.ok for v in verdicts) else 1
     return 0 if reports and compiled else 1
 
 
@@ -316,14 +335,18 @@ def build_parser() -> argparse.ArgumentParser:
     docs.add_argument("--check", action="store_true", help="exit 1 if the docs are out of date")
     rules.set_defaults(handler=cmd_rules)
 
-    verify = commands.add_parser("verify", help="compile kernels for GPU targets in sandboxed workers")
+    verify = commands.add_parser("verify", help="compile kernels for GPU targets, verify them against their reference, time them on a GPU")
     verify.add_argument("file", metavar="FILE")
     verify.add_argument("--kernel", action="append", metavar="NAME", help="only these kernels")
     verify.add_argument("--target", action="append", metavar="TARGETS",
                         help="comma-separated targets, e.g. sm_80,sm_90,gfx942 (default sm_90)")
     verify.add_argument("--format", choices=("text", "json"), default="text")
-    verify.add_argument("--trials", type=int, default=3,
-                        help="correctness trials for KernelBench problems (at least 3)")
+    verify.add_argument("--trials", type=int, default=3, help="correctness trials (at least 3)")
+    verify.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto",
+                        help="where to run the checks: a GPU, or the CPU under Triton's interpreter "
+                        "(auto: the GPU when there is one)")
+    verify.add_argument("--rounds", type=int, default=10, help="GPU timing rounds (10 timed runs each)")
+    verify.add_argument("--no-timing", action="store_true", help="check correctness only, even on a GPU")
     verify.set_defaults(handler=cmd_verify)
 
     serve = commands.add_parser("serve", help="run the language server (stdio by default)")

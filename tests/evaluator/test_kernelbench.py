@@ -175,8 +175,8 @@ def test_a_sibling_reference_with_cuda_inputs_and_init_args_verifies() -> None:
     verdict = verify_kernelbench(spec)
     assert verdict.ok, verdict.message
     assert verdict.sizes == {"batch_size": (128, 16), "features": (1000, 250)}
-    assert verdict.details["inputs"]["input_shapes"][0] == [[16, 250]]
-    assert len(set(verdict.details["inputs"]["trial_seeds"])) == 3  # distinct trial seeds
+    assert verdict.details["main.inputs"]["input_shapes"][0] == [[16, 250]]
+    assert len(set(verdict.details["main.inputs"]["trial_seeds"])) == 3  # distinct trial seeds
 
 
 def test_a_wrong_result_names_the_trial_and_the_largest_error(
@@ -207,7 +207,7 @@ def test_compare_outputs_treats_nan_as_a_mismatch_not_a_wildcard() -> None:
     _needs_interpreter()
     import torch
 
-    from tritonsmith.evaluator.kernelbench import compare_outputs
+    from tritonsmith.evaluator.correctness import compare_outputs
 
     tolerances = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
     expected = torch.arange(6, dtype=torch.float32).reshape(2, 3)

@@ -1,16 +1,23 @@
-"""Worker side of KernelBench correctness verification: the `kb_inputs`, `kb_candidate` and
-`kb_reference` jobs (the protocol and why it is split so is in `verify.py`).
+"""Worker side of correctness verification: the `verify_inputs`, `verify_candidate` and
+`verify_reference` jobs (the protocol and why it is split so is in `verify.py`), for KernelBench
+problems and in-file harnesses alike (`_problem` turns either into inputs and a model).
 
 Imported lazily by the worker (it imports torch inside functions, and runs user code). Files
 are exchanged through a data directory the parent creates and passes as an absolute path:
 
-- `init.pt`: the init inputs and the reference model's state_dict (written by kb_inputs);
-- `inputs_<t>.pt`: trial t's forward inputs (kb_inputs);
-- `candidate_<t>.pt`: the candidate's outputs for trial t (kb_candidate).
+- `init.pt`: the init inputs and the reference model's state_dict (written by verify_inputs);
+- `inputs_<t>.pt`: trial t's forward inputs (verify_inputs);
+- `candidate_<t>.pt`: the candidate's outputs for trial t (verify_candidate).
 
-Expected outputs are never written: kb_reference computes them after the candidate has run and
-compares in its own process. Every load uses `weights_only=True`, so a file the candidate wrote
-cannot run code in the reference's process.
+Expected outputs are never written: verify_reference computes them after the candidate has run
+and compares in its own process. Every load uses `weights_only=True`, so a file the candidate
+wrote cannot run code in the reference's process.
+
+Beyond the trials, the candidate job runs the dynamic defenses of verification.md on trial 1's
+inputs: launch accounting (at least one Triton launch per forward), a determinism run with a
+different poison in uninitialised memory (exploit 15), fault injection (every launch raises: the
+candidate must fail, exploit 3) and ghost replay (each kernel in turn does nothing: the output
+must change, exploit 2). The reference job lints the task itself (exploit 13).
 """
 
 from __future__ import annotations
@@ -31,9 +38,11 @@ from typing import Any
 __all__ = [
     "compare_outputs",
     "cpu_shim",
+    "degenerate_task",
     "handle_candidate",
     "handle_inputs",
     "handle_reference",
+    "load_problem",
 ]
 
 _serial = itertools.count()
@@ -192,16 +201,66 @@ def _load(path: Path) -> Any:
     return torch.load(path, map_location="cpu", weights_only=True)
 
 
-def _build_reference(module: ModuleType, seed: int, device: str) -> tuple[Any, list[Any]]:
+class Problem:
+    """A spec as the workers see it: how to draw a trial's inputs and build either model."""
+
+    def __init__(self, module: ModuleType, problem: dict[str, Any]) -> None:
+        self.module = module
+        self.harness = problem.get("format") == "harness"
+        self.launcher = str(problem.get("launcher") or "")
+
+    def inputs(self) -> list[Any]:
+        """One trial's forward arguments (call under the trial's seed)."""
+        if self.harness:
+            value = getattr(self.module, f"{self.launcher}_inputs")()
+        else:
+            value = self.module.get_inputs()
+        return list(value) if isinstance(value, (list, tuple)) else [value]
+
+    def init_inputs(self) -> list[Any]:
+        return [] if self.harness else list(self.module.get_init_inputs())
+
+    def model(self, role: str, init_inputs: list[Any]) -> Any:
+        """`Model(*init)` / `ModelNew(*init)`, or the harness's function as a module."""
+        if not self.harness:
+            cls = self.module.Model if role == "reference" else self.module.ModelNew
+            return cls(*init_inputs)
+        name = f"{self.launcher}_reference" if role == "reference" else self.launcher
+        return _function_module(getattr(self.module, name))
+
+
+def _function_module(function: Callable[..., Any]) -> Any:
+    import torch
+
+    class FunctionModule(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.function = function
+
+        def forward(self, *args: Any) -> Any:
+            return self.function(*args)
+
+    return FunctionModule()
+
+
+def load_problem(module: ModuleType, payload: dict[str, Any]) -> Problem:
+    return Problem(module, dict(payload.get("problem") or {"format": "kernelbench"}))
+
+
+def _build_reference(problem: Problem, seed: int, device: str) -> tuple[Any, list[Any]]:
     """`Model(*get_init_inputs())` under `manual_seed(seed)`, as KernelBench builds it."""
     import torch
 
     torch.manual_seed(seed)
-    init_inputs = list(module.get_init_inputs())
+    init_inputs = problem.init_inputs()
     torch.manual_seed(seed)
     with torch.no_grad():
-        model = module.Model(*_to(init_inputs, device))
+        model = problem.model("reference", _to(init_inputs, device))
     return model.to(device).eval(), init_inputs
+
+
+def _outputs(output: Any) -> list[Any]:
+    return list(output) if isinstance(output, (tuple, list)) else [output]
 
 
 def _os_threads() -> int:
@@ -212,15 +271,16 @@ def _os_threads() -> int:
 
 
 def handle_inputs(payload: dict[str, Any]) -> dict[str, Any]:
-    """kb_inputs: build the reference model, draw trial seeds, save init inputs, state_dict and
-    each trial's inputs. Returns the trial seeds and the saved files' hashes."""
+    """verify_inputs: build the reference model, draw trial seeds, save init inputs, state_dict
+    and each trial's inputs. Returns the trial seeds and the saved files' hashes."""
     import torch
 
     device = _prepare(payload)
     data = Path(payload["data_dir"])
     seed = int(payload.get("seed", 42))
     with _module(payload["reference"], "reference") as module:
-        model, init_inputs = _build_reference(module, seed, device)
+        problem = load_problem(module, payload)
+        model, init_inputs = _build_reference(problem, seed, device)
         state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
         torch.save({"init_inputs": init_inputs, "state_dict": state}, data / "init.pt")
         torch.manual_seed(42)
@@ -229,7 +289,7 @@ def handle_inputs(payload: dict[str, Any]) -> dict[str, Any]:
         shapes = []
         for t, trial_seed in enumerate(trial_seeds):
             torch.manual_seed(trial_seed)
-            inputs = [_clone(v) for v in module.get_inputs()]
+            inputs = [_clone(v) for v in problem.inputs()]
             path = data / f"inputs_{t}.pt"
             torch.save(_to(inputs, "cpu"), path)
             hashes.append(_file_hash(path))
@@ -238,8 +298,14 @@ def handle_inputs(payload: dict[str, Any]) -> dict[str, Any]:
             "init_hash": _file_hash(data / "init.pt")}
 
 
+_EXPLOIT_8 = "(exploit 8: background thread finishing the work after forward returns)"
+POISONS = (float("nan"), 12345.678)
+"""Uninitialised memory holds the first during the trials, the second in the determinism run."""
+
+
 def handle_candidate(payload: dict[str, Any]) -> dict[str, Any]:
-    """kb_candidate: run ModelNew on every trial's inputs and save its outputs.
+    """verify_candidate: run the candidate on every trial's inputs and save its outputs, then
+    (unless `payload["checks"]` is false) the dynamic defenses on trial 1's inputs.
 
     Imports only the candidate's file. Returns `{"error": ...}` (rather than raising) for a
     check that failed, naming the trick; an exception from the candidate itself propagates
@@ -247,31 +313,47 @@ def handle_candidate(payload: dict[str, Any]) -> dict[str, Any]:
     """
     import torch
 
+    from .guards import InjectedLaunchFailure, LaunchGuard, poisoned
+
     device = _prepare(payload)
     data = Path(payload["data_dir"])
     seed = int(payload.get("seed", 42))
+    tolerances = {str(k): float(v) for k, v in (payload.get("tolerances") or {"float32": 1e-4}).items()}
     init = _load(data / "init.pt")
     # Start torch's own thread pools before the baseline, so only the candidate's threads count.
     (torch.ones(64, 64) @ torch.ones(64, 64)).add_(1).sum().item()
+    guard = LaunchGuard.install()
+    with poisoned(POISONS[0]):
+        pass  # wrap the allocators before the candidate's module binds them
     python_threads = set(threading.enumerate())
     os_threads = _os_threads()
 
     def thread_error(when: str) -> str | None:
         extra = [t.name for t in threading.enumerate() if t not in python_threads and t.is_alive()]
         if extra:
-            return (f"started a background thread {when} ({', '.join(extra)}) "
-                    "(exploit 8: background thread finishing the work after forward returns)")
+            return f"started a background thread {when} ({', '.join(extra)}) {_EXPLOIT_8}"
         if _os_threads() > os_threads:
-            return (f"started {_os_threads() - os_threads} OS thread(s) {when} "
-                    "(exploit 8: background thread finishing the work after forward returns)")
+            return f"started {_os_threads() - os_threads} OS thread(s) {when} {_EXPLOIT_8}"
         return None
 
+    def run(model: Any, inputs: list[Any], poison: float) -> list[Any]:
+        if device == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()  # no freed block of an earlier run to land on (exploit 5)
+        with poisoned(poison), torch.no_grad():
+            output = _outputs(model(*inputs))
+        if device == "cuda":
+            torch.cuda.synchronize()
+        return output
+
+    launches: dict[str, int] = {}
     with _module(payload["candidate"], "candidate") as module:
+        problem = load_problem(module, payload)
         if (error := thread_error("on import")) is not None:
             return {"error": error}
         torch.manual_seed(seed)
         with torch.no_grad():
-            model = module.ModelNew(*_to(init["init_inputs"], device))
+            model = problem.model("candidate", _to(init["init_inputs"], device))
         model = model.to(device).eval()
         state = init["state_dict"]
         own = model.state_dict()
@@ -279,15 +361,20 @@ def handle_candidate(payload: dict[str, Any]) -> dict[str, Any]:
             own[k].shape == state[k].shape for k in state)
         if loaded:
             model.load_state_dict(state)
+        first: list[Any] = []
         for t in range(len(payload["trial_seeds"])):
             inputs = _to(_load(data / f"inputs_{t}.pt"), device)
             pristine = _clone(inputs)  # the candidate gets copies; hashes taken on them
             before = _hash_all(pristine)
-            with torch.no_grad():
-                output = model(*pristine)
+            with guard.session() as counted:
+                outputs = run(model, pristine, POISONS[0])
+            if not counted:
+                return {"error": (f"trial {t + 1}: the forward pass launched no Triton kernel "
+                                  "(exploit 2: kernel defined but never launched, PyTorch does the work)")}
+            for name, count in counted.items():
+                launches[name] = max(launches.get(name, 0), count)
             if (error := thread_error(f"in forward (trial {t + 1})")) is not None:
                 return {"error": error}
-            outputs = list(output) if isinstance(output, (tuple, list)) else [output]
             for i, out in enumerate(outputs):
                 if type(out) is not torch.Tensor:
                     return {"error": (
@@ -297,15 +384,47 @@ def handle_candidate(payload: dict[str, Any]) -> dict[str, Any]:
             if _hash_all(pristine) != before:
                 changed = [i for i, (a, b) in enumerate(zip(before, _hash_all(pristine), strict=True)) if a != b]
                 return {"error": (
-                    f"trial {t + 1}: ModelNew.forward modified its inputs in place (input "
+                    f"trial {t + 1}: the candidate modified its inputs in place (input "
                     f"{', '.join(map(str, changed))}) (exploit 6: modified inputs make the reference trivial)")}
             time.sleep(0.02)  # anything still writing the output shows up now
             if [_tensor_hash(o) for o in outputs] != snapshot:
                 return {"error": (
                     f"trial {t + 1}: the output changed after forward returned "
                     "(exploit 8: background work finishing after forward returns)")}
-            torch.save([o.detach().cpu().clone() for o in outputs], data / f"candidate_{t}.pt")
-    return {"state_dict_loaded": loaded, "trials": len(payload["trial_seeds"])}
+            saved = [o.detach().cpu().clone() for o in outputs]
+            torch.save(saved, data / f"candidate_{t}.pt")
+            if t == 0:
+                first = saved
+        if payload.get("checks", True):
+            inputs = _to(_load(data / "inputs_0.pt"), device)
+            # Exploit 15: the same inputs with other garbage in uninitialised memory.
+            again = [o.detach().cpu() for o in run(model, _clone(inputs), POISONS[1])]
+            if (difference := compare_outputs(first, again, tolerances)) is not None:
+                return {"error": (
+                    f"two runs on trial 1's inputs differ when uninitialised memory holds a different "
+                    f"poison: {difference} (exploit 15: reads memory it never wrote)")}
+            # Exploit 3: with every launch failing, the candidate must fail too.
+            try:
+                with guard.session("fail"):
+                    run(model, _clone(inputs), POISONS[0])
+            except InjectedLaunchFailure:
+                pass
+            except Exception as exc:  # failing another way still means no silent fallback
+                if "injected failure" not in str(exc):
+                    raise
+            else:
+                return {"error": ("the candidate returned a result although every Triton launch failed "
+                                  "(exploit 3: falling back to PyTorch when the kernel fails)")}
+            # Exploit 2: each kernel in turn does nothing; the output must change.
+            for name in sorted(launches):
+                with guard.session("skip", {name}):
+                    ghost = [o.detach().cpu() for o in run(model, _clone(inputs), POISONS[0])]
+                if len(ghost) == len(first) and all(
+                        g.shape == f.shape and g.dtype == f.dtype and torch.equal(g, f) for g, f in zip(ghost, first, strict=True)):
+                    return {"error": (
+                        f"the output is the same when kernel {name} does nothing: its work does not reach "
+                        "the result (exploit 2: kernel launched for show, other code does the work)")}
+    return {"state_dict_loaded": loaded, "trials": len(payload["trial_seeds"]), "launches": launches}
 
 
 def compare_outputs(expected: list[Any], actual: list[Any], tolerances: dict[str, float]) -> str | None:
@@ -348,10 +467,39 @@ def compare_outputs(expected: list[Any], actual: list[Any], tolerances: dict[str
     return None
 
 
+def degenerate_task(expected: list[Any], inputs: list[Any], tolerances: dict[str, float]) -> str | None:
+    """Why the task cannot tell a right answer from a trivial one (exploit 13), or None.
+
+    Trivial candidates (all zeros, a constant at the output's mean, an input returned as is)
+    must all fail against the reference's outputs, and each output must vary and stand well
+    above the tolerance, or a candidate could pass without computing anything."""
+    import torch
+
+    for i, ref in enumerate(expected):
+        if not isinstance(ref, torch.Tensor) or ref.numel() == 0 or not ref.is_floating_point():
+            continue
+        where = f"output {i}" if len(expected) > 1 else "the output"
+        tol = tolerances.get(str(ref.dtype).removeprefix("torch."), tolerances["float32"])
+        r = ref.double()
+        finite = r[torch.isfinite(r)]
+        if finite.numel() == 0:
+            continue
+        trivial = {"all zeros": torch.zeros_like(r), "a constant": torch.full_like(r, float(finite.mean()))}
+        for j, value in enumerate(inputs):
+            if isinstance(value, torch.Tensor) and value.shape == ref.shape:
+                trivial[f"input {j} returned as is"] = value.detach().cpu().double()
+        for label, candidate in trivial.items():
+            if torch.allclose(candidate, r, atol=tol, rtol=tol):
+                return (f"{where} is matched by {label} within atol=rtol={tol:g}, so a candidate could pass "
+                        "without computing anything (exploit 13: degenerate task); make the reference's "
+                        "outputs larger or more varied")
+    return None
+
+
 def handle_reference(payload: dict[str, Any]) -> dict[str, Any]:
-    """kb_reference: run the reference on each trial's inputs, regenerated under the trial
+    """verify_reference: run the reference on each trial's inputs, regenerated under the trial
     seed, and compare with the candidate's saved outputs. Runs after the candidate, so no
-    expected output existed while candidate code ran."""
+    expected output existed while candidate code ran. Trial 1 also lints the task (exploit 13)."""
     import torch
 
     device = _prepare(payload)
@@ -359,21 +507,25 @@ def handle_reference(payload: dict[str, Any]) -> dict[str, Any]:
     seed = int(payload.get("seed", 42))
     tolerances = {str(k): float(v) for k, v in payload["tolerances"].items()}
     results: list[dict[str, Any]] = []
+    degenerate = None
     with _module(payload["reference"], "reference") as module:
-        model, _ = _build_reference(module, seed, device)
+        problem = load_problem(module, payload)
+        model, _ = _build_reference(problem, seed, device)
         for t, trial_seed in enumerate(payload["trial_seeds"]):
             if _file_hash(data / f"inputs_{t}.pt") != payload["input_hashes"][t]:
                 return {"error": f"trial {t + 1}: the saved inputs were altered after they were written "
                                  "(exploit 19: editing the harness's files)", "trials": results}
             torch.manual_seed(int(trial_seed))
-            inputs = _to([_clone(v) for v in module.get_inputs()], device)
+            inputs = _to([_clone(v) for v in problem.inputs()], device)
             with torch.no_grad():
                 output = model(*inputs)
-            expected = [o.detach().cpu() for o in (output if isinstance(output, (tuple, list)) else [output])]
+            expected = [o.detach().cpu() for o in _outputs(output)]
+            if t == 0 and payload.get("checks", True):
+                degenerate = degenerate_task(expected, _to(inputs, "cpu"), tolerances)
             actual = _load(data / f"candidate_{t}.pt")
             error = compare_outputs(expected, list(actual), tolerances)
             results.append({
                 "trial": t + 1, "seed": int(trial_seed), "ok": error is None,
                 "error": None if error is None else f"trial {t + 1} (seed {trial_seed}): {error}",
             })
-    return {"trials": results}
+    return {"trials": results, "degenerate": degenerate}

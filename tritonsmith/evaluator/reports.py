@@ -113,7 +113,7 @@ def _findings(document: Document, kernel: str, result: dict[str, Any], kernel_sp
 
 def verdict_findings(document: Document, verdict: Verdict) -> list[Finding]:
     """A failed check against the reference as findings: each static rejection at its line,
-    any other failure on the `ModelNew` class name."""
+    any other failure on the name of what was verified (`ModelNew` or the launcher)."""
     findings = []
     for rejection in verdict.rejections:
         row = max(rejection.line - 1, 0)
@@ -123,19 +123,20 @@ def verdict_findings(document: Document, verdict: Verdict) -> list[Finding]:
         findings.append(Finding("verification-rejected", "verification-rejected", Severity.ERROR,
                                 f"rejected: {rejection.describe()}", span))
     if not verdict.rejections:
-        target = _model_new_name(document)
         findings.append(Finding("verification-failed", "verification-failed", Severity.ERROR,
-                                f"does not match the reference ({verdict.mode}): {verdict.message}",
-                                target))
+                                f"{verdict.name} failed verification ({verdict.mode}, {verdict.stage}): {verdict.message}",
+                                _definition_name(document, verdict.name)))
     return findings
 
 
-def _model_new_name(document: Document) -> Span:
+def _definition_name(document: Document, name: str) -> Span:
     for node in document.root.named_children:
-        if node.type == "class_definition":
-            name = node.child_by_field_name("name")
-            if name is not None and name.text == b"ModelNew":
-                return Span.of(name)
+        definition = node.child_by_field_name("definition") if node.type == "decorated_definition" else node
+        if definition is None or definition.type not in ("class_definition", "function_definition"):
+            continue
+        found = definition.child_by_field_name("name")
+        if found is not None and found.text == name.encode():
+            return Span.of(found)
     return Span((0, 0), (0, 0), 0, 0)
 
 

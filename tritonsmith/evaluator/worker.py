@@ -89,12 +89,12 @@ def _compile(payload: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _kernelbench(function: str) -> Handler:
-    """A KernelBench verification handler (`tritonsmith.evaluator.kernelbench`, imported
-    lazily: it imports torch and runs user code)."""
+def _lazy(module_name: str, function: str) -> Handler:
+    """A handler from a worker-side module imported on first use (`correctness`, `timing`: they
+    import torch and run user code)."""
 
     def handler(payload: dict[str, Any]) -> dict[str, Any]:
-        module = importlib.import_module("tritonsmith.evaluator.kernelbench")
+        module = importlib.import_module(f"tritonsmith.evaluator.{module_name}")
         result: dict[str, Any] = getattr(module, function)(payload)
         return result
 
@@ -103,11 +103,13 @@ def _kernelbench(function: str) -> Handler:
 
 HANDLERS: dict[str, Handler] = {
     "compile": _compile,
-    "kb_candidate": _kernelbench("handle_candidate"),
-    "kb_inputs": _kernelbench("handle_inputs"),
-    "kb_reference": _kernelbench("handle_reference"),
     "ping": _ping,
     "run_python": _run_python,
+    "time_check": _lazy("timing", "handle_time_check"),
+    "time_round": _lazy("timing", "handle_time_round"),
+    "verify_candidate": _lazy("correctness", "handle_candidate"),
+    "verify_inputs": _lazy("correctness", "handle_inputs"),
+    "verify_reference": _lazy("correctness", "handle_reference"),
 }
 """Job kinds and their handlers. A handler takes the job's payload and returns a JSON-encodable
 dict; it may raise (the worker reports the exception's last line and survives)."""

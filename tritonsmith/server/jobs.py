@@ -1,15 +1,19 @@
-"""Compile jobs started by saves: debounced, cancellable, with work-done progress.
+"""Jobs started by saves: compile, then verify against each spec; debounced, cancellable,
+with work-done progress.
 
-A save schedules a compile of the document's kernels for the configured targets; a newer save
-of the same document cancels the older job (its worker is killed) before the new one starts.
-The work runs in the evaluator's sandboxed worker pool, off the event loop, so typing stays
-fast while a job runs. Results become diagnostics (source `tritonsmith-verify`) and code lenses.
+A save schedules a compile of the document's kernels for the configured targets and, with
+`verifyOnSave = "verify"`, a check of each spec in the file (a KernelBench problem or an in-file
+harness) against its reference, timed when there is a GPU. A newer save of the same document
+cancels the older job (its workers are killed) before the new one starts. The work runs in the
+evaluator's sandboxed worker pools, off the event loop, so typing stays fast while a job runs.
+Results become diagnostics (source `tritonsmith-verify`) and code lenses.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 import uuid
 from pathlib import Path
@@ -22,7 +26,7 @@ from pygls.uris import to_fs_path
 from ..adapt import FailureLog
 from ..evaluator.pool import WorkerPool
 from ..evaluator.reports import compile_file, verdict_findings
-from ..evaluator.verify import Verdict, detect_kernelbench, verify_kernelbench
+from ..evaluator.verify import Verdict, default_mode, detect_specs, verify_spec
 from ..version import installed_triton_version
 
 if TYPE_CHECKING:
@@ -39,6 +43,7 @@ class CompileJobs:
     def __init__(self, server: TritonsmithServer) -> None:
         self.server = server
         self._pool: WorkerPool | None = None
+        self._verify_pools: tuple[WorkerPool, WorkerPool] | None = None
         self._pending: dict[str, asyncio.TimerHandle] = {}
         self.running: dict[str, asyncio.Task[None]] = {}
         self._failure_log: FailureLog | None = None
@@ -48,6 +53,16 @@ class CompileJobs:
         if self._pool is None:  # started on the first save: an editor that never saves pays nothing
             self._pool = WorkerPool(size=1)
         return self._pool
+
+    def verify_pools(self) -> tuple[WorkerPool, WorkerPool]:
+        """The reference and candidate pools, kept warm between saves (imports and Triton's
+        compile cache survive), started on the first verification."""
+        if self._verify_pools is None:
+            env = dict(os.environ)
+            if default_mode() == "interpreter":
+                env["TRITON_INTERPRET"] = "1"
+            self._verify_pools = (WorkerPool(1, env=env), WorkerPool(1, env=env))
+        return self._verify_pools
 
     def failure_log(self) -> FailureLog | None:
         """The workspace's failure log (`.tritonsmith/state.db`); None outside a workspace or when
@@ -90,14 +105,14 @@ class CompileJobs:
         targets = list(settings.targets) or ["sm_90"]
         token = await self._begin_progress(f"Compiling kernels for {', '.join(targets)}")
         path = to_fs_path(uri) or uri
-        verdict = None
+        verdicts: list[Verdict] = []
         try:
             reports = await asyncio.to_thread(
                 compile_file, self.pool, source, path=path, targets=targets, cancel_event=cancel,
                 failure_log=self.failure_log(),
             )
             if settings.verify_on_save == "verify" and all(r.ok for r in reports) and not cancel.is_set():
-                verdict = await self._verify(path, source, token)
+                verdicts = await self._verify(path, source, token, cancel)
         except Exception:  # a bug here must not take the editor down
             log.exception("compile job for %s failed", uri)
             reports = None
@@ -108,9 +123,10 @@ class CompileJobs:
             return
         state.compile_reports = reports
         state.compile_findings = [f for report in reports for f in report.findings]
-        state.verdict = verdict
-        if verdict is not None and not verdict.ok:
-            state.compile_findings += verdict_findings(state.document, verdict)
+        state.verdicts = verdicts
+        for verdict in verdicts:
+            if not verdict.ok:
+                state.compile_findings += verdict_findings(state.document, verdict)
         from .publish import publish, refresh
 
         publish(self.server, state)
@@ -118,14 +134,17 @@ class CompileJobs:
         if self.server.client_supports_code_lens_refresh:
             self.server.workspace_code_lens_refresh(None)
 
-    async def _verify(self, path: str, source: str, token: str | None) -> Verdict | None:
-        """Check a KernelBench-format problem against its reference (the saved file on disk)."""
-        spec = detect_kernelbench(Path(path), source)
-        if spec is None:
-            return None
-        if token is not None:
-            self.server.work_done_progress.report(token, types.WorkDoneProgressReport(message="checking against the reference"))
-        return await asyncio.to_thread(verify_kernelbench, spec)
+    async def _verify(self, path: str, source: str, token: str | None, cancel: threading.Event) -> list[Verdict]:
+        """Check each spec in the file against its reference (the saved file on disk)."""
+        verdicts = []
+        for spec in detect_specs(Path(path), source):
+            if cancel.is_set():
+                break
+            if token is not None:
+                self.server.work_done_progress.report(
+                    token, types.WorkDoneProgressReport(message=f"checking {spec.name} against its reference"))
+            verdicts.append(await asyncio.to_thread(verify_spec, spec, pools=self.verify_pools(), cancel=cancel))
+        return verdicts
 
     async def _begin_progress(self, title: str) -> str | None:
         if not get_capability(self.server.client_capabilities, "window.work_done_progress", False):
@@ -149,3 +168,6 @@ class CompileJobs:
         if self._pool is not None:
             self._pool.close()
             self._pool = None
+        for pool in self._verify_pools or ():
+            pool.close()
+        self._verify_pools = None

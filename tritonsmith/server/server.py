@@ -54,7 +54,7 @@ class OpenDocument:
     compile_findings: list[Finding] = field(default_factory=list)
     compile_reports: list[KernelReport] = field(default_factory=list)
     compile_cancel: threading.Event | None = None
-    verdict: Verdict | None = None  # the last save's check against a reference, if it had one
+    verdicts: list[Verdict] = field(default_factory=list)  # the last save's checks against references
 
 
 class TritonsmithServer(LanguageServer):

@@ -42,18 +42,14 @@ def register(server: TritonsmithServer) -> None:
                     command=types.Command(title=title, command=VERIFY_COMMAND, arguments=[state.uri]),
                 )
             )
-        verdict = state.verdict
-        if verdict is not None:
-            for node in state.document.root.named_children:
-                name = node.child_by_field_name("name") if node.type == "class_definition" else None
-                if name is not None and name.text == b"ModelNew":
-                    row = node.start_point[0]
-                    lenses.append(
-                        types.CodeLens(
-                            range=types.Range(types.Position(row, 0), types.Position(row, 0)),
-                            command=types.Command(title=verdict.summary(), command=VERIFY_COMMAND, arguments=[state.uri]),
-                        )
-                    )
+        for verdict in state.verdicts:
+            row = verdict.row
+            lenses.append(
+                types.CodeLens(
+                    range=types.Range(types.Position(row, 0), types.Position(row, 0)),
+                    command=types.Command(title=verdict.summary(), command=VERIFY_COMMAND, arguments=[state.uri]),
+                )
+            )
         return lenses
 
     @server.command(VERIFY_COMMAND)

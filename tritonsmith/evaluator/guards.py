@@ -1,0 +1,182 @@
+"""Worker-side instruments the verifier runs candidate code under (worker processes only:
+imports torch and triton inside functions).
+
+- `LaunchGuard` wraps Triton's launch path (`JITFunction.run`, and `InterpretedFunction.run`
+  under `TRITON_INTERPRET=1`; autotuners and heuristics call through it) to count launches per
+  kernel, and can make launches fail (fault injection, exploit 3) or do nothing (ghost replay,
+  exploit 2).
+- `poisoned(value)` fills every tensor the candidate allocates uninitialised (`torch.empty*`,
+  `Tensor.new_empty`) with a poison, so an output the kernel never writes shows (exploits 5, 15).
+- `TimerGuard` remembers the timer functions before candidate code is imported and says which
+  ones were replaced since (exploit 10).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["InjectedLaunchFailure", "LaunchGuard", "TimerGuard", "poisoned"]
+
+
+class InjectedLaunchFailure(RuntimeError):
+    """Raised in place of a Triton launch while fault injection is on."""
+
+
+class LaunchGuard:
+    """Counts Triton launches by kernel name; `mode` "run" (normal), "fail" (every launch raises)
+    or "skip" (launches of the kernels in `skipped` do nothing)."""
+
+    _installed: LaunchGuard | None = None
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.mode = "run"
+        self.skipped: set[str] = set()
+
+    @classmethod
+    def install(cls) -> LaunchGuard:
+        """The process's guard, wrapping the launch path once."""
+        if cls._installed is not None:
+            return cls._installed
+        guard = cls()
+        classes: list[Any] = []
+        from triton.runtime.jit import JITFunction
+
+        classes.append(JITFunction)
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+
+            classes.append(InterpretedFunction)
+        except ImportError:  # pragma: no cover - every supported Triton has it
+            pass
+        for klass in classes:
+            klass.run = guard._wrap(klass.run)
+        cls._installed = guard
+        return guard
+
+    def _wrap(self, run: Callable[..., Any]) -> Callable[..., Any]:
+        guard = self
+
+        def guarded_run(fn: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+            if warmup:  # a compile without a launch
+                return run(fn, *args, grid=grid, warmup=warmup, **kwargs)
+            name = _kernel_name(fn)
+            guard.counts[name] += 1
+            if guard.mode == "fail":
+                raise InjectedLaunchFailure(f"tritonsmith: injected failure of the launch of {name}")
+            if guard.mode == "skip" and name in guard.skipped:
+                return None
+            return run(fn, *args, grid=grid, warmup=warmup, **kwargs)
+
+        guarded_run.__wrapped__ = run  # type: ignore[attr-defined]
+        return guarded_run
+
+    @contextmanager
+    def session(self, mode: str = "run", skipped: set[str] | None = None) -> Iterator[Counter[str]]:
+        """Count the launches made inside the block, in `mode`; yields the block's counts."""
+        before = Counter(self.counts)
+        self.mode, self.skipped = mode, set(skipped or ())
+        counts: Counter[str] = Counter()
+        try:
+            yield counts
+        finally:
+            self.mode, self.skipped = "run", set()
+            counts.update(self.counts - before)
+
+
+def _kernel_name(fn: Any) -> str:
+    inner = getattr(fn, "fn", None)
+    return str(getattr(inner, "__name__", None) or getattr(fn, "__name__", "kernel"))
+
+
+_ALLOCATORS = ("empty", "empty_like", "empty_strided")
+_poison: list[Any] = [None]  # the current poison value; None = off
+_poison_installed = False
+
+
+def _fill(tensor: Any) -> Any:
+    import torch
+
+    value = _poison[0]
+    if value is None or not isinstance(tensor, torch.Tensor) or tensor.numel() == 0:
+        return tensor
+    with torch.no_grad():
+        if tensor.is_floating_point() or tensor.is_complex():
+            tensor.fill_(value)
+        elif tensor.dtype == torch.bool:
+            tensor.fill_(True)
+        else:
+            tensor.fill_(_int_poison(value, tensor.dtype))
+    return tensor
+
+
+def _int_poison(value: Any, dtype: Any) -> int:
+    import torch
+
+    info = torch.iinfo(dtype)
+    pattern = -0x5A5A5A5A if value != value else 0x3C3C3C3C  # NaN poison vs the finite one
+    return max(info.min, min(info.max, pattern))
+
+
+def _install_poison() -> None:
+    """Wrap torch's uninitialised allocators (once); they poison while a value is set."""
+    global _poison_installed
+    if _poison_installed:
+        return
+    import torch
+
+    def wrap(function: Callable[..., Any]) -> Callable[..., Any]:
+        def allocate(*args: Any, **kwargs: Any) -> Any:
+            return _fill(function(*args, **kwargs))
+
+        allocate.__name__ = getattr(function, "__name__", "allocate")
+        allocate.__doc__ = function.__doc__
+        return allocate
+
+    for name in _ALLOCATORS:
+        setattr(torch, name, wrap(getattr(torch, name)))
+    new_empty = torch.Tensor.new_empty
+    torch.Tensor.new_empty = lambda self, *args, **kwargs: _fill(new_empty(self, *args, **kwargs))  # type: ignore[method-assign]
+    _poison_installed = True
+
+
+@contextmanager
+def poisoned(value: float) -> Iterator[None]:
+    """Inside the block, uninitialised allocations are filled with `value` (NaN, or a large
+    finite number for the second run of the determinism check; integers get a fixed pattern)."""
+    _install_poison()
+    previous, _poison[0] = _poison[0], value
+    try:
+        yield
+    finally:
+        _poison[0] = previous
+
+
+class TimerGuard:
+    """The timer functions as they were before candidate code ran."""
+
+    def __init__(self) -> None:
+        self.original = dict(self._current())
+
+    @staticmethod
+    def _current() -> Iterator[tuple[str, Any]]:
+        import torch
+
+        yield "time.perf_counter", time.perf_counter
+        yield "time.perf_counter_ns", time.perf_counter_ns
+        yield "time.time", time.time
+        yield "torch.cuda.synchronize", torch.cuda.synchronize
+        yield "torch.cuda.Event", torch.cuda.Event
+        yield "torch.cuda.Event.record", torch.cuda.Event.record
+        yield "torch.cuda.Event.elapsed_time", torch.cuda.Event.elapsed_time
+        yield "torch.cuda.Event.synchronize", torch.cuda.Event.synchronize
+        yield "torch.cuda.current_stream", torch.cuda.current_stream
+        yield "torch.cuda.empty_cache", torch.cuda.empty_cache
+
+    def replaced(self) -> list[str]:
+        """The names whose function is no longer the one seen at construction."""
+        return [name for name, value in self._current() if self.original.get(name) is not value]

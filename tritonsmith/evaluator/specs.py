@@ -1,0 +1,245 @@
+"""What "correct" means for a file: finding its kernel specs (DESIGN.md, "Kernel specs").
+
+Two formats, looked for in this order:
+
+1. **KernelBench**: a candidate `class ModelNew` and a reference (`class Model`,
+   `get_inputs()`, `get_init_inputs()`), in the same file or a sibling file.
+2. **In-file harness** (docs/harness.md): next to a launcher `def softmax(x)`, two plain
+   functions `softmax_inputs()` (one trial's arguments) and `softmax_reference(x)` (what the
+   launcher must return, in PyTorch), and optionally `softmax_tolerances = {"float32": 1e-5}`.
+   User code imports nothing from tritonsmith.
+
+Both become the same protocol (verify.py): the workers build a `Problem` from the `problem`
+descriptor a spec gives them (`{"format": "kernelbench"}` or `{"format": "harness", ...}`).
+
+Nothing here imports torch or triton: the server imports this module.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tree_sitter import Node
+
+from ..analysis import Document, index_module
+from ..analysis.syntax import text
+
+__all__ = [
+    "HARNESS_SUFFIXES",
+    "HarnessSpec",
+    "KernelBenchSpec",
+    "Spec",
+    "blank_out",
+    "detect_harnesses",
+    "detect_kernelbench",
+    "detect_specs",
+    "top_level",
+]
+
+REFERENCE_NAMES = ("Model", "get_inputs", "get_init_inputs")
+HARNESS_SUFFIXES = ("_inputs", "_reference", "_tolerances")
+_REFERENCE_COMMENT = re.compile(r"#\s*tritonsmith:\s*reference\s*=\s*(\S+)")
+_ANY_SHAPE_COMMENT = re.compile(r"#\s*tritonsmith:\s*any-shape\b")
+
+
+@dataclass(frozen=True)
+class KernelBenchSpec:
+    """Where a problem's candidate and reference live (the same file when `same_file`)."""
+
+    candidate: Path
+    reference: Path
+    same_file: bool
+    any_shape: bool = False  # `# tritonsmith: any-shape`: the candidate must handle other sizes too
+
+    @property
+    def name(self) -> str:
+        return "ModelNew"
+
+    @property
+    def row(self) -> int:
+        """The 0-based row of `class ModelNew`, where the editor shows the verdict."""
+        return _definition_row(self.candidate, "ModelNew")
+
+    def problem(self) -> dict[str, Any]:
+        return {"format": "kernelbench"}
+
+
+@dataclass(frozen=True)
+class HarnessSpec:
+    """A launcher with its in-file harness: `<launcher>_inputs` and `<launcher>_reference`."""
+
+    path: Path
+    launcher: str
+    row: int  # 0-based row of `def <launcher>`
+    tolerances: dict[str, float] = field(default_factory=dict)
+    any_shape: bool = True  # a launcher takes any tensor of its kind: extra sizes are fair
+
+    @property
+    def candidate(self) -> Path:
+        return self.path
+
+    @property
+    def reference(self) -> Path:
+        return self.path
+
+    @property
+    def same_file(self) -> bool:
+        return True
+
+    @property
+    def name(self) -> str:
+        return self.launcher
+
+    def harness_names(self) -> set[str]:
+        return {self.launcher + suffix for suffix in HARNESS_SUFFIXES}
+
+    def problem(self) -> dict[str, Any]:
+        return {"format": "harness", "launcher": self.launcher}
+
+
+Spec = KernelBenchSpec | HarnessSpec
+
+
+def top_level(root: Node) -> Iterator[tuple[str, Node]]:
+    """(name, node) for each module-level class and function definition (decorated or not)."""
+    for node in root.named_children:
+        definition = node.child_by_field_name("definition") if node.type == "decorated_definition" else node
+        if definition is not None and definition.type in ("class_definition", "function_definition"):
+            yield text(definition.child_by_field_name("name")), node
+
+
+def _defines(source: str) -> set[str]:
+    return {name for name, _ in top_level(Document(source).root)}
+
+
+def _definition_row(path: Path, name: str) -> int:
+    try:
+        root = Document(path.read_text(encoding="utf-8")).root
+    except OSError:
+        return 0
+    for found, node in top_level(root):
+        if found == name:
+            return int(node.start_point[0])
+    return 0
+
+
+def detect_kernelbench(path: Path, source: str | None = None) -> KernelBenchSpec | None:
+    """The problem `path` belongs to, if it is a KernelBench candidate, else None.
+
+    A candidate defines `class ModelNew`. Its reference is the file itself when that defines
+    `Model`, `get_inputs` and `get_init_inputs`; else the first sibling that does among the file
+    named by a `# tritonsmith: reference=FILE` comment, `<stem>_reference.py`, `reference.py`.
+    """
+    path = Path(path)
+    if source is None:
+        try:
+            source = path.read_text(encoding="utf-8")
+        except OSError:
+            return None
+    names = _defines(source)
+    if "ModelNew" not in names:
+        return None
+    any_shape = bool(_ANY_SHAPE_COMMENT.search(source))
+    if all(name in names for name in REFERENCE_NAMES):
+        return KernelBenchSpec(candidate=path, reference=path, same_file=True, any_shape=any_shape)
+    options: list[str] = []
+    match = _REFERENCE_COMMENT.search(source)
+    if match:
+        options.append(match.group(1))
+    options += [f"{path.stem}_reference.py", "reference.py"]
+    for option in options:
+        sibling = path.parent / option
+        if sibling.resolve() == path.resolve() or not sibling.is_file():
+            continue
+        try:
+            sibling_names = _defines(sibling.read_text(encoding="utf-8"))
+        except OSError:
+            continue
+        if all(name in sibling_names for name in REFERENCE_NAMES):
+            return KernelBenchSpec(candidate=path, reference=sibling, same_file=False, any_shape=any_shape)
+    return None
+
+
+def _tolerances(root: Node, name: str) -> dict[str, float]:
+    """`NAME = {"float32": 1e-5, ...}` at module level, read without running the file."""
+    for node in root.named_children:
+        if node.type != "expression_statement" or node.named_child_count != 1:
+            continue
+        assign = node.named_children[0]
+        left, right = assign.child_by_field_name("left"), assign.child_by_field_name("right")
+        if assign.type != "assignment" or left is None or right is None or text(left) != name:
+            continue
+        try:
+            value = ast.literal_eval(text(right))
+        except (ValueError, SyntaxError):
+            return {}
+        if isinstance(value, dict):
+            return {str(k).removeprefix("torch."): float(v) for k, v in value.items()
+                    if isinstance(v, (int, float))}
+    return {}
+
+
+def detect_harnesses(path: Path, source: str | None = None) -> list[HarnessSpec]:
+    """Every launcher in `source` with an in-file harness (docs/harness.md): a module-level
+    function `F` that is not a Triton kernel, next to functions `F_inputs` and `F_reference`."""
+    path = Path(path)
+    if source is None:
+        try:
+            source = path.read_text(encoding="utf-8")
+        except OSError:
+            return []
+    if "_reference" not in source or "_inputs" not in source:  # most files: no parse needed
+        return []
+    root = Document(source).root
+    functions = {name: node for name, node in top_level(root) if _is_function(node)}
+    kernels = index_module(root).jit_names
+    specs = []
+    for name, node in functions.items():
+        if name in kernels or name.endswith(HARNESS_SUFFIXES):
+            continue
+        if f"{name}_inputs" in functions and f"{name}_reference" in functions:
+            specs.append(HarnessSpec(path=path, launcher=name, row=int(node.start_point[0]),
+                                     tolerances=_tolerances(root, f"{name}_tolerances")))
+    return specs
+
+
+def _is_function(node: Node) -> bool:
+    definition = node.child_by_field_name("definition") if node.type == "decorated_definition" else node
+    return definition is not None and definition.type == "function_definition"
+
+
+def detect_specs(path: Path, source: str | None = None) -> list[Spec]:
+    """The specs `path` can be verified against: its KernelBench problem, else its harnesses."""
+    path = Path(path)
+    if source is None:
+        try:
+            source = path.read_text(encoding="utf-8")
+        except OSError:
+            return []
+    problem = detect_kernelbench(path, source)
+    if problem is not None:
+        return [problem]
+    return list(detect_harnesses(path, source))
+
+
+def blank_out(source: str, names: set[str]) -> str:
+    """`source` with the named module-level definitions (functions, classes, and plain
+    `NAME = ...` assignments) replaced by blank lines, so that line numbers in tracebacks
+    still point at the user's file."""
+    document = Document(source)
+    data = document.source
+    cuts = [(node.start_byte, node.end_byte) for name, node in top_level(document.root) if name in names]
+    for node in document.root.named_children:
+        if node.type == "expression_statement" and node.named_child_count == 1:
+            assign = node.named_children[0]
+            left = assign.child_by_field_name("left") if assign.type == "assignment" else None
+            if left is not None and left.type == "identifier" and text(left) in names:
+                cuts.append((node.start_byte, node.end_byte))
+    for start, end in sorted(cuts, reverse=True):
+        data = data[:start] + b"\n" * data[start:end].count(b"\n") + data[end:]
+    return data.decode("utf-8")

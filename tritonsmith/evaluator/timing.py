@@ -1,0 +1,179 @@
+"""Worker side of GPU timing: the `time_round` and `time_check` jobs (the protocol, and why
+reference and candidate are timed in two processes, is in `verify.py`).
+
+A worker keeps what it imported between rounds (`_LOADED`), so only the first round pays for
+imports, model construction and Triton's compile. Each round draws fresh inputs under its own
+seed, warms up a random number of times, then times `runs` calls, each with the L2 cache
+flushed (a buffer of at least twice its size is zeroed) and the device synchronised, with CUDA
+events on the current stream and, around them, host time up to a device-wide synchronise (so
+work sent to another stream shows: exploit 7). The candidate saves the output of one call
+chosen at random by the parent, which `time_check` compares against the reference afterwards
+(exploits 12 and 18: a cached or timing-aware result is caught).
+
+Imported lazily by the worker: imports torch inside functions and runs user code.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from .correctness import (
+    Problem,
+    _build_reference,
+    _clone,
+    _load,
+    _outputs,
+    _to,
+    compare_outputs,
+    load_problem,
+)
+
+__all__ = ["environment", "handle_time_check", "handle_time_round"]
+
+_LOADED: dict[tuple[str, str], dict[str, Any]] = {}
+MIN_FLUSH_BYTES = 256 * 1024 * 1024
+
+
+def environment() -> dict[str, Any]:
+    """What a timing depends on, stored with it (verification.md, section 5)."""
+    import torch
+    import triton
+
+    props = torch.cuda.get_device_properties(0)
+    return {
+        "gpu": torch.cuda.get_device_name(0),
+        "capability": f"sm_{props.major}{props.minor}",
+        "sms": props.multi_processor_count,
+        "l2_bytes": int(getattr(props, "L2_cache_size", 0)),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "triton": triton.__version__,
+    }
+
+
+def _import(path: str, role: str) -> Any:
+    """Import a real file under a fresh module name and keep it (rounds reuse it)."""
+    import importlib.util
+    import sys
+
+    name = f"_tritonsmith_time_{role}_{len(_LOADED)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _load_role(payload: dict[str, Any]) -> dict[str, Any]:
+    """The role's model and input generator, built once per worker and file."""
+    import torch
+
+    from .guards import TimerGuard
+
+    role = payload["role"]
+    key = (payload["file"], role)
+    if key in _LOADED:
+        return _LOADED[key]
+    if any(other[0].rsplit("/", 2)[0] != key[0].rsplit("/", 2)[0] for other in _LOADED):
+        _LOADED.clear()  # a new verification (another work folder): free the last one's GPU memory
+        torch.cuda.empty_cache()
+    timers = TimerGuard()  # before any candidate code runs
+    seed = int(payload.get("seed", 42))
+    if role == "reference":
+        problem = load_problem(_import(payload["file"], "reference"), payload)
+        model, _ = _build_reference(problem, seed, "cuda")
+        inputs_problem = problem
+    else:
+        module = _import(payload["file"], "candidate")
+        problem = load_problem(module, payload)
+        inputs_problem = load_problem(_import(payload["inputs_file"], "inputs"), payload)
+        init = _load(Path(payload["data_dir"]) / "init.pt")
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            model = problem.model("candidate", _to(init["init_inputs"], "cuda"))
+        model = model.to("cuda").eval()
+        state = init["state_dict"]
+        own = model.state_dict()
+        if state and set(own) == set(state) and all(own[k].shape == state[k].shape for k in state):
+            model.load_state_dict(state)
+    flush_bytes = max(MIN_FLUSH_BYTES, 2 * int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0)))
+    loaded = {"model": model, "inputs": inputs_problem, "timers": timers,
+              "flush": torch.empty(flush_bytes // 4, dtype=torch.float32, device="cuda")}
+    _LOADED[key] = loaded
+    return loaded
+
+
+def _round_inputs(problem: Problem, round_seed: int) -> list[Any]:
+    import torch
+
+    torch.manual_seed(round_seed)
+    return _to([_clone(v) for v in problem.inputs()], "cuda")
+
+
+def handle_time_round(payload: dict[str, Any]) -> dict[str, Any]:
+    """time_round: one round of `runs` timed calls for one role on fresh inputs.
+
+    Returns per-call event and host milliseconds, or `{"error": ...}` naming the trick when the
+    candidate replaced a timer function (exploit 10)."""
+    import torch
+
+    loaded = _load_role(payload)
+    model = loaded["model"]
+    flush = loaded["flush"]
+    inputs = _round_inputs(loaded["inputs"], int(payload["round_seed"]))
+    chooser = random.Random(int(payload["round_seed"]) ^ 0x5EED)
+    warmups = int(payload.get("warmup", 3)) + chooser.randint(0, 3)  # exploit 18: no fixed count
+    check_index = int(payload.get("check_index", -1))
+    events, host = [], []
+    with torch.no_grad():
+        for _ in range(warmups):
+            model(*inputs)
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        for i in range(int(payload["runs"])):
+            flush.zero_()  # cold L2: nothing of the last call's data stays cached (exploit 16)
+            torch.cuda.synchronize()
+            began = time.perf_counter()
+            start.record()
+            output = model(*inputs)
+            end.record()
+            torch.cuda.synchronize()  # the whole device: work on other streams counts too
+            host.append((time.perf_counter() - began) * 1e3)
+            events.append(start.elapsed_time(end))
+            if i == check_index:
+                saved = [o.detach().cpu().clone() if isinstance(o, torch.Tensor) else o for o in _outputs(output)]
+                torch.save(saved, Path(payload["data_dir"]) / f"timed_{payload['round']}.pt")
+    replaced = loaded["timers"].replaced()
+    if replaced:
+        return {"error": (f"the timer functions {', '.join(replaced)} were replaced while the "
+                          f"{payload['role']} ran (exploit 10: monkey-patching the timer)")}
+    result: dict[str, Any] = {"event_ms": events, "host_ms": host, "warmups": warmups}
+    if payload.get("environment"):
+        result["environment"] = environment()
+    return result
+
+
+def handle_time_check(payload: dict[str, Any]) -> dict[str, Any]:
+    """time_check (reference worker): the candidate's saved output of a random timed call in
+    each round must match the reference on that round's inputs."""
+    import torch
+
+    loaded = _load_role({**payload, "role": "reference", "file": payload["file"]})
+    tolerances = {str(k): float(v) for k, v in payload["tolerances"].items()}
+    data = Path(payload["data_dir"])
+    for r, round_seed in enumerate(payload["round_seeds"]):
+        path = data / f"timed_{r}.pt"
+        if not path.exists():
+            return {"error": f"round {r + 1}: the candidate's checked output is missing"}
+        with torch.no_grad():
+            expected = [o.detach().cpu() for o in _outputs(loaded["model"](*_round_inputs(loaded["inputs"], int(round_seed))))]
+        error = compare_outputs(expected, list(_load(path)), tolerances)
+        if error is not None:
+            return {"error": (f"round {r + 1}: a timed call's output does not match the reference: {error} "
+                              "(exploits 12 and 18: cached or timing-aware results)")}
+    return {"rounds": len(payload["round_seeds"])}
