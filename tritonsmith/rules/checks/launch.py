@@ -92,15 +92,39 @@ def _function_decorators(function: Node) -> list[Node]:
     return [c for c in parent.named_children if c.type == "decorator"]
 
 
+# The shapes a binding of a name needs in a function's text: `name =`, `name,`, `name:`,
+# `name)`, `name in`, or `name` in the words after `def`, `class`, `as` or `import`. Read with
+# fixed patterns: one pattern per name would be compiled anew for nearly every launch (more names
+# than `re` caches), which once cost a fifth of a cold command-line check. Lookaheads keep every
+# occurrence in view (`import a as\n b` has two keywords).
+_WORD_BEFORE_BINDING = re.compile(rb"\b(\w+)(?=\s*(?:=(?!=)|,|:|\))|\s+in\b)")
+_WORDS_AFTER_KEYWORD = re.compile(rb"\b(?:def|class|as|import)(?=\s+([\w., ]*))")
+_WORD = re.compile(rb"\w+")
+
+
+def _may_bind(source: bytes, name: str) -> bool:
+    """Whether `name` occurs in `source` in a shape that could bind it (the pre-filter of
+    `_local_bindings`: nearly always a launched name is only used in a host function)."""
+    word = name.encode()
+    if _WORD.fullmatch(word) is None:  # not an ASCII word: the patterns above cannot see it
+        escaped = re.escape(word)
+        binding = (rb"\b" + escaped + rb"\s*(?:=(?!=)|,|:|\))|\b(?:def|class|as|import)\s+[\w., ]*\b"
+                   + escaped + rb"\b|\b" + escaped + rb"\s+in\b")
+        return re.search(binding, source) is not None
+    if word not in source:
+        return False
+    if word in _WORD_BEFORE_BINDING.findall(source):
+        return True
+    return any(word in _WORD.findall(words) for words in _WORDS_AFTER_KEYWORD.findall(source))
+
+
 def _local_bindings(function: Node, name: str) -> list[Node]:
     """What `name` is bound to inside a host function: the right-hand sides of `name = ...`,
     nested `def name(...)`, and the parameter node if it is a parameter."""
     out: list[Node] = []
-    # Nearly always the name is only used here, never bound: a byte search says so without
-    # walking the function. Every binding form below needs one of these shapes in the text.
-    word = re.escape(name.encode())
-    binding = rb"\b" + word + rb"\s*(?:=(?!=)|,|:|\))|\b(?:def|class|as|import)\s+[\w., ]*\b" + word + rb"\b|\b" + word + rb"\s+in\b"
-    if re.search(binding, function.text or b"") is None:
+    # Every binding form below needs one of the shapes `_may_bind` looks for: without one, the
+    # answer is known without walking the function.
+    if not _may_bind(function.text or b"", name):
         return out
     params = function.child_by_field_name("parameters")
     if params is not None:
