@@ -8,7 +8,9 @@ Measured over a corpus written by ``corpus.py`` (``--files`` files of ``--lines`
   parses, indexes (``index_module``) and runs every rule; file reading is included. A second
   pass times the three phases separately (parse / index_module / check_module).
 * ``tritonsmith CLI``: ``python -m tritonsmith check --format json DIR`` as a subprocess,
-  including interpreter start, imports, rule loading and JSON output.
+  including interpreter start, imports, rule loading and JSON output. Python subprocesses run
+  with their bytecode cached in a temporary ``PYTHONPYCACHEPREFIX`` (filled by one untimed run),
+  as an installed package has it, even where ``PYTHONDONTWRITEBYTECODE`` is set.
 * ``pyflakes in-process`` (``pyflakes.api.check``) and ``pyflakes CLI`` (``python -m pyflakes DIR``).
 * ``ruff CLI`` (``ruff check --no-cache --select F DIR``), when ruff is installed.
 * ``tree-sitter parse``: ``Parser.parse`` of every file, nothing else (the floor for tritonsmith).
@@ -84,8 +86,15 @@ def measure(fn: Callable[[], object], repeat: int, *, subprocess_cpu: bool = Fal
     return best[0], best[1], statistics.median(r[0] for r in runs)
 
 
-def run_cli(command: list[str], ok_codes: tuple[int, ...] = (0, 1)) -> None:
+def run_cli(command: list[str], ok_codes: tuple[int, ...] = (0, 1), *, pycache: str | None = None) -> None:
     env = dict(os.environ, RAYON_NUM_THREADS="1")  # ruff: one worker thread
+    if pycache is not None:
+        # Python programs run with their bytecode cached, as after `pip install` (which compiles
+        # it); with PYTHONDONTWRITEBYTECODE set, an editable checkout would otherwise compile
+        # every module of tritonsmith from source on each run, while pyflakes, installed in the
+        # venv, reads its cached bytecode. The cache goes to a temporary folder, not the repo.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = pycache
     proc = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     if proc.returncode not in ok_codes:
         raise SystemExit(f"{' '.join(command)} failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}")
@@ -119,8 +128,12 @@ def main() -> None:
     rows: list[Row] = []
     python = sys.executable
 
+    pycache = tempfile.mkdtemp(prefix="ts-throughput-pycache-")
+
     def add(tool: str, fn: Callable[[], object], *, sub: bool = False, note: str = "") -> None:
         print(f"# {tool} ...", file=sys.stderr, flush=True)
+        if sub:
+            fn()  # untimed: fills the bytecode cache
         wall, cpu_s, median = measure(fn, args.repeat, subprocess_cpu=sub)
         rows.append(Row(tool, len(paths), total_lines, wall, cpu_s, median, note))
         print(f"#   {total_lines / wall:,.0f} lines/s (wall), {total_lines / cpu_s:,.0f} lines/CPU-s", file=sys.stderr)
@@ -175,9 +188,9 @@ def main() -> None:
     # -- tritonsmith CLI ----------------------------------------------------------------------
     add(
         "tritonsmith CLI (check --format json DIR)",
-        lambda: run_cli([python, "-m", "tritonsmith", "check", "--format", "json", str(folder)]),
+        lambda: run_cli([python, "-m", "tritonsmith", "check", "--format", "json", str(folder)], pycache=pycache),
         sub=True,
-        note="includes process start",
+        note="includes process start; bytecode cached",
     )
 
     # -- references ---------------------------------------------------------------------------
@@ -202,9 +215,9 @@ def main() -> None:
         add("pyflakes in-process (api.check)", pyflakes_in_process)
         add(
             "pyflakes CLI (python -m pyflakes DIR)",
-            lambda: run_cli([python, "-m", "pyflakes", str(folder)]),
+            lambda: run_cli([python, "-m", "pyflakes", str(folder)], pycache=pycache),
             sub=True,
-            note="includes process start",
+            note="includes process start; bytecode cached",
         )
     except ImportError:
         print("# pyflakes is not installed; skipped", file=sys.stderr)
@@ -263,6 +276,7 @@ def main() -> None:
             "tritonsmith_phases_cpu_s": phases,
             "loadavg": load,
         }, indent=1))
+    shutil.rmtree(pycache, ignore_errors=True)
     if tmp is not None:
         tmp.cleanup()
 

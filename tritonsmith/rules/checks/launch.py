@@ -94,9 +94,9 @@ def _function_decorators(function: Node) -> list[Node]:
 
 # The shapes a binding of a name needs in a function's text: `name =`, `name,`, `name:`,
 # `name)`, `name in`, or `name` in the words after `def`, `class`, `as` or `import`. Read with
-# fixed patterns: one pattern per name would be compiled anew for nearly every launch (more names
-# than `re` caches), which once cost a fifth of a cold command-line check. Lookaheads keep every
-# occurrence in view (`import a as\n b` has two keywords).
+# fixed patterns: one pattern per name was compiled anew for nearly every launch of a cold check
+# (a file has more launched names than `re` caches). Lookaheads keep every occurrence in view
+# (`import a as\n b` has two keywords).
 _WORD_BEFORE_BINDING = re.compile(rb"\b(\w+)(?=\s*(?:=(?!=)|,|:|\))|\s+in\b)")
 _WORDS_AFTER_KEYWORD = re.compile(rb"\b(?:def|class|as|import)(?=\s+([\w., ]*))")
 _WORD = re.compile(rb"\w+")
