@@ -108,6 +108,7 @@ class KernelContext:
         self.imports = module.imports
         self._by_type: dict[str, list[Node]] = {}
         self._qualified: dict[int, str | None] = {}
+        self._call_names: dict[int, str | None] = {}
         self._local_envs: dict[int, dict[str, Any]] = {}
         self._call_args: dict[int, tuple[list[Node], dict[str, tuple[Node, Node]]]] = {}
         # `in_body` runs for most nodes some check looks at: read the body's range once.
@@ -161,7 +162,12 @@ class KernelContext:
         return self._qualified[key]
 
     def call_name(self, call: Node) -> str | None:
-        return self.qualify(call.child_by_field_name("function"))
+        # Asked about each call by many rules: skip even the field lookup the second time.
+        key = call.id
+        if key in self._call_names:
+            return self._call_names[key]
+        name = self._call_names[key] = self.qualify(call.child_by_field_name("function"))
+        return name
 
     @cached_property
     def _tl_calls_by_name(self) -> dict[str, list[Node]]:
@@ -187,18 +193,28 @@ class KernelContext:
     def method_calls(self, *names: str) -> Iterator[tuple[Node, Node, Node]]:
         """Calls `obj.name(...)` whose name is one of `names`: (call, obj, attribute) triples,
         excluding calls through the `tl`/`triton` modules themselves."""
+        for call, obj, attr, attr_name in self._attribute_calls:
+            if attr_name not in names:
+                continue
+            qualified = self.qualify(obj)
+            if qualified is not None and qualified.split(".")[0] in ("triton", "torch", "math", "numpy"):
+                continue
+            yield call, obj, attr
+
+    @cached_property
+    def _attribute_calls(self) -> list[tuple[Node, Node, Node, str]]:
+        """(call, obj, attribute, attribute name) for every call `obj.attribute(...)`, in order:
+        read once for the many `method_calls` questions."""
+        out = []
         for call in self.nodes("call"):
             function = call.child_by_field_name("function")
             if function is None or function.type != "attribute":
                 continue
             attr = function.child_by_field_name("attribute")
             obj = function.child_by_field_name("object")
-            if attr is None or obj is None or text(attr) not in names:
-                continue
-            qualified = self.qualify(obj)
-            if qualified is not None and qualified.split(".")[0] in ("triton", "torch", "math", "numpy"):
-                continue
-            yield call, obj, attr
+            if attr is not None and obj is not None:
+                out.append((call, obj, attr, text(attr)))
+        return out
 
     def args(self, call: Node) -> tuple[list[Node], dict[str, tuple[Node, Node]]]:
         """`call_args(call)`, read once per call: many checks ask about the same calls. The
