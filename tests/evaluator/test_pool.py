@@ -176,3 +176,14 @@ def test_close_leaves_no_process_behind() -> None:
     assert dead_or_zombie(grandchild)  # killed with the worker's process group
     with pytest.raises(Exception, match="closed"):
         pool.run(Job("ping", {}, timeout_s=10, memory_mb=512))
+
+
+def test_a_worker_whose_cuda_context_is_lost_is_replaced(pool: WorkerPool) -> None:
+    """After an illegal memory access every later CUDA call in that process fails: the job
+    reports the error and the next job runs in a fresh worker."""
+    source = "def f():\n    raise RuntimeError('CUDA error: an illegal memory access was encountered')\n"
+    before = pool.run(Job("ping", {}, 10, 512)).payload["pid"]
+    lost = pool.run(Job("run_python", {"source": source, "function": "f", "args": []}, 10, 512))
+    assert not lost.ok and "illegal memory access" in (lost.error or "")
+    after = pool.run(Job("ping", {}, 10, 512))
+    assert after.ok and after.payload["pid"] != before

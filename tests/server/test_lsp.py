@@ -270,3 +270,26 @@ async def test_save_verifies_a_kernelbench_problem_against_its_reference(client:
         types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
     )
     assert any(lens.command.title.startswith("FAILED · interpreter") for lens in lenses)
+
+
+@pytest.mark.compiler
+async def test_save_verifies_a_harnessed_launcher_with_a_lens_and_details_on_hover(client: LanguageClient):
+    pytest.importorskip("triton")
+    pytest.importorskip("numpy")  # the Triton interpreter needs it
+    example = (Path(__file__).resolve().parents[2] / "examples" / "vector_add.py").read_text()
+    uri = await _open(client, "vector_add.py", example)
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    launcher_row = next(i for i, line in enumerate(example.splitlines()) if line.startswith("def add("))
+    deadline = asyncio.get_running_loop().time() + 180
+    verified = []
+    while not verified and asyncio.get_running_loop().time() < deadline:
+        lenses = await client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+        verified = [lens for lens in lenses or [] if lens.command.title.startswith("verified · interpreter")]
+        await asyncio.sleep(0.2)
+    assert verified and verified[0].range.start.line == launcher_row
+    assert "also N_ELEMENTS=193" in verified[0].command.title
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(launcher_row, 5)))
+    assert hover is not None and "add: verified (interpreter)" in hover.contents.value
+    assert "not timed" in hover.contents.value

@@ -13,6 +13,7 @@ imports torch and triton inside functions).
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -61,16 +62,16 @@ class LaunchGuard:
     def _wrap(self, run: Callable[..., Any]) -> Callable[..., Any]:
         guard = self
 
-        def guarded_run(fn: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
-            if warmup:  # a compile without a launch
-                return run(fn, *args, grid=grid, warmup=warmup, **kwargs)
+        def guarded_run(fn: Any, *args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("warmup"):  # a compile without a launch
+                return run(fn, *args, **kwargs)
             name = _kernel_name(fn)
             guard.counts[name] += 1
             if guard.mode == "fail":
                 raise InjectedLaunchFailure(f"tritonsmith: injected failure of the launch of {name}")
             if guard.mode == "skip" and name in guard.skipped:
                 return None
-            return run(fn, *args, grid=grid, warmup=warmup, **kwargs)
+            return run(fn, *args, **kwargs)
 
         guarded_run.__wrapped__ = run  # type: ignore[attr-defined]
         return guarded_run
@@ -157,7 +158,9 @@ def poisoned(value: float) -> Iterator[None]:
 
 
 class TimerGuard:
-    """The timer functions as they were before candidate code ran."""
+    """The timer functions as they were before candidate code ran, and a test that each is
+    still torch's or Python's own (so a patch made in an earlier job of the same worker, before
+    this guard existed, shows too)."""
 
     def __init__(self) -> None:
         self.original = dict(self._current())
@@ -177,6 +180,21 @@ class TimerGuard:
         yield "torch.cuda.current_stream", torch.cuda.current_stream
         yield "torch.cuda.empty_cache", torch.cuda.empty_cache
 
+    @staticmethod
+    def _genuine(name: str, value: Any) -> bool:
+        import os
+
+        import torch
+
+        if name.startswith("time."):
+            return inspect.isbuiltin(value) and getattr(value, "__module__", None) == "time"
+        target = value.__init__ if inspect.isclass(value) else value
+        code = getattr(inspect.unwrap(target), "__code__", None)
+        if code is None:  # a builtin or C function: torch's own
+            return inspect.isbuiltin(target) or inspect.ismethoddescriptor(target) or inspect.isclass(value)
+        return os.path.abspath(code.co_filename).startswith(os.path.dirname(os.path.abspath(torch.__file__)))
+
     def replaced(self) -> list[str]:
-        """The names whose function is no longer the one seen at construction."""
-        return [name for name, value in self._current() if self.original.get(name) is not value]
+        """The names whose function changed since construction or is not the library's own."""
+        return [name for name, value in self._current()
+                if self.original.get(name) is not value or not self._genuine(name, value)]

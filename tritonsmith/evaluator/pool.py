@@ -370,6 +370,8 @@ class WorkerPool:
                 if written > self.output_limit_bytes:  # a flood that ended before a check
                     worker.kill(("output-flood", self._flood_message(job, written)))
                     return self._lost(worker, job)
+                if reply.payload.get("retire"):  # the worker cannot run another job (lost CUDA context)
+                    worker.kill()
                 return reply
             if reply is False or not worker.running():
                 return self._lost(worker, job)

@@ -22,6 +22,8 @@ from .specs import top_level
 __all__ = [
     "BATCH_LIMIT",
     "DIM_LIMIT",
+    "GPU_BATCH_LIMIT",
+    "GPU_DIM_LIMIT",
     "SCALE_THRESHOLD",
     "rewrite_constants",
     "scale_value",
@@ -33,13 +35,18 @@ __all__ = [
 
 BATCH_LIMIT = 16
 DIM_LIMIT = 256
+GPU_BATCH_LIMIT = 128
+GPU_DIM_LIMIT = 16384
+"""On a GPU, correctness runs at sizes scaled to these (a 4096 × 393216 problem checks at
+128 × 12288): the trials' inputs and outputs cross between processes through files, and the
+reference compares in float64. Timing always runs at the sizes as written."""
 SCALE_THRESHOLD = 64
 TAIL_MINIMUM = 8
 _BATCH_NAME = re.compile(r"(^|_)(batch|bs|b)(_|$)|batch", re.IGNORECASE)
 KERNELBENCH_INPUTS = ("get_inputs", "get_init_inputs")
 
 
-def scale_value(name: str, value: int) -> int:
+def scale_value(name: str, value: int, *, gpu: bool = False) -> int:
     """The size a problem constant gets under the interpreter (documented policy).
 
     Integers below `SCALE_THRESHOLD` (64) stay. Others are halved until they are at most
@@ -47,9 +54,14 @@ def scale_value(name: str, value: int) -> int:
     (256) otherwise. Halving keeps a power of two a power of two and keeps the odd factor
     (393216 = 3·2^17 becomes 192); a value divisible by 16 stops halving before it would lose
     that (a tail-free shape must stay tail-free) and is then rounded down to a multiple of 16
-    within the limit. An odd value is floor-divided like the rest.
+    within the limit. An odd value is floor-divided like the rest. With `gpu`, the limits are
+    `GPU_BATCH_LIMIT` and `GPU_DIM_LIMIT`.
     """
-    limit = BATCH_LIMIT if _BATCH_NAME.search(name) or name == "B" else DIM_LIMIT
+    batch = bool(_BATCH_NAME.search(name)) or name == "B"
+    if gpu:
+        limit = GPU_BATCH_LIMIT if batch else GPU_DIM_LIMIT
+    else:
+        limit = BATCH_LIMIT if batch else DIM_LIMIT
     if value < SCALE_THRESHOLD or value <= limit:
         return value
     by16 = value % 16 == 0
@@ -102,11 +114,12 @@ def size_constants(source: str, readers: Iterable[str] = KERNELBENCH_INPUTS) -> 
             for name, literal in _int_assignments(root) if name in used}
 
 
-def scaled_constants(source: str, readers: Iterable[str] = KERNELBENCH_INPUTS) -> dict[str, tuple[int, int]]:
+def scaled_constants(source: str, readers: Iterable[str] = KERNELBENCH_INPUTS, *,
+                     gpu: bool = False) -> dict[str, tuple[int, int]]:
     """The size constants that scaling changes, mapped to (original, scaled)."""
     sizes: dict[str, tuple[int, int]] = {}
     for name, value in size_constants(source, readers).items():
-        scaled = scale_value(name, value)
+        scaled = scale_value(name, value, gpu=gpu)
         if scaled != value:
             sizes[name] = (value, scaled)
     return sizes

@@ -131,7 +131,7 @@ class Verdict:
         if self.tail:
             text += " · also " + ", ".join(f"{n}={v}" for n, (_, v) in self.tail.items())
         if self.timing is not None:
-            text += " · " + self.timing.summary()
+            text += " · timed as written: " + self.timing.summary()
         return text
 
     def to_json(self) -> dict[str, Any]:
@@ -152,7 +152,8 @@ def default_mode() -> str:
     forced = os.environ.get("TRITONSMITH_VERIFY_MODE")
     if forced in ("gpu", "interpreter"):
         return forced
-    return "gpu" if Path("/dev/nvidiactl").exists() or Path("/dev/kfd").exists() else "interpreter"
+    nodes = ("/dev/nvidiactl", "/dev/nvidia0", "/proc/driver/nvidia/gpus", "/dev/kfd")
+    return "gpu" if any(Path(node).exists() for node in nodes) else "interpreter"
 
 
 @contextmanager
@@ -283,10 +284,17 @@ class _Run:
     def timing(self, verdict: Verdict, folder: Path, paths: dict[str, Path], rounds: int, runs: int) -> bool:
         """Alternating rounds of both sides on this GPU, then the check of the timed outputs."""
         chooser = random.Random()
+        check_key = chooser.randrange(2**31 - 1)
         round_seeds = [chooser.randrange(2**31 - 1) for _ in range(rounds)]
         times: dict[str, list[list[float]]] = {"reference": [], "candidate": []}
         host: dict[str, list[float]] = {"reference": [], "candidate": []}
         environment: dict[str, Any] = {}
+        # The init inputs and weights at these sizes, for the candidate to load (no trials).
+        init = self.reference_pool.run(self.job("verify_inputs", folder, reference=str(paths["reference"]), trials=0),
+                                       self.cancel)
+        if not init.ok:
+            verdict.stage, verdict.message = "timing", f"the reference failed at the sizes as written: {_failure(init)}"
+            return False
         with gpu_lock():
             for r, round_seed in enumerate(round_seeds):
                 order = ("reference", "candidate") if r % 2 == 0 else ("candidate", "reference")
@@ -296,6 +304,7 @@ class _Run:
                         "time_round", folder, role=role, file=str(paths[role]), inputs_file=str(paths["inputs"]),
                         round=r, round_seed=round_seed, runs=runs, warmup=3 if r == 0 else 1,
                         check_index=chooser.randrange(runs) if role == "candidate" else -1,
+                        check_seed=round_seed ^ check_key,
                         environment=r == 0 and role == "reference"), self.cancel)
                     if not result.ok or result.payload.get("error"):
                         verdict.stage = "timing"
@@ -306,7 +315,8 @@ class _Run:
                     host[role] += [float(t) for t in result.payload["host_ms"]]
                     environment = environment or dict(result.payload.get("environment") or {})
             checked = self.reference_pool.run(self.job(
-                "time_check", folder, file=str(paths["reference"]), round_seeds=round_seeds), self.cancel)
+                "time_check", folder, file=str(paths["reference"]), round_seeds=round_seeds,
+                check_seeds=[seed ^ check_key for seed in round_seeds]), self.cancel)
         if not checked.ok or checked.payload.get("error"):
             verdict.stage = "timing"
             verdict.message = str(checked.payload.get("error")) if checked.ok else _failure(checked)
@@ -359,7 +369,7 @@ def verify_spec(
     trials = max(3, trials)
     tol = {**DEFAULT_TOLERANCES, **(spec.tolerances if isinstance(spec, HarnessSpec) else {}), **(tolerances or {})}
     sources = _sources(spec)
-    sizes = scaled_constants(sources.reference, sources.readers) if mode == "interpreter" else {}
+    sizes = scaled_constants(sources.reference, sources.readers, gpu=mode == "gpu")
     verdict = Verdict(ok=False, mode=mode, trials=trials, name=spec.name, row=spec.row, sizes=sizes)
     rejections = static_checks(sources.candidate, reference_module=sources.reference_module,
                                launcher=spec.launcher if isinstance(spec, HarnessSpec) else None)
@@ -396,8 +406,10 @@ def verify_spec(
                     return verdict
             else:
                 verdict.notes.append("extra sizes skipped: the inputs use no module-level size constants")
-        if mode == "gpu" and time_it and not run.timing(verdict, folder, paths, rounds, runs):
-            return verdict
+        if mode == "gpu" and time_it:
+            folder, paths = run.files("timed", {})  # timing at the sizes as written
+            if not run.timing(verdict, folder, paths, rounds, runs):
+                return verdict
         verdict.ok, verdict.stage = True, "done"
         verdict.message = verdict.summary()
         return verdict

@@ -23,6 +23,7 @@ import importlib.util
 import itertools
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -115,6 +116,12 @@ HANDLERS: dict[str, Handler] = {
 dict; it may raise (the worker reports the exception's last line and survives)."""
 
 
+_STICKY_CUDA_ERROR = re.compile(
+    r"illegal memory access|illegal address|device-side assert|unspecified launch failure|"
+    r"misaligned address|CUDA error: an illegal instruction", re.IGNORECASE)
+"""CUDA errors after which every later call in the process fails too."""
+
+
 def handle(job: Job) -> Result:
     """Run one job in this process; exceptions become `ok=False` results."""
     handler = HANDLERS.get(job.kind)
@@ -131,9 +138,10 @@ def handle(job: Job) -> Result:
             raise
         lines = traceback.format_exception_only(type(exc), exc)
         error = lines[-1].strip() if lines else type(exc).__name__
-        return Result(
-            ok=False, kind=job.kind, error=error, payload={"traceback": traceback.format_exc()}
-        )
+        details: dict[str, Any] = {"traceback": traceback.format_exc()}
+        if _STICKY_CUDA_ERROR.search(str(exc)):
+            details["retire"] = True  # the CUDA context is lost for good: the pool replaces us
+        return Result(ok=False, kind=job.kind, error=error, payload=details)
     return Result(ok=True, kind=job.kind, payload=payload)
 
 
@@ -183,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         reply = json.dumps({"id": envelope["id"], "result": result.to_dict()})
         replies.write(reply + "\n")
         replies.flush()
+        if result.payload.get("retire"):
+            break
     return 0
 
 

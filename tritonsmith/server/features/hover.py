@@ -1,9 +1,11 @@
-"""`textDocument/hover` on a diagnostic: the rule's statement, how to fix it, and its examples."""
+"""`textDocument/hover` on a diagnostic: the rule's statement, how to fix it, and its examples;
+on a verified launcher or `ModelNew`: the last verification's details."""
 
 from __future__ import annotations
 
 from lsprotocol import types
 
+from ...evaluator.verify import Verdict
 from ...rules.docs import rule_markdown
 from ..convert import to_lsp_range
 from ..server import TritonsmithServer
@@ -30,4 +32,35 @@ def register(server: TritonsmithServer) -> None:
                     contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=body),
                     range=to_lsp_range(state.document, finding.span),
                 )
+        for verdict in state.verdicts:
+            if point[0] == verdict.row:
+                return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
+                                                                value=verdict_markdown(verdict)))
         return None
+
+
+def verdict_markdown(verdict: Verdict) -> str:
+    """The details behind a verification's code lens."""
+    lines = [f"### {verdict.name}: {'verified' if verdict.ok else 'FAILED'} ({verdict.mode})", ""]
+    if not verdict.ok:
+        lines += [f"**{verdict.stage}**: {verdict.message}", ""]
+    lines.append(f"- {verdict.trials} trials at sizes: {verdict.sizes_text()}")
+    if verdict.tail:
+        lines.append("- extra sizes: " + ", ".join(f"{n}={v}" for n, (_, v) in verdict.tail.items()))
+    timing = verdict.timing
+    if timing is not None:
+        env = timing.environment
+        lines += [
+            f"- speedup **{timing.speedup:.2f}×** (per-round range {timing.speedup_low:.2f}–{timing.speedup_high:.2f}×)",
+            f"- candidate {timing.candidate_mean:.4g} ms trimmed mean, {timing.candidate_median:.4g} ms median",
+            f"- reference {timing.reference_mean:.4g} ms trimmed mean, {timing.reference_median:.4g} ms median",
+            f"- {timing.runs} timed runs per side in {timing.rounds} alternating rounds, L2 flushed, sizes as written",
+            f"- {env.get('gpu', '?')} ({env.get('capability', '?')}), torch {env.get('torch', '?')}, "
+            f"Triton {env.get('triton', '?')}",
+        ]
+        if timing.flagged:
+            lines.append("- **flagged**: above 10×; review before trusting it")
+    elif verdict.mode == "interpreter":
+        lines.append("- not timed: the interpreter's timings say nothing about a GPU")
+    lines += [f"- note: {note}" for note in verdict.notes]
+    return "\n".join(lines)
