@@ -128,7 +128,20 @@ def cpu_shim() -> None:
     torch.nn.Module.to = mover(torch.nn.Module.to)  # type: ignore[method-assign]
     torch.cuda.is_available = lambda: False
     torch.cuda.synchronize = lambda *args, **kwargs: None
+    _untimed_autotuning()
     _shimmed = True
+
+
+def _untimed_autotuning() -> None:
+    """Under the interpreter an autotuner cannot time its Configs (its benchmarker needs a GPU
+    driver: "0 active drivers"). Every Config then reports the same time without running, so
+    the autotuner keeps its first Config (after any pruning): that is the one verified."""
+    from triton.runtime.autotuner import Autotuner
+
+    def untimed(kernel_call: Any, quantiles: Any = None, **kwargs: Any) -> Any:
+        return [1.0] * len(quantiles) if quantiles else 1.0
+
+    Autotuner.do_bench = property(lambda self: untimed)  # type: ignore[method-assign,assignment]
 
 
 def _prepare(payload: dict[str, Any]) -> str:
