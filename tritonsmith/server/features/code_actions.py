@@ -1,5 +1,8 @@
-"""`textDocument/codeAction`: quick fixes, "ignore this rule on this line", and
-`source.fixAll.tritonsmith` (every mechanical fix in the file, as `check --fix` does)."""
+"""`textDocument/codeAction`: quick fixes, "ignore this rule on this line",
+`source.fixAll.tritonsmith` (every mechanical fix in the file, as `check --fix` does), and
+"Create verification harness" on a launcher without one (docs/harness.md): a `refactor.rewrite`
+action on the launcher, so that it shows in the lightbulb, and `source.createHarness.tritonsmith`
+anywhere in the file."""
 
 from __future__ import annotations
 
@@ -9,14 +12,17 @@ from collections.abc import Sequence
 from lsprotocol import types
 
 from ...analysis import Document
+from ...evaluator.scaffold import Scaffold, find_launchers, launcher_at, scaffold_harness
 from ...rules import Edit, Finding, Span
 from ...rules.fixes import fix_edits
 from ..convert import to_lsp_diagnostic, to_lsp_text_edit
 from ..server import OpenDocument, TritonsmithServer
 
-__all__ = ["FIX_ALL_KIND", "ignore_edit", "register"]
+__all__ = ["CREATE_HARNESS_KIND", "CREATE_HARNESS_TITLE", "FIX_ALL_KIND", "ignore_edit", "register"]
 
 FIX_ALL_KIND = "source.fixAll.tritonsmith"
+CREATE_HARNESS_KIND = "source.createHarness.tritonsmith"
+CREATE_HARNESS_TITLE = "Create verification harness"
 _IGNORE_COMMENT = re.compile(rb"#\s*tritonsmith:\s*ignore\[([^\]]*)\]")
 
 
@@ -53,6 +59,48 @@ def _workspace_edit(ls: TritonsmithServer, state: OpenDocument, edits: list[Edit
     return types.WorkspaceEdit(changes={state.uri: text_edits})
 
 
+def _scaffold_edits(scaffold: Scaffold) -> list[Edit]:
+    return [Edit(Span(i.point, i.point, i.offset, i.offset), i.text) for i in scaffold.insertions]
+
+
+def _harness_actions(
+    ls: TritonsmithServer, state: OpenDocument, params: types.CodeActionParams
+) -> list[types.CodeAction]:
+    """"Create verification harness": on the launcher under the range (`refactor.rewrite`, for
+    the lightbulb) and, when source actions are asked for, for each launcher without a harness."""
+    only = params.context.only
+    rewrite = _wanted(only, types.CodeActionKind.RefactorRewrite)
+    source = bool(only) and _wanted(only, CREATE_HARNESS_KIND)
+    if not (rewrite or source):
+        return []
+    launchers = [found for found in find_launchers(state.document, index=state.index) if not found.has_harness]
+    if not launchers:
+        return []
+    start = state.document.lsp_to_point(params.range.start.line, params.range.start.character)
+    end = state.document.lsp_to_point(params.range.end.line, params.range.end.character)
+    here = launcher_at(launchers, start, end)
+    actions: list[types.CodeAction] = []
+    if rewrite and here is not None:
+        scaffold = scaffold_harness(state.document, here.name, index=state.index)
+        if scaffold is not None:
+            actions.append(types.CodeAction(
+                title=CREATE_HARNESS_TITLE,
+                kind=types.CodeActionKind.RefactorRewrite,
+                edit=_workspace_edit(ls, state, _scaffold_edits(scaffold)),
+            ))
+    if source:
+        for launcher in [here] if here is not None else launchers:
+            scaffold = scaffold_harness(state.document, launcher.name, index=state.index)
+            if scaffold is None:
+                continue
+            title = CREATE_HARNESS_TITLE if here is not None or len(launchers) == 1 \
+                else f"{CREATE_HARNESS_TITLE} for {launcher.name}()"
+            actions.append(types.CodeAction(
+                title=title, kind=CREATE_HARNESS_KIND, edit=_workspace_edit(ls, state, _scaffold_edits(scaffold))
+            ))
+    return actions
+
+
 def _wanted(only: Sequence[str] | None, kind: str) -> bool:
     if not only:
         return True
@@ -63,7 +111,10 @@ def register(server: TritonsmithServer) -> None:
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
         types.CodeActionOptions(
-            code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=False
+            code_action_kinds=[
+                types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite, FIX_ALL_KIND, CREATE_HARNESS_KIND,
+            ],
+            resolve_provider=False,
         ),
     )
     def code_action(ls: TritonsmithServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
@@ -108,5 +159,6 @@ def register(server: TritonsmithServer) -> None:
                         edit=_workspace_edit(ls, state, edits),
                     )
                 )
+        actions += _harness_actions(ls, state, params)
         return actions
 
