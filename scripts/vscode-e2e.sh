@@ -70,7 +70,7 @@ cat > "$RUN/ud/User/settings.json" <<EOF
 EOF
 # The workspace: a small project with a kernel that breaks TS102 and TS101.
 WS=$RUN/ws
-cp examples/softmax.py "$WS/softmax.py"
+cp examples/mistakes/softmax.py "$WS/softmax.py"
 printf '[project]\nname = "e2e-kernels"\nversion = "0.0.0"\n\n[tool.tritonsmith]\n' > "$WS/pyproject.toml"
 
 CS_BIN=$E2E/server/node_modules/.bin/code-server

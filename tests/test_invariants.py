@@ -19,7 +19,7 @@ def test_server_never_imports_torch_or_triton():
         "heavy = [m for m in sys.modules if m.split('.')[0] in ('torch', 'triton')]\n"
         "assert not heavy, heavy\n"
     )
-    subprocess.run([sys.executable, "-c", code, str(ROOT / "examples" / "softmax.py")], check=True, timeout=60)
+    subprocess.run([sys.executable, "-c", code, str(ROOT / "examples" / "mistakes" / "softmax.py")], check=True, timeout=60)
 
 
 def test_only_server_imports_lsprotocol():

@@ -60,7 +60,7 @@ def test_verify_logs_compile_failures_in_the_workspace(tmp_path: Path):
     pytest.importorskip("triton")
     (tmp_path / "pyproject.toml").write_text("")
     kernel = tmp_path / "matmul.py"
-    kernel.write_text((ROOT / "examples" / "autotuned_matmul.py").read_text())
+    kernel.write_text((ROOT / "examples" / "mistakes" / "autotuned_matmul.py").read_text())
     subprocess.run([sys.executable, "-m", "tritonsmith", "verify", str(kernel)], capture_output=True, timeout=300)
     log = FailureLog(tmp_path)
     assert log.rule_counts().get("TS901") == 1  # num_warps=6 in Config #2

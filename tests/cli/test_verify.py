@@ -21,7 +21,7 @@ def run(*args: str) -> tuple[int, str, str]:
 def example(tmp_path: Path, name: str) -> str:
     """A copy of an example in a workspace of its own: verify writes .tritonsmith/state.db there."""
     (tmp_path / "pyproject.toml").write_text("")
-    copy = tmp_path / name
+    copy = tmp_path / Path(name).name
     copy.write_text((ROOT / "examples" / name).read_text())
     return str(copy)
 
@@ -37,7 +37,7 @@ def test_verify_reports_resources_per_config_and_target(tmp_path):
 
 def test_verify_fails_with_the_compiler_error_at_the_config(tmp_path):
     pytest.importorskip("triton")
-    code, out, _ = run("verify", example(tmp_path, "autotuned_matmul.py"), "--format", "json")
+    code, out, _ = run("verify", example(tmp_path, "mistakes/autotuned_matmul.py"), "--format", "json")
     assert code == 1
     (report,) = json.loads(out)
     assert report["kernel"] == "matmul_kernel" and not report["ok"]
