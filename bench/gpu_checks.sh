@@ -21,9 +21,9 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
     "$PY" -c "import sys, torch, triton; print(sys.version.split()[0], 'torch', torch.__version__, 'triton', triton.__version__)"
 } 2>&1 | tee "$OUT/gpu.txt"
-timeout 200 "$PY" -m pytest -m gpu -q -p no:cacheprovider -o addopts="" tests/evaluator/test_gpu.py 2>&1 | tee "$OUT/pytest.txt"
+timeout 260 "$PY" -m pytest -m gpu -q -p no:cacheprovider -o addopts="" tests/evaluator/test_gpu.py 2>&1 | tee "$OUT/pytest.txt"
 tests=${PIPESTATUS[0]}
-timeout 150 "$PY" bench/gpu_timings.py --out "$OUT" 2>&1 | tee -a "$OUT/gpu.txt"
+timeout 200 "$PY" bench/gpu_timings.py --out "$OUT" 2>&1 | tee -a "$OUT/gpu.txt"
 timings=${PIPESTATUS[0]}
 echo "gpu tests exit $tests, timings exit $timings"
 exit $(( tests != 0 || timings != 0 ))

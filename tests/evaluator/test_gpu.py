@@ -31,9 +31,9 @@ def _verify(path: Path, **options: object) -> Verdict:
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
 def test_each_example_verifies_and_is_timed_on_the_gpu(example: Path) -> None:
-    verdict = _verify(example, rounds=3)
+    verdict = _verify(example, rounds=2)
     assert verdict.ok, verdict.message
-    assert verdict.timing is not None and verdict.timing.runs == 30
+    assert verdict.timing is not None and verdict.timing.runs == 20
     assert verdict.timing.environment.get("gpu")
     assert verdict.timing.speedup > 0
     assert "timed as written" in verdict.summary()

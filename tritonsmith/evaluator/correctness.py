@@ -22,6 +22,7 @@ must change, exploit 2). The reference job lints the task itself (exploit 13).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import itertools
@@ -222,12 +223,15 @@ class Problem:
         self.harness = problem.get("format") == "harness"
         self.launcher = str(problem.get("launcher") or "")
 
-    def inputs(self) -> list[Any]:
-        """One trial's forward arguments (call under the trial's seed)."""
-        if self.harness:
-            value = getattr(self.module, f"{self.launcher}_inputs")()
-        else:
-            value = self.module.get_inputs()
+    def inputs(self, device: str = "cpu") -> list[Any]:
+        """One trial's forward arguments (call under the trial's seed). On a GPU, tensors made
+        without a device are made on it: KernelBench's `torch.randn(4096, 393216)` would take
+        seconds and 6 GB of host memory per draw on the CPU."""
+        import torch
+
+        function = getattr(self.module, f"{self.launcher}_inputs") if self.harness else self.module.get_inputs
+        with torch.device("cuda") if device == "cuda" else contextlib.nullcontext():
+            value = function()
         return list(value) if isinstance(value, (list, tuple)) else [value]
 
     def init_inputs(self) -> list[Any]:
@@ -302,7 +306,7 @@ def handle_inputs(payload: dict[str, Any]) -> dict[str, Any]:
         shapes = []
         for t, trial_seed in enumerate(trial_seeds):
             torch.manual_seed(trial_seed)
-            inputs = [_clone(v) for v in problem.inputs()]
+            inputs = [_clone(v) for v in problem.inputs(device)]
             path = data / f"inputs_{t}.pt"
             torch.save(_to(inputs, "cpu"), path)
             hashes.append(_file_hash(path))
@@ -333,8 +337,13 @@ def handle_candidate(payload: dict[str, Any]) -> dict[str, Any]:
     seed = int(payload.get("seed", 42))
     tolerances = {str(k): float(v) for k, v in (payload.get("tolerances") or {"float32": 1e-4}).items()}
     init = _load(data / "init.pt")
-    # Start torch's own thread pools before the baseline, so only the candidate's threads count.
+    # Start torch's own thread pools (and on a GPU the driver's threads) before the baseline,
+    # so only the candidate's threads count.
     (torch.ones(64, 64) @ torch.ones(64, 64)).add_(1).sum().item()
+    if device == "cuda":
+        from .warmup import warm_up_cuda
+
+        warm_up_cuda()
     guard = LaunchGuard.install()
     with poisoned(POISONS[0]):
         pass  # wrap the allocators before the candidate's module binds them
@@ -529,7 +538,7 @@ def handle_reference(payload: dict[str, Any]) -> dict[str, Any]:
                 return {"error": f"trial {t + 1}: the saved inputs were altered after they were written "
                                  "(exploit 19: editing the harness's files)", "trials": results}
             torch.manual_seed(int(trial_seed))
-            inputs = _to([_clone(v) for v in problem.inputs()], device)
+            inputs = _to([_clone(v) for v in problem.inputs(device)], device)
             with torch.no_grad():
                 output = model(*inputs)
             expected = [o.detach().cpu() for o in _outputs(output)]

@@ -112,7 +112,7 @@ def _round_inputs(problem: Problem, round_seed: int) -> list[Any]:
     import torch
 
     torch.manual_seed(round_seed)
-    return _to([_clone(v) for v in problem.inputs()], "cuda")
+    return _to([_clone(v) for v in problem.inputs("cuda")], "cuda")
 
 
 SAMPLE = 1 << 20
