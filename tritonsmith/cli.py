@@ -264,7 +264,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:
         shown = path.as_posix()
         for report in reports:
-            print(f"{shown}: {report.kernel}: {'compiled' if report.ok else 'FAILED'}")
+            status = "compiled" if report.results else "not compiled (constexpr values known only at run time)"
+            print(f"{shown}: {report.kernel}: {status if report.ok else 'FAILED'}")
             for entry in report.results:
                 if entry.get("ok"):
                     print(f"  {resource_summary(entry)}")

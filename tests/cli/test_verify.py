@@ -48,3 +48,26 @@ def test_verify_fails_with_the_compiler_error_at_the_config(tmp_path):
 def test_verify_usage_errors():
     code, _, err = run("verify", "does-not-exist.py")
     assert code == 2 and "cannot read" in err
+
+
+def test_a_constexpr_known_only_at_run_time_is_not_a_failure_and_correctness_still_runs(tmp_path):
+    """`BLOCK_SIZE=triton.next_power_of_2(n_cols)` cannot be compiled ahead of time; the kernel is
+    then checked when it runs, against the harness's reference."""
+    pytest.importorskip("triton")
+    pytest.importorskip("numpy")
+    source = (ROOT / "examples" / "softmax.py").read_text()
+    (tmp_path / "pyproject.toml").write_text("")
+    assert "BLOCK_SIZE=128)" in source
+    path = tmp_path / "softmax.py"
+    path.write_text(source.replace("BLOCK_SIZE=128)", "BLOCK_SIZE=triton.next_power_of_2(n_cols))"))
+    code, out, err = run("verify", str(path), "--device", "cpu")
+    assert code == 0, out + err
+    assert "softmax_kernel: not compiled (constexpr values known only at run time)" in out
+    assert "softmax: verified · interpreter" in out
+
+
+def test_verify_device_gpu_without_a_gpu_is_a_usage_error(tmp_path):
+    if Path("/dev/nvidiactl").exists():
+        pytest.skip("this machine has a GPU")
+    code, _, err = run("verify", example(tmp_path, "vector_add.py"), "--device", "gpu")
+    assert code == 2 and "no GPU found" in err

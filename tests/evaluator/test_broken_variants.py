@@ -108,8 +108,6 @@ def test_a_compile_error_in_a_helper_is_reported_at_the_helpers_line(compile_poo
     assert [r["range"] for r in entry["error"]["related"]] == [{"start": [20, 8], "end": [20, 21]}]
 
 
-@pytest.mark.xfail(strict=True, reason="reports._findings drops the compile error's `related` "
-                   "locations (the call sites the worker reports): Finding.related stays empty")
 def test_a_compile_error_in_a_helper_points_at_the_call_site(compile_pool: WorkerPool) -> None:
     pytest.importorskip("triton")
     [finding] = _compile("helper_error.py", compile_pool, "sm_90").findings

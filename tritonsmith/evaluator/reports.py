@@ -12,12 +12,14 @@ Nothing here imports torch or triton: the work happens in the pool's workers.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..adapt import FailureLog
 from ..analysis import Document, index_module
 from ..rules import Finding, Severity, Span
+from ..rules.findings import Related
 from .pool import WorkerPool
 from .protocol import Job
 from .verify import Verdict
@@ -73,6 +75,11 @@ def _findings(document: Document, kernel: str, result: dict[str, Any], kernel_sp
             rules = error.get("rules") or []
             message = (error.get("message") or "compilation failed").strip().splitlines()
             text = message[-1] if message else "compilation failed"
+            # Inside a jit helper: the call sites that led there, outermost last.
+            related = tuple(
+                Related(found, str(r.get("message") or "called from here"))
+                for r in error.get("related") or [] if (found := _span(document, r.get("range"))) is not None
+            )
             out.append(
                 Finding(
                     code=rules[0] if rules else "compile-error",
@@ -80,6 +87,7 @@ def _findings(document: Document, kernel: str, result: dict[str, Any], kernel_sp
                     severity=Severity.ERROR,
                     message=f"Triton cannot compile {kernel} ({where}): {text}",
                     span=span,
+                    related=related,
                 )
             )
             continue
@@ -172,16 +180,18 @@ def compile_file(
         # No launch in this file: every kernel that no other jit function calls is an entry.
         callees = index.jit_callees()
         chosen = [k for k in index.kernels if k.name not in callees]
+    jobs = [
+        (kernel, Job(kind="compile", timeout_s=timeout_s,
+                     payload={"source": source, "path": path, "kernel": kernel.name, "targets": targets}))
+        for kernel in chosen
+    ]
+    # One job per kernel, as many at once as the pool has workers (compiles are independent).
+    with ThreadPoolExecutor(max_workers=max(1, min(pool.size, len(jobs)))) as executor:
+        results = list(executor.map(lambda pair: pool.run(pair[1], cancel_event=cancel_event), jobs))
     reports: list[KernelReport] = []
-    for kernel in chosen:
+    for (kernel, _), result in zip(jobs, results, strict=True):
         name_node = kernel.node.child_by_field_name("name") or kernel.node
         kernel_span = Span.of(name_node)
-        job = Job(
-            kind="compile",
-            payload={"source": source, "path": path, "kernel": kernel.name, "targets": targets},
-            timeout_s=timeout_s,
-        )
-        result = pool.run(job, cancel_event=cancel_event)
         report = KernelReport(kernel=kernel.name, ok=False, row=kernel.node.start_point[0])
         if not result.ok:
             report.error = result.error or "the compile job failed"
@@ -207,4 +217,3 @@ def compile_file(
                 _log_failures(failure_log, path, kernel.name, report.results)
         reports.append(report)
     return reports
-

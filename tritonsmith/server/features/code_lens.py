@@ -32,7 +32,8 @@ def register(server: TritonsmithServer) -> None:
                 title = "Compile now"
             else:
                 compiled = [e for e in report.results if e.get("ok")]
-                status = "compiled" if report.ok else "compile failed"
+                status = "compile failed" if not report.ok else (
+                    "compiled" if compiled else "not compiled: constexpr values known only at run time")
                 title = status + (f" · {resource_summary(compiled[0])}" if compiled else "")
                 if len(compiled) > 1:
                     title += f" (+{len(compiled) - 1} more)"
