@@ -225,7 +225,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     """Compile each kernel for each target in sandboxed workers and report per config; then
     check each spec in the file (KernelBench problem or in-file harness) against its reference,
     and on a GPU time it."""
-    from .evaluator.pool import WorkerPool
+    from .evaluator.pool import WorkerPool, compile_workers
     from .evaluator.reports import compile_file, resource_summary
     from .evaluator.verify import detect_specs, verify_spec
 
@@ -237,7 +237,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from .adapt import FailureLog
 
     failure_log = FailureLog(find_workspace_root(path))
-    with WorkerPool(size=1) as pool:
+    with WorkerPool(size=args.jobs or compile_workers()) as pool:
         reports = compile_file(
             pool, source, path=str(path), targets=targets, kernels=kernels, failure_log=failure_log
         )
@@ -348,6 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(auto: the GPU when there is one)")
     verify.add_argument("--rounds", type=int, default=10, help="GPU timing rounds (10 timed runs each)")
     verify.add_argument("--no-timing", action="store_true", help="check correctness only, even on a GPU")
+    verify.add_argument("--jobs", type=int, metavar="N", help="compile jobs at once (default: 2, or 1 on one core)")
     verify.set_defaults(handler=cmd_verify)
 
     serve = commands.add_parser("serve", help="run the language server (stdio by default)")

@@ -42,7 +42,7 @@ from tritonsmith.evaluator.sandbox import (
     worker_environment,
 )
 
-__all__ = ["OUTPUT_LIMIT_BYTES", "POLL_S", "WorkerPool"]
+__all__ = ["OUTPUT_LIMIT_BYTES", "POLL_S", "WorkerPool", "compile_workers"]
 
 POLL_S = 0.05
 """How often a running job's limits are checked, in seconds."""
@@ -51,6 +51,12 @@ OUTPUT_LIMIT_BYTES = 10 * 1024 * 1024
 """Default cap on what one job may write to stdout and stderr together."""
 
 _TAIL_BYTES = 2000
+
+
+def compile_workers() -> int:
+    """How many compile jobs run at once by default: two, or one on a one-core machine. Each
+    worker holds a Python with triton imported (a few hundred MB), and compiles are CPU-bound."""
+    return max(1, min(2, os.cpu_count() or 1))
 _MB = 1024 * 1024
 
 

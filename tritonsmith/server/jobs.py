@@ -24,7 +24,7 @@ from pygls.capabilities import get_capability
 from pygls.uris import to_fs_path
 
 from ..adapt import FailureLog
-from ..evaluator.pool import WorkerPool
+from ..evaluator.pool import WorkerPool, compile_workers
 from ..evaluator.reports import compile_file, verdict_findings
 from ..evaluator.verify import Verdict, default_mode, detect_specs, verify_spec
 from ..version import installed_triton_version
@@ -51,7 +51,7 @@ class CompileJobs:
     @property
     def pool(self) -> WorkerPool:
         if self._pool is None:  # started on the first save: an editor that never saves pays nothing
-            self._pool = WorkerPool(size=1)
+            self._pool = WorkerPool(size=compile_workers())
         return self._pool
 
     def verify_pools(self) -> tuple[WorkerPool, WorkerPool]:
