@@ -221,12 +221,24 @@ def _verify_mode(device: str) -> str:
     return default_mode()
 
 
+def _tolerances(values: list[str]) -> dict[str, float]:
+    """`--tolerance float32=1e-3` (repeatable, comma-separated) -> {"float32": 0.001}."""
+    out = {}
+    for item in (t for value in values for t in _csv(value)):
+        dtype, _, number = item.partition("=")
+        try:
+            out[dtype.strip().removeprefix("torch.")] = float(number)
+        except ValueError:
+            raise UsageError(f"--tolerance {item!r}: expected DTYPE=NUMBER, e.g. float32=1e-3") from None
+    return out
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     """Compile each kernel for each target in sandboxed workers and report per config; then
     check each spec in the file (KernelBench problem or in-file harness) against its reference,
     and on a GPU time it."""
     from .evaluator.pool import WorkerPool, compile_workers
-    from .evaluator.reports import compile_file, resource_summary
+    from .evaluator.reports import compile_file, log_verdict, resource_summary
     from .evaluator.verify import detect_specs, verify_spec
 
     path = Path(args.file)
@@ -236,20 +248,24 @@ def cmd_verify(args: argparse.Namespace) -> int:
     mode = _verify_mode(args.device)
     from .adapt import FailureLog
 
+    tolerances = _tolerances(args.tolerance or [])
     failure_log = FailureLog(find_workspace_root(path))
     with WorkerPool(size=args.jobs or compile_workers()) as pool:
         reports = compile_file(
             pool, source, path=str(path), targets=targets, kernels=kernels, failure_log=failure_log
         )
-    failure_log.close()
     if kernels and not reports:
         raise UsageError(f"no kernel named {', '.join(kernels)} in {args.file}")
     compiled = all(r.ok for r in reports)  # vacuously, when no kernel is launched: the static checks say so
     specs = detect_specs(path, source)
     verdicts = [
-        verify_spec(spec, trials=args.trials, mode=mode, time_it=not args.no_timing, rounds=args.rounds)
+        verify_spec(spec, trials=args.trials, mode=mode, time_it=not args.no_timing, rounds=args.rounds,
+                    tolerances=tolerances)
         for spec in specs
     ] if compiled else []
+    for verdict in verdicts:
+        log_verdict(failure_log, str(path), verdict)
+    failure_log.close()
     if args.format == "json":
         listing = [
             {"kernel": r.kernel, "ok": r.ok, "error": r.error, "results": r.results, "skipped": r.skipped,
@@ -348,6 +364,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(auto: the GPU when there is one)")
     verify.add_argument("--rounds", type=int, default=10, help="GPU timing rounds (10 timed runs each)")
     verify.add_argument("--no-timing", action="store_true", help="check correctness only, even on a GPU")
+    verify.add_argument("--tolerance", action="append", metavar="DTYPE=TOL",
+                        help="atol = rtol for outputs of a dtype, e.g. float32=1e-3 (default: float32 1e-4, "
+                        "float16/bfloat16 1e-2, as KernelBench)")
     verify.add_argument("--jobs", type=int, metavar="N", help="compile jobs at once (default: 2, or 1 on one core)")
     verify.set_defaults(handler=cmd_verify)
 

@@ -71,3 +71,26 @@ def test_verify_device_gpu_without_a_gpu_is_a_usage_error(tmp_path):
         pytest.skip("this machine has a GPU")
     code, _, err = run("verify", example(tmp_path, "vector_add.py"), "--device", "gpu")
     assert code == 2 and "no GPU found" in err
+
+
+def test_a_failed_verification_goes_into_the_failure_log_and_exits_1(tmp_path):
+    pytest.importorskip("triton")
+    pytest.importorskip("numpy")
+    from tritonsmith.adapt import FailureLog
+
+    (tmp_path / "pyproject.toml").write_text("")
+    broken = tmp_path / "wrong_result.py"
+    broken.write_text((ROOT / "tests" / "evaluator" / "fixtures" / "broken" / "wrong_result.py").read_text())
+    code, out, err = run("verify", str(broken), "--device", "cpu")
+    assert code == 1, out + err
+    log = FailureLog(tmp_path)
+    try:
+        stages = [row["stage"] for row in log.failures()]
+    finally:
+        log.close()
+    assert "verify:compare" in stages
+
+
+def test_a_malformed_tolerance_is_a_usage_error(tmp_path):
+    code, _, err = run("verify", example(tmp_path, "vector_add.py"), "--tolerance", "float32:1e-3")
+    assert code == 2 and "expected DTYPE=NUMBER" in err

@@ -24,7 +24,7 @@ from .pool import WorkerPool
 from .protocol import Job
 from .verify import Verdict
 
-__all__ = ["COMPILE_SOURCE", "KernelReport", "compile_file", "resource_summary"]
+__all__ = ["COMPILE_SOURCE", "KernelReport", "compile_file", "log_verdict", "resource_summary", "verdict_findings"]
 
 COMPILE_SOURCE = "tritonsmith-verify"
 COMPILE_TIMEOUT_S = 300.0
@@ -146,6 +146,14 @@ def _definition_name(document: Document, name: str) -> Span:
         if found is not None and found.text == name.encode():
             return Span.of(found)
     return Span((0, 0), (0, 0), 0, 0)
+
+
+def log_verdict(log: FailureLog, path: str, verdict: Verdict) -> None:
+    """A failed verification goes into the failure log too (stage "verify:<stage>"), for the
+    adaptation work: which tricks and mistakes recur."""
+    if not verdict.ok:
+        log.record(path=path, kernel=verdict.name, stage=f"verify:{verdict.stage}",
+                   message=verdict.message, rules=[], target=verdict.mode)
 
 
 def _log_failures(log: FailureLog, path: str, kernel: str, results: list[dict[str, Any]]) -> None:

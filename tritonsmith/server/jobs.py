@@ -25,7 +25,7 @@ from pygls.uris import to_fs_path
 
 from ..adapt import FailureLog
 from ..evaluator.pool import WorkerPool, compile_workers
-from ..evaluator.reports import compile_file, verdict_findings
+from ..evaluator.reports import compile_file, log_verdict, verdict_findings
 from ..evaluator.verify import Verdict, default_mode, detect_specs, verify_spec
 from ..version import installed_triton_version
 
@@ -124,7 +124,10 @@ class CompileJobs:
         state.compile_reports = reports
         state.compile_findings = [f for report in reports for f in report.findings]
         state.verdicts = verdicts
+        failure_log = self.failure_log()
         for verdict in verdicts:
+            if failure_log is not None:
+                log_verdict(failure_log, path, verdict)
             if not verdict.ok:
                 state.compile_findings += verdict_findings(state.document, verdict)
         from .publish import publish, refresh
