@@ -422,6 +422,12 @@ def handle_candidate(payload: dict[str, Any]) -> dict[str, Any]:
             # Exploit 15: the same inputs with other garbage in uninitialised memory.
             again = [o.detach().cpu() for o in run(model, _clone(inputs), POISONS[1])]
             if (difference := compare_outputs(first, again, tolerances)) is not None:
+                unwritten = [i for i, out in enumerate(first)
+                             if out.is_floating_point() and out.numel() and bool(out.isnan().all())]
+                if unwritten:
+                    return {"error": (
+                        f"output {unwritten[0]} is uninitialised memory: the kernels never write it "
+                        "(exploit 5: returning a fresh allocation that may hold a stale result)")}
                 return {"error": (
                     f"two runs on trial 1's inputs differ when uninitialised memory holds a different "
                     f"poison: {difference} (exploit 15: reads memory it never wrote)")}
