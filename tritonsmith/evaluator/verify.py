@@ -263,6 +263,10 @@ class _Run:
         if not candidate.ok or candidate.payload.get("error"):
             verdict.stage = "candidate"
             verdict.message = str(candidate.payload.get("error")) if candidate.ok else _failure(candidate)
+            if candidate.failure == "crashed" and self.mode == "interpreter":
+                # The interpreter has no bounds checks: a load or store outside its tensor
+                # writes over the worker's own memory.
+                verdict.message += " (under the interpreter this is usually a load or store out of bounds: check the masks)"
             return False, folder, paths
         compared = self.reference_pool.run(self.job(
             "verify_reference", folder, reference=str(paths["reference"]), trial_seeds=manifest["trial_seeds"],
