@@ -26,6 +26,7 @@ from .correctness import (
     _clone,
     _load,
     _outputs,
+    _prepare,
     _to,
     compare_outputs,
     load_problem,
@@ -79,14 +80,16 @@ def _load_role(payload: dict[str, Any]) -> dict[str, Any]:
     key = (payload["file"], role)
     if key in _LOADED:
         return _LOADED[key]
+    device = _prepare(payload)
     if any(other[0].rsplit("/", 2)[0] != key[0].rsplit("/", 2)[0] for other in _LOADED):
         _LOADED.clear()  # a new verification (another work folder): free the last one's GPU memory
-        torch.cuda.empty_cache()
-    timers = TimerGuard()  # before any candidate code runs
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    timers = TimerGuard() if device == "cuda" else None  # before any candidate code runs
     seed = int(payload.get("seed", 42))
     if role == "reference":
         problem = load_problem(_import(payload["file"], "reference"), payload)
-        model, _ = _build_reference(problem, seed, "cuda")
+        model, _ = _build_reference(problem, seed, device)
         inputs_problem = problem
     else:
         module = _import(payload["file"], "candidate")
@@ -95,24 +98,26 @@ def _load_role(payload: dict[str, Any]) -> dict[str, Any]:
         init = _load(Path(payload["data_dir"]) / "init.pt")
         torch.manual_seed(seed)
         with torch.no_grad():
-            model = problem.model("candidate", _to(init["init_inputs"], "cuda"))
-        model = model.to("cuda").eval()
+            model = problem.model("candidate", _to(init["init_inputs"], device))
+        model = model.to(device).eval()
         state = init["state_dict"]
         own = model.state_dict()
         if state and set(own) == set(state) and all(own[k].shape == state[k].shape for k in state):
             model.load_state_dict(state)
-    flush_bytes = max(MIN_FLUSH_BYTES, 2 * int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0)))
-    loaded = {"model": model, "inputs": inputs_problem, "timers": timers,
-              "flush": torch.empty(flush_bytes // 4, dtype=torch.float32, device="cuda")}
+    flush = None
+    if device == "cuda":
+        flush_bytes = max(MIN_FLUSH_BYTES, 2 * int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0)))
+        flush = torch.empty(flush_bytes // 4, dtype=torch.float32, device="cuda")
+    loaded = {"model": model, "inputs": inputs_problem, "timers": timers, "flush": flush, "device": device}
     _LOADED[key] = loaded
     return loaded
 
 
-def _round_inputs(problem: Problem, round_seed: int) -> list[Any]:
+def _round_inputs(problem: Problem, round_seed: int, device: str = "cuda") -> list[Any]:
     import torch
 
     torch.manual_seed(round_seed)
-    return _to([_clone(v) for v in problem.inputs("cuda")], "cuda")
+    return _to([_clone(v) for v in problem.inputs(device)], device)
 
 
 SAMPLE = 1 << 20
@@ -149,36 +154,46 @@ def handle_time_round(payload: dict[str, Any]) -> dict[str, Any]:
     loaded = _load_role(payload)
     model = loaded["model"]
     flush = loaded["flush"]
-    inputs = _round_inputs(loaded["inputs"], int(payload["round_seed"]))
+    device = loaded["device"]
+    inputs = _round_inputs(loaded["inputs"], int(payload["round_seed"]), device)
     chooser = random.Random(int(payload["round_seed"]) ^ 0x5EED)
     warmups = int(payload.get("warmup", 3)) + chooser.randint(0, 3)  # exploit 18: no fixed count
     check_index = int(payload.get("check_index", -1))
+    if device != "cuda":  # the interpreter: host time only, for the search (never a GPU speedup)
+        warmups = min(warmups, 1)
     events, host = [], []
     with torch.no_grad():
         for _ in range(warmups):
             model(*inputs)
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        for i in range(int(payload["runs"])):
-            flush.zero_()  # cold L2: nothing of the last call's data stays cached (exploit 16)
+        if device == "cuda":
             torch.cuda.synchronize()
-            began = time.perf_counter()
-            start.record()
-            output = model(*inputs)
-            end.record()
-            torch.cuda.synchronize()  # the whole device: work on other streams counts too
-            host.append((time.perf_counter() - began) * 1e3)
-            events.append(start.elapsed_time(end))
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        for i in range(int(payload["runs"])):
+            if device != "cuda":
+                began = time.perf_counter()
+                output = model(*inputs)
+                host.append((time.perf_counter() - began) * 1e3)
+                events.append(host[-1])
+            else:
+                flush.zero_()  # cold L2: nothing of the last call's data stays cached (exploit 16)
+                torch.cuda.synchronize()
+                began = time.perf_counter()
+                start.record()
+                output = model(*inputs)
+                end.record()
+                torch.cuda.synchronize()  # the whole device: work on other streams counts too
+                host.append((time.perf_counter() - began) * 1e3)
+                events.append(start.elapsed_time(end))
             if i == check_index:
                 saved = checked_sample(_outputs(output), int(payload["check_seed"]))
                 torch.save(saved, Path(payload["data_dir"]) / f"timed_{payload['round']}.pt")
-    replaced = loaded["timers"].replaced()
+    replaced = loaded["timers"].replaced() if loaded["timers"] is not None else []
     if replaced:
         return {"error": (f"the timer functions {', '.join(replaced)} were replaced while the "
                           f"{payload['role']} ran (exploit 10: monkey-patching the timer)")}
     result: dict[str, Any] = {"event_ms": events, "host_ms": host, "warmups": warmups}
     if payload.get("environment"):
-        result["environment"] = environment()
+        result["environment"] = environment() if device == "cuda" else {"device": "interpreter"}
     return result
 
 
@@ -195,7 +210,7 @@ def handle_time_check(payload: dict[str, Any]) -> dict[str, Any]:
         if not path.exists():
             return {"error": f"round {r + 1}: the candidate's checked output is missing"}
         with torch.no_grad():
-            output = _outputs(loaded["model"](*_round_inputs(loaded["inputs"], int(round_seed))))
+            output = _outputs(loaded["model"](*_round_inputs(loaded["inputs"], int(round_seed), loaded["device"])))
         expected = checked_sample(output, int(payload["check_seeds"][r]))
         actual = [tuple(entry) for entry in _load(path)]
         error = None

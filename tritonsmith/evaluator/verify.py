@@ -131,7 +131,8 @@ class Verdict:
         if self.tail:
             text += " · also " + ", ".join(f"{n}={v}" for n, (_, v) in self.tail.items())
         if self.timing is not None:
-            text += " · timed as written: " + self.timing.summary()
+            label = "timed as written" if self.mode == "gpu" else "interpreter time, not a GPU figure"
+            text += f" · {label}: " + self.timing.summary()
         return text
 
     def to_json(self) -> dict[str, Any]:
@@ -191,18 +192,22 @@ class _Sources:
     reference_module: str | None
 
 
-def _sources(spec: Spec) -> _Sources:
+def _sources(spec: Spec, candidate_source: str | None = None) -> _Sources:
+    """The texts to import. `candidate_source` replaces the candidate's file (a search's
+    variant): its reference parts are blanked like the file's, and the reference and inputs
+    still come from the spec's files, so a variant cannot change what it is checked against."""
     if isinstance(spec, HarnessSpec):
         source = spec.path.read_text(encoding="utf-8")
         return _Sources(
             reference=source,
-            candidate=blank_out(source, spec.harness_names()),
+            candidate=blank_out(candidate_source if candidate_source is not None else source,
+                                spec.harness_names()),
             inputs=blank_out(source, {f"{spec.launcher}_reference"}),
             readers=(f"{spec.launcher}_inputs",),
             reference_module=None,
         )
     reference = spec.reference.read_text(encoding="utf-8")
-    candidate = spec.candidate.read_text(encoding="utf-8")
+    candidate = candidate_source if candidate_source is not None else spec.candidate.read_text(encoding="utf-8")
     if spec.same_file:
         return _Sources(
             reference=blank_out(reference, {"ModelNew"}),
@@ -328,7 +333,7 @@ class _Run:
         timing = summarize(times["reference"], times["candidate"], environment)
         event = timing.candidate_median
         host_median = sorted(host["candidate"])[len(host["candidate"]) // 2]
-        if host_median > 2 * event + HOST_GAP_MS:
+        if self.mode == "gpu" and host_median > 2 * event + HOST_GAP_MS:
             verdict.stage = "timing"
             verdict.message = (f"host time {host_median:.3f} ms against {event:.3f} ms on the timed stream: "
                                "work runs outside the stream the timer watches (exploit 7: side stream)")
@@ -353,6 +358,8 @@ def verify_spec(
     runs: int = RUNS_PER_ROUND,
     pools: tuple[WorkerPool, WorkerPool] | None = None,
     cancel: threading.Event | None = None,
+    candidate_source: str | None = None,
+    interpreter_timing: bool = False,
 ) -> Verdict:
     """Run the static checks, the correctness protocol, the extra-shape trial and (on a GPU)
     the timing for `spec`; never raises for a bad candidate (the verdict says what went wrong).
@@ -368,11 +375,15 @@ def verify_spec(
         rounds, runs: timing rounds, and timed calls per round and side.
         pools: (reference, candidate) worker pools to reuse (the server keeps them warm);
             default: two fresh ones, closed at the end.
+        candidate_source: verify this text as the candidate instead of the spec's file (a
+            search's variant); the reference still comes from the spec's files.
+        interpreter_timing: also time under the interpreter (host time, for the search's
+            relative comparisons; labelled "interpreter", never a GPU speedup).
     """
     mode = mode or default_mode()
     trials = max(3, trials)
     tol = {**DEFAULT_TOLERANCES, **(spec.tolerances if isinstance(spec, HarnessSpec) else {}), **(tolerances or {})}
-    sources = _sources(spec)
+    sources = _sources(spec, candidate_source)
     sizes = scaled_constants(sources.reference, sources.readers, gpu=mode == "gpu")
     verdict = Verdict(ok=False, mode=mode, trials=trials, name=spec.name, row=spec.row, sizes=sizes)
     rejections = static_checks(sources.candidate, reference_module=sources.reference_module,
@@ -410,8 +421,9 @@ def verify_spec(
                     return verdict
             else:
                 verdict.notes.append("extra sizes skipped: the inputs use no module-level size constants")
-        if mode == "gpu" and time_it:
-            folder, paths = run.files("timed", {})  # timing at the sizes as written
+        if time_it and (mode == "gpu" or interpreter_timing):
+            # Timing at the sizes as written on a GPU; at the checked sizes under the interpreter.
+            folder, paths = run.files("timed", {} if mode == "gpu" else sizes)
             if not run.timing(verdict, folder, paths, rounds, runs):
                 return verdict
         verdict.ok, verdict.stage = True, "done"
