@@ -1,0 +1,235 @@
+"""The search journal in `.tritonsmith/state.db`: recorded as evaluated, durable, resumable."""
+
+from __future__ import annotations
+
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tritonsmith.adapt import FailureLog
+from tritonsmith.errors import TritonsmithError
+from tritonsmith.search.journal import SCHEMA_VERSION, Journal
+from tritonsmith.search.model import Evaluation, Outcome, StepKind, Task
+from tritonsmith.search.tree import Node, Tree, TreeSettings
+
+TASK = Task(path="k.py", kernel="add_kernel", source="# original\n", spec="harness:launch", device="interpreter",
+            target="sm_90", target_facts="CPU interpreter")
+SETTINGS: dict[str, Any] = {**TreeSettings(pool_size=4).to_dict(), "steps": 50, "proposer": "offline"}
+
+
+def evaluation(rng: random.Random) -> Evaluation:
+    outcome = rng.choice(list(Outcome))
+    if outcome is Outcome.CORRECT:
+        speedup = rng.uniform(0.5, 12.0)
+        return Evaluation(outcome, speedup=speedup, spread=(speedup * 0.9, speedup * 1.1), time_ms=rng.uniform(0.1, 3),
+                          message="verified", seconds=rng.uniform(1, 5),
+                          resources=[{"config": "BLOCK=128", "target": "sm_90",
+                                      "resources": {"registers": 32, "spills": 0, "shared": 0}}])
+    return Evaluation(outcome, message=f"{outcome.value} because", seconds=0.5)
+
+
+def grow(tree: Tree, steps: int, seed: int, journal: Journal | None = None, search_id: str = "") -> None:
+    """A search with a random evaluator, each node recorded as it is evaluated."""
+    rng = random.Random(seed)
+    if not tree.root.children:
+        node = tree.add(tree.root, StepKind.ROOT, TASK.source, Evaluation(Outcome.CORRECT, speedup=1.0))
+        if journal:
+            journal.record(search_id, node)
+    for step in range(steps):
+        parent, kind = tree.select(rng)
+        node = tree.add(parent, kind, f"# candidate {tree.next_id}\n", evaluation(rng),
+                        proposer="offline", cost_usd=0.01 * step, propose_seconds=0.2)
+        if journal:
+            journal.record(search_id, node)
+
+
+def shape(tree: Tree) -> list[tuple[Any, ...]]:
+    """Everything a resumed search depends on, node by node."""
+    return [
+        (n.id, n.parent, n.kind, n.source, n.evaluation, n.visits, round(n.total, 9), n.best,
+         [c.id for c in n.children], n.proposer, n.cost_usd, n.propose_seconds, n.created)
+        for n in sorted(tree.nodes.values(), key=lambda n: n.id)
+    ]
+
+
+def test_record_and_load_round_trip_the_tree(tmp_path: Path):
+    journal = Journal(tmp_path)
+    search_id = journal.start(TASK, SETTINGS)
+    assert search_id.startswith("s-") and len(search_id) == len("s-20261129-193000-ab12")
+    tree = Tree(TreeSettings.from_dict(SETTINGS))
+    grow(tree, 40, seed=1, journal=journal, search_id=search_id)
+    journal.close()
+
+    task, settings, loaded = Journal(tmp_path).load(search_id)
+    assert task == TASK and settings == SETTINGS
+    assert loaded.settings == TreeSettings(pool_size=4)
+    assert shape(loaded) == shape(tree)
+    assert loaded.next_id == tree.next_id == 41
+    rng_a, rng_b = random.Random(5), random.Random(5)
+    assert loaded.select(rng_a)[0].id == tree.select(rng_b)[0].id
+    best = loaded.best()
+    assert best is not None and best.id == tree.best().id  # type: ignore[union-attr]
+
+
+def test_a_resumed_search_continues_the_ids_and_the_statistics(tmp_path: Path):
+    journal = Journal(tmp_path)
+    search_id = journal.start(TASK, SETTINGS)
+    tree = Tree()
+    grow(tree, 10, seed=2, journal=journal, search_id=search_id)
+    in_flight = tree.reserve(tree.root, StepKind.REGENERATE)  # killed before it was evaluated
+    assert in_flight.id == 11
+
+    _, _, resumed = journal.load(search_id)
+    assert 11 not in resumed.nodes and resumed.next_id == 11  # nothing evaluated is lost
+    assert resumed.root.visits == 11
+    grow(resumed, 5, seed=3, journal=journal, search_id=search_id)
+    assert sorted(resumed.nodes) == list(range(-1, 16))
+    _, _, again = journal.load(search_id)
+    assert shape(again) == shape(resumed)
+    [summary] = journal.searches()
+    assert (summary.id, summary.status, summary.nodes, summary.kernel) == (search_id, "running", 16, "add_kernel")
+    journal.finish(search_id, "done")
+    [summary] = journal.searches()
+    assert summary.status == "done" and summary.finished is not None
+    correct = [n.evaluation.speedup for n in again.evaluated()
+               if n.evaluation and n.evaluation.outcome is Outcome.CORRECT]
+    assert summary.best_speedup == pytest.approx(max(s for s in correct if s is not None))
+
+
+def test_out_of_order_completion_reloads_the_same_tree(tmp_path: Path):
+    journal = Journal(tmp_path)
+    search_id = journal.start(TASK, SETTINGS)
+    tree = Tree()
+    grow(tree, 2, seed=4, journal=journal, search_id=search_id)
+    first = tree.reserve(tree.nodes[0], StepKind.REFINE)
+    second = tree.reserve(tree.root, StepKind.REGENERATE)
+    journal.record(search_id, tree.complete(second, Evaluation(Outcome.WRONG), source="b"))
+    journal.record(search_id, tree.complete(first, Evaluation(Outcome.CORRECT, speedup=3.0), source="a"))
+    assert shape(journal.load(search_id)[2]) == shape(tree)
+
+
+def test_only_evaluated_nodes_of_known_searches_are_recorded(tmp_path: Path):
+    journal = Journal(tmp_path)
+    search_id = journal.start(TASK, {})
+    tree = Tree()
+    original = tree.add(tree.root, StepKind.ROOT, "x", Evaluation(Outcome.CORRECT, speedup=1.0))
+    with pytest.raises(ValueError):
+        journal.record(search_id, tree.reserve(original, StepKind.REFINE))
+    with pytest.raises(ValueError):
+        journal.record(search_id, tree.root)
+    with pytest.raises(TritonsmithError):
+        journal.record("s-nope", original)
+    with pytest.raises(TritonsmithError):
+        journal.load("s-nope")
+    assert journal.load(search_id)[2].settings == TreeSettings()  # no tree keys: the defaults
+
+
+def test_shares_state_db_with_the_failure_log_and_keeps_its_own_version(tmp_path: Path):
+    log = FailureLog(tmp_path)
+    journal = Journal(tmp_path)
+    assert journal.path == log.path
+    log.record(path="k.py", kernel="k", stage="compile", message="m", rules=["TS101"])
+    journal.start(TASK, {})
+    log.close()
+    journal.close()
+    assert FailureLog(tmp_path).rule_counts() == {"TS101": 1}
+    assert len(Journal(tmp_path).searches()) == 1
+    db = sqlite3.connect(journal.path)
+    meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+    assert meta["search_schema_version"] == str(SCHEMA_VERSION) and "schema_version" in meta
+    db.execute("UPDATE meta SET value = ? WHERE key = 'search_schema_version'", (str(SCHEMA_VERSION + 1),))
+    db.commit()
+    db.close()
+    with pytest.raises(TritonsmithError, match="newer tritonsmith"):
+        Journal(tmp_path)
+    FailureLog(tmp_path).close()  # the failure log does not care about the journal's version
+
+
+def _run(code: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_a_node_recorded_just_before_sigkill_survives(tmp_path: Path):
+    code = """
+        import os, signal, sys
+        from pathlib import Path
+        from tritonsmith.search.journal import Journal
+        from tritonsmith.search.model import Evaluation, Outcome, StepKind, Task
+        from tritonsmith.search.tree import Tree
+
+        journal = Journal(Path(sys.argv[1]))
+        search_id = journal.start(Task("k.py", "k", "src", "oracle", "interpreter"), {})
+        print(search_id, flush=True)
+        tree = Tree()
+        node = tree.add(tree.root, StepKind.ROOT, "src", Evaluation(Outcome.CORRECT, speedup=1.0))
+        journal.record(search_id, node)
+        node = tree.add(node, StepKind.REFINE, "faster", Evaluation(Outcome.CORRECT, speedup=2.5))
+        journal.record(search_id, node)
+        os.kill(os.getpid(), signal.SIGKILL)  # no close, no checkpoint, no exit handlers
+    """
+    process = _run(code, str(tmp_path))
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == -signal.SIGKILL, err
+    search_id = out.strip()
+    assert (tmp_path / ".tritonsmith" / "state.db-wal").exists()  # the node is in the WAL only
+    _, _, tree = Journal(tmp_path).load(search_id)
+    assert [(n.id, n.source) for n in tree.evaluated()] == [(0, "src"), (1, "faster")]
+    assert tree.nodes[1].evaluation is not None and tree.nodes[1].evaluation.speedup == 2.5
+
+
+def test_two_processes_write_to_the_same_database(tmp_path: Path):
+    code = """
+        import random, sys
+        from pathlib import Path
+        from tritonsmith.search.journal import Journal
+        from tritonsmith.search.model import Evaluation, Outcome, StepKind, Task
+        from tritonsmith.search.tree import Tree
+
+        journal = Journal(Path(sys.argv[1]))
+        search_id = journal.start(Task("k.py", sys.argv[2], "src", "oracle", "interpreter"), {})
+        rng = random.Random(sys.argv[2])
+        tree = Tree()
+        journal.record(search_id, tree.add(tree.root, StepKind.ROOT, "src", Evaluation(Outcome.CORRECT, speedup=1.0)))
+        for i in range(60):
+            parent, kind = tree.select(rng)
+            node = tree.add(parent, kind, f"{i}", Evaluation(Outcome.CORRECT, speedup=rng.uniform(0.5, 3)))
+            journal.record(search_id, node)
+        print(search_id)
+    """
+    processes = [_run(code, str(tmp_path), name) for name in ("first", "second")]  # a fresh database: both migrate
+    ids = []
+    for process in processes:
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err
+        ids.append(out.strip())
+    journal = Journal(tmp_path)
+    summaries = {s.id: s for s in journal.searches()}
+    assert set(summaries) == set(ids)
+    assert {s.kernel for s in summaries.values()} == {"first", "second"}
+    for search_id in ids:
+        assert summaries[search_id].nodes == 61
+        assert journal.load(search_id)[2].root.visits == 61
+
+
+def test_node_fields_survive_in_the_columns(tmp_path: Path):
+    journal = Journal(tmp_path)
+    search_id = journal.start(TASK, {})
+    tree = Tree()
+    node: Node = tree.add(tree.root, StepKind.ROOT, "s", Evaluation(
+        Outcome.CORRECT, speedup=1.0, spread=(0.98, 1.02), time_ms=0.25, message="ok",
+        resources=[{"config": "c", "resources": {"registers": 40}}], seconds=3.5))
+    journal.record(search_id, node)
+    db = sqlite3.connect(journal.path)
+    row = db.execute("SELECT parent_id, kind, outcome, reward, spread_low, spread_high, resources, seconds "
+                     "FROM search_nodes").fetchone()
+    assert row[:3] == (-1, "root", "correct")
+    assert row[3] == pytest.approx(node.reward)
+    assert row[4:6] == (0.98, 1.02) and '"registers": 40' in row[6] and row[7] == 3.5
