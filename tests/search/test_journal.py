@@ -129,6 +129,8 @@ def test_only_evaluated_nodes_of_known_searches_are_recorded(tmp_path: Path):
     with pytest.raises(TritonsmithError):
         journal.load("s-nope")
     assert journal.load(search_id)[2].settings == TreeSettings()  # no tree keys: the defaults
+    nested = journal.start(TASK, {"tree": TreeSettings(alpha=0.5).to_dict(), "pool_size": 1})
+    assert journal.load(nested)[2].settings == TreeSettings(alpha=0.5)  # the "tree" dict wins
 
 
 def test_shares_state_db_with_the_failure_log_and_keeps_its_own_version(tmp_path: Path):

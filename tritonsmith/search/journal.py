@@ -146,7 +146,8 @@ class Journal:
     def start(self, task: Task, settings: dict[str, Any]) -> str:
         """A new search, status "running"; returns its id, e.g. "s-20261129-193000-ab12".
 
-        `settings` is stored as JSON; `load` builds the tree from the `TreeSettings` keys in it.
+        `settings` is stored as JSON; `load` builds the tree from its `"tree"` dict (the
+        `TreeSettings` fields), or from `TreeSettings` keys at its top level when it has none.
         """
         task_json = json.dumps(asdict(task))
         settings_json = json.dumps(settings)
@@ -211,7 +212,8 @@ class Journal:
         known = {f.name for f in fields(Task)}
         task = Task(**{key: value for key, value in task_data.items() if key in known})
         settings: dict[str, Any] = json.loads(head[1])
-        tree = Tree(TreeSettings.from_dict(settings))
+        nested = settings.get("tree")
+        tree = Tree(TreeSettings.from_dict(nested if isinstance(nested, dict) else settings))
         # A parent is always evaluated before a child is reserved under it, so its id is
         # smaller: id order is a topological order.
         for row in rows:
