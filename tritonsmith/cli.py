@@ -2,6 +2,8 @@
 
     tritonsmith check PATH... [--format text|json|sarif] [--select ...] [--ignore ...] [--fix]
     tritonsmith rules list | show ID | import FILE | docs [--check]
+    tritonsmith verify FILE [--device auto|gpu|cpu] ...
+    tritonsmith optimize FILE --kernel NAME [--steps N] [--proposer ...] [--resume ID] [--out PATCH]
     tritonsmith serve [--tcp HOST:PORT]
 
 `check` exits 0 when clean, 1 with findings, 2 on a usage error (argparse's convention).
@@ -310,6 +312,73 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if reports and compiled else 1
 
 
+def cmd_optimize(args: argparse.Namespace) -> int:
+    """Search for a faster verified variant of one kernel; write the best as a patch."""
+    import signal
+    import threading
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from .search.engine import Progress
+    from .search.setup import SearchRequest, SetupError, open_search
+
+    mode = _verify_mode(args.device)
+    path = Path(args.file)
+    if not path.is_file():
+        raise UsageError(f"{args.file}: no such file")
+    request = SearchRequest(
+        path=path, kernel=args.kernel, device=mode, proposer=args.proposer, steps=args.steps,
+        wall_time_s=args.time_limit, concurrency=args.concurrency, seed=args.seed, allow_upload=args.allow_upload,
+        model=args.model, base_url=args.base_url, spending_cap_usd=args.spending_cap, target=args.target,
+    )
+    console = Console(stderr=True, highlight=False)
+    cancel = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda *_: cancel.set())  # Ctrl-C: stop cleanly, resumable
+    unit = "GPU time" if mode == "gpu" else "interpreter time (not a GPU figure)"
+    try:
+        status = console.status("starting: evaluating the original kernel")
+        with status:
+            def progress(update: Progress) -> None:
+                status.update(update.message(mode))
+                console.print(f"  {update.last}")
+
+            try:
+                opened = open_search(request, resume=args.resume, progress=progress, cancel=cancel)
+            except SetupError as error:
+                raise UsageError(error.user_message) from None
+            with opened:
+                console.print(f"search {opened.search.search_id}: {args.kernel} in {path}, {request.steps} steps, "
+                              f"proposer {opened.search.proposer.name}, {unit}")
+                result = opened.search.run()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    leaders = result.leaders()
+    table = Table(title=f"fastest verified candidates ({unit})")
+    for column in ("node", "step", "speedup", "spread", "ms", "proposer"):
+        table.add_column(column)
+    for node in leaders:
+        ev = node.evaluation
+        assert ev is not None
+        spread = f"{ev.spread[0]:.2f}–{ev.spread[1]:.2f}" if ev.spread else ""
+        table.add_row(str(node.id), node.kind.value, f"{ev.speedup:.2f}×", spread,
+                      f"{ev.time_ms:.4g}" if ev.time_ms is not None else "", node.proposer or "original")
+    console.print(table)
+    console.print(f"stopped: {result.stopped}; {result.tree.evaluated_count - 1} candidates evaluated"
+                  + (f"; ${result.cost_usd:.2f} spent" if result.cost_usd else "")
+                  + f"; resume with --resume {result.search_id}" * (result.stopped in ("cancelled", "time")))
+    if not result.improved:
+        console.print("no candidate beat the original by more than the timing spread")
+        return 1
+    from .settings import find_workspace_root
+
+    out = Path(args.out) if args.out else find_workspace_root(path.resolve()) / ".tritonsmith" / f"{result.search_id}.patch"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(result.diff, encoding="utf-8")
+    console.print(f"best: {result.speedup:.2f}× ({unit}); patch written to {out} (git apply {out})")
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from .server import serve
 
@@ -369,6 +438,27 @@ def build_parser() -> argparse.ArgumentParser:
                         "float16/bfloat16 1e-2, as KernelBench)")
     verify.add_argument("--jobs", type=int, metavar="N", help="compile jobs at once (default: 2, or 1 on one core)")
     verify.set_defaults(handler=cmd_verify)
+
+    optimize = commands.add_parser("optimize", help="search for a faster verified variant of a kernel")
+    optimize.add_argument("file", metavar="FILE")
+    optimize.add_argument("--kernel", required=True, metavar="NAME", help="the @triton.jit kernel to optimise")
+    optimize.add_argument("--steps", type=int, default=100, help="candidates to evaluate (default 100)")
+    optimize.add_argument("--time-limit", type=float, metavar="SECONDS", help="stop after this long")
+    optimize.add_argument("--proposer", choices=("auto", "offline", "anthropic", "openai"), default="auto",
+                          help="who writes candidates (auto: a model when a key is set and --allow-upload is given, "
+                          "else offline)")
+    optimize.add_argument("--allow-upload", action="store_true",
+                          help="consent to sending the kernel to the model's provider")
+    optimize.add_argument("--model", help="the model (anthropic, or the OpenAI-compatible server's)")
+    optimize.add_argument("--base-url", help="an OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
+    optimize.add_argument("--spending-cap", type=float, default=10.0, metavar="USD", help="stop spending above this")
+    optimize.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
+    optimize.add_argument("--target", default="sm_90", help="the GPU target candidates compile for")
+    optimize.add_argument("--concurrency", type=int, default=1, help="candidates evaluated at once")
+    optimize.add_argument("--seed", type=int, default=0)
+    optimize.add_argument("--resume", metavar="ID", help="continue a search from its journal")
+    optimize.add_argument("--out", metavar="PATCH", help="where to write the patch (default .tritonsmith/<id>.patch)")
+    optimize.set_defaults(handler=cmd_optimize)
 
     serve = commands.add_parser("serve", help="run the language server (stdio by default)")
     serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")

@@ -40,6 +40,7 @@ class Timing:
     speedup_low: float
     speedup_high: float
     environment: dict[str, object]
+    candidate_rounds: tuple[float, ...] = ()  # the candidate's median per round
 
     @property
     def flagged(self) -> bool:
@@ -70,4 +71,5 @@ def summarize(reference: Sequence[Sequence[float]], candidate: Sequence[Sequence
         speedup=ref_mean / max(cand_mean, 1e-9),
         speedup_low=min(ratios, default=0.0), speedup_high=max(ratios, default=0.0),
         environment=dict(environment or {}),
+        candidate_rounds=tuple(statistics.median(c) for c in candidate if c),
     )

@@ -30,7 +30,7 @@ from typing import TypeVar
 
 from ...errors import ConfigError
 from .. import prompts
-from ..model import Edit, Outcome, ProposalError, StepContext, apply_edits
+from ..model import Edit, Outcome, ProposalError, ProposerStopped, StepContext, apply_edits
 
 __all__ = [
     "LLMProposer",
@@ -45,10 +45,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-
-class ProposerStopped(ProposalError):
-    """The proposer cannot produce anything in this search any more; the engine should stop."""
 
 
 class MissingAPIKeyError(ProposerStopped, ConfigError):

@@ -1,0 +1,105 @@
+"""Evaluate one candidate of a search: compile it for the target, verify it against the
+spec's reference, and time it; the evaluator's sandboxed workers do the work.
+
+The speedup of a candidate is against the kernel the search started from (the root), both
+timed the same way: on a GPU, CUDA-event time at the sizes as written; without one, interpreter
+time at the checked sizes, which the search minimises and labels as such (DESIGN.md, "What a
+CPU search optimises"). The reference is always the spec's own (the harness's function or
+KernelBench's `Model`) from the file as it was when the search started: a variant can change
+the kernel, never what it is checked against.
+
+Nothing here imports torch or triton.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+from ..adapt import FailureLog
+from ..evaluator.pool import WorkerPool
+from ..evaluator.reports import compile_file
+from ..evaluator.verify import Spec, verify_spec
+from .model import Evaluation, Outcome, Task
+
+__all__ = ["CandidateEvaluator"]
+
+
+class CandidateEvaluator:
+    """Evaluates a search's candidates, with its worker pools kept warm between them.
+
+    Args:
+        task: the search's task (its `device` picks GPU or interpreter).
+        spec: the spec the original file was verified against.
+        rounds, runs: timing rounds, and timed calls per round and side.
+        failure_log: where compile and verification failures go (the adaptation work reads it).
+    """
+
+    def __init__(self, task: Task, spec: Spec, *, rounds: int | None = None, runs: int | None = None,
+                 failure_log: FailureLog | None = None, cancel: threading.Event | None = None) -> None:
+        self.task = task
+        self.spec = spec
+        gpu = task.device == "gpu"
+        self.rounds = rounds or (10 if gpu else 2)
+        self.runs = runs or (10 if gpu else 3)
+        self.failure_log = failure_log
+        self.cancel = cancel
+        env = dict(os.environ)
+        if not gpu:
+            env["TRITON_INTERPRET"] = "1"
+        self._compile_pool = WorkerPool(1)
+        self._verify_pools = (WorkerPool(1, env=env), WorkerPool(1, env=env))
+        self.baseline_ms: float | None = None  # the root's time, set by its evaluation
+
+    def evaluate(self, source: str) -> Evaluation:
+        """Compile, verify and time `source` (a whole file); never raises for a bad candidate."""
+        began = time.perf_counter()
+        evaluation = self._evaluate(source)
+        evaluation.seconds = round(time.perf_counter() - began, 3)
+        return evaluation
+
+    def _evaluate(self, source: str) -> Evaluation:
+        task = self.task
+        reports = compile_file(self._compile_pool, source, path=task.path, targets=[task.target],
+                               cancel_event=self.cancel, failure_log=self.failure_log)
+        resources: list[dict[str, Any]] = [
+            {"kernel": r.kernel, "config": e.get("config"), "target": e.get("target"), "resources": e.get("resources")}
+            for r in reports for e in r.results if e.get("ok")
+        ]
+        failed = [r for r in reports if not r.ok]
+        if failed:
+            first = failed[0]
+            message = first.findings[0].message if first.findings else (first.error or "compilation failed")
+            return Evaluation(Outcome.NOT_COMPILED, message=message, resources=resources)
+        verdict = verify_spec(
+            self.spec, mode="gpu" if task.device == "gpu" else "interpreter", candidate_source=source,
+            rounds=self.rounds, runs=self.runs, interpreter_timing=True, pools=self._verify_pools,
+            cancel=self.cancel,
+        )
+        if self.failure_log is not None and not verdict.ok:
+            self.failure_log.record(path=task.path, kernel=task.kernel, stage=f"search:{verdict.stage}",
+                                    message=verdict.message, rules=[], target=verdict.mode)
+        if not verdict.ok or verdict.timing is None:
+            return Evaluation(Outcome.WRONG, message=verdict.message or verdict.summary(), resources=resources)
+        timing = verdict.timing
+        time_ms = timing.candidate_median  # few runs under the interpreter: the median is robust
+        if self.baseline_ms is None:
+            self.baseline_ms = time_ms
+        rounds = timing.candidate_rounds or (time_ms,)
+        speedup = self.baseline_ms / max(time_ms, 1e-12)
+        spread = (self.baseline_ms / max(max(rounds), 1e-12), self.baseline_ms / max(min(rounds), 1e-12))
+        return Evaluation(Outcome.CORRECT, speedup=speedup, spread=spread, time_ms=time_ms,
+                          message=verdict.summary(), resources=resources)
+
+    def close(self) -> None:
+        self._compile_pool.close()
+        for pool in self._verify_pools:
+            pool.close()
+
+    def __enter__(self) -> CandidateEvaluator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
