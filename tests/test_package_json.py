@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonsmith.settings import Settings
+from tritonsmith.settings import PROPOSERS, Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = json.loads((ROOT / "package.json").read_text(encoding="utf-8"))
@@ -96,7 +96,7 @@ def test_setting_matches_its_field(key: str):
 
 def test_enum_settings_list_exactly_the_values_the_server_accepts():
     assert PROPERTIES["tritonsmith.device"]["enum"] == ["auto", "cuda", "cpu"]
-    assert PROPERTIES["tritonsmith.proposer"]["enum"] == ["anthropic", "offline"]
+    assert PROPERTIES["tritonsmith.proposer"]["enum"] == list(PROPOSERS)
     assert PROPERTIES["tritonsmith.verifyOnSave"]["enum"] == ["off", "compile", "verify"]
     for key in ("tritonsmith.device", "tritonsmith.proposer", "tritonsmith.verifyOnSave"):
         for value in PROPERTIES[key]["enum"]:

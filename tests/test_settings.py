@@ -13,7 +13,7 @@ def test_precedence_later_sources_win():
 def test_bad_values_warn_and_fall_back():
     warnings: list[str] = []
     settings = Settings.merged({"tritonVersion": "3.6"}, {"tritonVersion": "three", "budget": -1}, warnings=warnings)
-    assert settings.triton_version == "3.6" and settings.budget == 50
+    assert settings.triton_version == "3.6" and settings.budget == 100
     assert any("tritonVersion" in w for w in warnings) and any("budget" in w for w in warnings)
 
 

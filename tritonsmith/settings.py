@@ -54,13 +54,16 @@ class Settings:
     device: str = "auto"
     """Where to run kernels: auto, cuda or cpu (the Triton interpreter)."""
 
-    proposer: str = "anthropic"
-    """Who proposes kernel variants during a search: anthropic or offline."""
+    proposer: str = "auto"
+    """Who proposes kernel variants during a search: auto (a model when a key or endpoint is set and the workspace consented, else offline), offline, anthropic or openai."""
 
-    model: str = "claude-sonnet-4-5"
-    """The LLM model a search uses."""
+    model: str = "claude-sonnet-4-6"
+    """The LLM model a search uses (Anthropic's, or the OpenAI-compatible server's)."""
 
-    budget: int = 50
+    base_url: str = ""
+    """An OpenAI-compatible endpoint for the openai proposer, e.g. http://localhost:8000/v1 (vLLM, Ollama)."""
+
+    budget: int = 100
     """The number of candidate kernels a search may evaluate."""
 
     @classmethod
@@ -107,6 +110,7 @@ _FIELDS = {f.name: f for f in fields(Settings)}
 # (VS Code's extension reads `interpreter`; `trace.server` is vscode-languageclient's own).
 CLIENT_ONLY = frozenset({"interpreter", "trace"})
 SAVE_MODES = ("off", "compile", "verify")
+PROPOSERS = ("auto", "offline", "anthropic", "openai")
 _TUPLES = {"select", "ignore", "rule_packs", "targets"}
 
 
@@ -149,8 +153,8 @@ def _coerce(key: str, value: Any) -> Any:
         return value
     if key == "device" and value not in ("auto", "cuda", "cpu"):
         raise ConfigError(f"setting 'device' must be auto, cuda or cpu, got {value!r}")
-    if key == "proposer" and value not in ("anthropic", "offline"):
-        raise ConfigError(f"setting 'proposer' must be anthropic or offline, got {value!r}")
+    if key == "proposer" and value not in PROPOSERS:
+        raise ConfigError(f"setting 'proposer' must be one of {', '.join(PROPOSERS)}, got {value!r}")
     if not isinstance(value, str):
         raise ConfigError(f"setting '{key}' must be a string, got {value!r}")
     return value
