@@ -1,0 +1,182 @@
+"""The search loop with scripted proposers and evaluators (fast, no workers), and the offline
+proposer end to end on the CPU interpreter (real workers)."""
+
+from __future__ import annotations
+
+import random
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tritonsmith.search.engine import Search, SearchOptions, unified_diff
+from tritonsmith.search.journal import Journal
+from tritonsmith.search.model import (
+    Edit,
+    Evaluation,
+    Outcome,
+    ProposalError,
+    ProposerStopped,
+    StepContext,
+    StepKind,
+    Task,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+ORIGINAL = "def kernel():\n    BLOCK = 16\n"
+
+
+@dataclass
+class ScriptedProposer:
+    """Refines by bumping BLOCK; regenerates by writing BLOCK = 1024; can be told to fail."""
+
+    name: str = "scripted"
+    fail_refine: bool = False
+    stop_after: int | None = None
+    calls: list[str] = field(default_factory=list)
+
+    @property
+    def cost_usd(self) -> float:
+        return 0.01 * len(self.calls)
+
+    def _count(self, kind: str) -> None:
+        self.calls.append(kind)
+        if self.stop_after is not None and len(self.calls) > self.stop_after:
+            raise ProposerStopped("spending cap of $0.05 reached ($0.06 spent)")
+
+    def refine(self, context: StepContext) -> tuple[str, list[Edit]]:
+        self._count("refine")
+        if self.fail_refine:
+            raise ProposalError("edit 1: the old text does not occur in the kernel")
+        base = context.chain[-1][0]
+        block = int(base.split("BLOCK = ")[1].split()[0])
+        edit = Edit(f"BLOCK = {block}", f"BLOCK = {block * 2}")
+        return base.replace(edit.old, edit.new), [edit]
+
+    def regenerate(self, context: StepContext) -> str:
+        self._count("regenerate")
+        return f"def kernel():\n    BLOCK = {random.choice([256, 512, 1024])}\n"
+
+
+class BlockEvaluator:
+    """Time = 1 / BLOCK: bigger blocks are faster; BLOCK over 4096 does not compile."""
+
+    def __init__(self) -> None:
+        self.baseline_ms: float | None = None
+        self.sources: list[str] = []
+
+    def evaluate(self, source: str) -> Evaluation:
+        self.sources.append(source)
+        block = int(source.split("BLOCK = ")[1].split()[0])
+        if block > 4096:
+            return Evaluation(Outcome.NOT_COMPILED, message="BLOCK too large")
+        time_ms = 1000.0 / block
+        if self.baseline_ms is None:
+            self.baseline_ms = time_ms
+        speedup = self.baseline_ms / time_ms
+        return Evaluation(Outcome.CORRECT, speedup=speedup, spread=(speedup * 0.98, speedup * 1.02), time_ms=time_ms)
+
+
+def _task(tmp_path: Path) -> Task:
+    path = tmp_path / "k.py"
+    path.write_text(ORIGINAL)
+    return Task(path=str(path), kernel="kernel", source=ORIGINAL, spec="harness:k", device="interpreter")
+
+
+def test_a_scripted_search_finds_the_bigger_block_and_returns_a_diff(tmp_path: Path) -> None:
+    random.seed(0)
+    journal = Journal(tmp_path)
+    evaluator = BlockEvaluator()
+    search = Search(_task(tmp_path), ScriptedProposer(), evaluator, journal, SearchOptions(steps=12, seed=1))
+    result = search.run()
+    assert result.stopped == "budget" and result.tree.evaluated_count == 13  # the original + 12 steps
+    assert result.improved and result.speedup is not None and result.speedup >= 16
+    assert result.diff.startswith("--- a/k.py\n+++ b/k.py\n") and "-    BLOCK = 16" in result.diff
+    kinds = {n.kind for n in result.tree.evaluated()}
+    assert {StepKind.ROOT, StepKind.REFINE, StepKind.REGENERATE} <= kinds
+    # Every node went into the journal as it was evaluated.
+    _, _, loaded = journal.load(result.search_id)
+    assert loaded.evaluated_count == 13
+
+
+def test_the_same_candidate_twice_is_evaluated_once(tmp_path: Path) -> None:
+    evaluator = BlockEvaluator()
+    search = Search(_task(tmp_path), ScriptedProposer(), evaluator, Journal(tmp_path), SearchOptions(steps=15, seed=2))
+    search.run()
+    assert len(evaluator.sources) == len(set(evaluator.sources))
+
+
+def test_a_failing_step_kind_falls_back_to_the_other_and_failures_are_recorded(tmp_path: Path) -> None:
+    proposer = ScriptedProposer(fail_refine=True)
+    result = Search(_task(tmp_path), proposer, BlockEvaluator(), Journal(tmp_path), SearchOptions(steps=6, seed=3)).run()
+    assert "refine" in proposer.calls and "regenerate" in proposer.calls
+    assert all(n.kind is not StepKind.REFINE for n in result.tree.evaluated())  # refines fell back
+    assert result.tree.evaluated_count == 7
+
+
+def test_a_stopped_proposer_ends_the_search_with_its_reason(tmp_path: Path) -> None:
+    proposer = ScriptedProposer(stop_after=3)
+    result = Search(_task(tmp_path), proposer, BlockEvaluator(), Journal(tmp_path), SearchOptions(steps=20)).run()
+    assert result.stopped.startswith("proposer stopped: spending cap of $0.05 reached")
+    assert result.tree.evaluated_count < 21
+
+
+def test_cancelling_stops_the_search_and_resuming_finishes_it_without_rerunning(tmp_path: Path) -> None:
+    cancel = threading.Event()
+    evaluator = BlockEvaluator()
+    journal = Journal(tmp_path)
+
+    def stop_after_three(progress: object) -> None:
+        if len(evaluator.sources) >= 4:
+            cancel.set()
+
+    first = Search(_task(tmp_path), ScriptedProposer(), evaluator, journal, SearchOptions(steps=10),
+                   progress=stop_after_three, cancel=cancel).run()
+    assert first.stopped == "cancelled"
+    done = first.tree.evaluated_count
+    resumed_evaluator = BlockEvaluator()
+    second = Search(_task(tmp_path), ScriptedProposer(), resumed_evaluator, journal, SearchOptions(steps=10),
+                    resume=first.search_id).run()
+    assert second.stopped == "budget" and second.tree.evaluated_count == 11
+    assert done < 11
+    assert not set(resumed_evaluator.sources) & set(evaluator.sources)  # nothing evaluated twice
+    assert resumed_evaluator.baseline_ms == pytest.approx(1000.0 / 16)  # speedups stay against the original
+
+
+def test_an_original_that_fails_verification_stops_at_once(tmp_path: Path) -> None:
+    class Failing(BlockEvaluator):
+        def evaluate(self, source: str) -> Evaluation:
+            return Evaluation(Outcome.WRONG, message="trial 1: max abs error 3.2")
+
+    result = Search(_task(tmp_path), ScriptedProposer(), Failing(), Journal(tmp_path), SearchOptions(steps=5)).run()
+    assert result.stopped == "original-fails" and not result.improved
+
+
+def test_unified_diff_marks_a_missing_final_newline() -> None:
+    diff = unified_diff("a\nb", "a\nc", "x.py")
+    assert diff.endswith("\\ No newline at end of file\n")
+
+
+# -- the offline proposer on the CPU interpreter (real workers) -----------------------------
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize(("fixture", "kernel"), [("slow_add.py", "add_kernel"), ("slow_softmax.py", "softmax_kernel")])
+def test_the_offline_search_finds_a_faster_verified_variant(tmp_path: Path, fixture: str, kernel: str) -> None:
+    pytest.importorskip("triton")
+    pytest.importorskip("numpy")
+    from tritonsmith.search.setup import SearchRequest, open_search
+
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / fixture
+    path.write_text((FIXTURES / fixture).read_text())
+    request = SearchRequest(path=path, kernel=kernel, device="interpreter", proposer="offline", steps=4, seed=0)
+    with open_search(request) as opened:
+        result = opened.search.run()
+    assert result.improved, [(n.id, n.evaluation) for n in result.tree.evaluated()]
+    assert result.speedup is not None and result.speedup > 1.5
+    assert result.best is not None and result.best.evaluation is not None
+    assert result.best.evaluation.outcome is Outcome.CORRECT
+    assert "verified · interpreter" in result.best.evaluation.message
+    assert "BLOCK_SIZE=16" not in result.best.source
