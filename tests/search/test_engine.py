@@ -180,3 +180,11 @@ def test_the_offline_search_finds_a_faster_verified_variant(tmp_path: Path, fixt
     assert result.best.evaluation.outcome is Outcome.CORRECT
     assert "verified · interpreter" in result.best.evaluation.message
     assert "BLOCK_SIZE=16" not in result.best.source
+
+
+@pytest.mark.parametrize(("mode", "kind"), [("refine", StepKind.REFINE), ("regenerate", StepKind.REGENERATE)])
+def test_a_forced_mode_takes_only_that_step_kind(tmp_path: Path, mode: str, kind: StepKind) -> None:
+    result = Search(_task(tmp_path), ScriptedProposer(), BlockEvaluator(), Journal(tmp_path),
+                    SearchOptions(steps=8, mode=mode)).run()
+    steps = [n.kind for n in result.tree.evaluated() if n.kind is not StepKind.ROOT]
+    assert len(steps) == 8 and set(steps) == {kind}

@@ -64,6 +64,7 @@ class SearchOptions:
     steps: int = 100
     wall_time_s: float | None = None
     concurrency: int = 1
+    mode: str = "auto"  # "auto" (the tree decides), "refine" or "regenerate" (that step kind only, where possible)
     seed: int = 0
     tree: TreeSettings = field(default_factory=TreeSettings)
     pitfalls: tuple[str, ...] = ()
@@ -196,6 +197,7 @@ class Search:
                     stopped = "time"
                 while not out_of_time and budget_left > 0 and len(in_flight) < max(1, self.options.concurrency):
                     parent, kind = self.tree.select(self.rng)
+                    parent, kind = self._forced(parent, kind)
                     placeholder = self.tree.reserve(parent, kind)
                     # Contexts are built here, on the loop's thread: steps in flight never read the tree.
                     attempts = [(k, self._context(parent, k)) for k in (kind, self.tree.fallback(parent, kind)) if k]
@@ -218,6 +220,17 @@ class Search:
                 stopped = "proposer stopped: " + self.stop_reason if self.stop_reason else "cancelled"
         self.journal.finish(self.search_id, stopped)
         return self._result(stopped)
+
+    def _forced(self, parent: Node, kind: StepKind) -> tuple[Node, StepKind]:
+        """The step the options ask for ("… by refinement", "… by regeneration")."""
+        if self.options.mode == "refine":
+            if not self.tree.can_refine(parent):  # the dummy root: refine the best kernel so far
+                parent = self._best_correct() or self._root() or parent
+            if self.tree.can_refine(parent):
+                return parent, StepKind.REFINE
+        if self.options.mode == "regenerate":
+            return parent, StepKind.REGENERATE
+        return parent, kind
 
     def _step(self, placeholder: Node, attempts: list[tuple[StepKind, StepContext]]) -> tuple[str, Evaluation, float, str]:
         """Propose (the chosen step kind, then the other once), guard, evaluate."""

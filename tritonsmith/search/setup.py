@@ -49,6 +49,7 @@ class SearchRequest:
     steps: int = 100
     wall_time_s: float | None = None
     concurrency: int = 1
+    mode: str = "auto"  # auto | refine | regenerate
     seed: int = 0
     allow_upload: bool = False  # the user consented to sending the kernel to a hosted model
     model: str | None = None
@@ -167,7 +168,7 @@ def open_search(request: SearchRequest, *, resume: str | None = None,
     log = FailureLog(root)
     workspace = Workspace(root, Settings())
     options = SearchOptions(steps=request.steps, wall_time_s=request.wall_time_s, concurrency=request.concurrency,
-                            seed=request.seed, tree=TreeSettings(), pitfalls=pitfalls(workspace, log))
+                            mode=request.mode, seed=request.seed, tree=TreeSettings(), pitfalls=pitfalls(workspace, log))
     evaluator = CandidateEvaluator(task, spec, failure_log=log, cancel=cancel)
     try:
         relative = str(path.relative_to(root))
