@@ -72,8 +72,10 @@ class TritonsmithServer(LanguageServer):
         self._reported_pack_errors: set[str] = set()
         self.watcher: PackWatcher | None = None  # set by features.watch
         from .jobs import CompileJobs
+        from .searches import Searches
 
         self.jobs = CompileJobs(self)
+        self.searches = Searches(self)  # "Optimize this kernel"
 
     # -- settings and rules ----------------------------------------------------------------
 
@@ -151,7 +153,12 @@ class TritonsmithServer(LanguageServer):
         state = self.documents.pop(uri, None)
         if state is not None and state.compile_cancel is not None:
             state.compile_cancel.set()
+        self.searches.cancel_document(uri)
         self._scheduled.discard(uri)
+
+    def shutdown(self) -> None:
+        self.searches.cancel_all()  # search threads must end before the interpreter can exit
+        super().shutdown()
 
     def schedule_check(self, uri: str) -> None:
         """Check `uri` once the notifications already queued have been applied."""

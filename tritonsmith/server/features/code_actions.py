@@ -2,7 +2,8 @@
 `source.fixAll.tritonsmith` (every mechanical fix in the file, as `check --fix` does), and
 "Create verification harness" on a launcher without one (docs/harness.md): a `refactor.rewrite`
 action on the launcher, so that it shows in the lightbulb, and `source.createHarness.tritonsmith`
-anywhere in the file."""
+anywhere in the file; and "Optimize this kernel" (`refactor.rewrite.optimize.tritonsmith`, from
+`optimize.py`: pygls takes one handler per method)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ...rules import Edit, Finding, Span
 from ...rules.fixes import fix_edits
 from ..convert import to_lsp_diagnostic, to_lsp_text_edit
 from ..server import OpenDocument, TritonsmithServer
+from .optimize import OPTIMIZE_KIND, optimize_actions
 
 __all__ = ["CREATE_HARNESS_KIND", "CREATE_HARNESS_TITLE", "FIX_ALL_KIND", "ignore_edit", "register"]
 
@@ -113,6 +115,7 @@ def register(server: TritonsmithServer) -> None:
         types.CodeActionOptions(
             code_action_kinds=[
                 types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite, FIX_ALL_KIND, CREATE_HARNESS_KIND,
+                OPTIMIZE_KIND,
             ],
             resolve_provider=False,
         ),
@@ -160,5 +163,6 @@ def register(server: TritonsmithServer) -> None:
                     )
                 )
         actions += _harness_actions(ls, state, params)
+        actions += optimize_actions(ls, state, params, _wanted(only, OPTIMIZE_KIND))
         return actions
 

@@ -1,0 +1,594 @@
+"""Searches started from the editor ("Optimize this kernel"): consent, progress, cancellation,
+and the result as a diff the user reviews (docs/lsp-extensions.md).
+
+`Searches.start(uri, kernel, mode)` returns a search id at once and runs the search
+(`tritonsmith.search.setup.open_search`, the same as `tritonsmith optimize`) in a worker thread,
+on the buffer's text at that moment. Several searches on different kernels run at once; starting
+a kernel that is already being searched is refused (the running search's id is returned and the
+user told so). Each search owns a cancellable work-done progress ("step i/N · best x.xx×"); the
+coroutine that waits for it polls the progress token's cancel state (pygls does not cancel
+`workspace/executeCommand` handlers) and sets the search's cancel event, which also stops the
+evaluator's workers. Closing a document cancels its searches; shutting the server down cancels
+them all.
+
+Code leaves the machine only with consent: a hosted proposer (Anthropic, or an
+OpenAI-compatible endpoint that is not on this machine) asks once per workspace with
+`window/showMessageRequest`, and "Allow" is remembered in `.tritonsmith/consent.json`.
+
+A search that found a faster verified variant sends `tritonsmith/searchResult` (original and
+best source, speedup and spread, how it was measured, the tree, and a ready workspace edit).
+Clients that declare `experimental.tritonsmith.searchResultSupport` show it themselves (VS Code's
+diff editor) and apply it through `tritonsmith.server.applySearchResult`; other clients get
+`window/showDocument` of `.tritonsmith/<searchId>.patch` and the edit through
+`workspace/applyEdit`, annotated as needing confirmation. If the buffer changed since the search
+started, the user chooses: apply anyway, rebase (a three-way merge, offered when it is clean),
+re-run the search, or dismiss.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import difflib
+import ipaddress
+import json
+import logging
+import os
+import secrets
+import tempfile
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+from lsprotocol import types
+from pygls.capabilities import get_capability
+from pygls.uris import from_fs_path, to_fs_path
+
+from ..analysis.document import to_lsp_col
+from ..settings import find_workspace_root
+
+if TYPE_CHECKING:
+    from ..search.engine import Progress, SearchResult
+    from .server import TritonsmithServer
+
+__all__ = [
+    "CONSENT_ALLOW",
+    "CONSENT_CANCEL",
+    "CONSENT_OFFLINE",
+    "MODES",
+    "SEARCH_RESULT",
+    "Searches",
+    "hosted_provider",
+    "merge3",
+    "read_consent",
+    "record_consent",
+]
+
+log = logging.getLogger(__name__)
+
+SEARCH_RESULT = "tritonsmith/searchResult"
+MODES = ("auto", "refine", "regenerate")
+CONSENT_ALLOW = "Allow for this workspace"
+CONSENT_OFFLINE = "Use offline proposer"
+CONSENT_CANCEL = "Cancel"
+APPLY_ANYWAY = "Apply anyway"
+REBASE = "Rebase"
+RERUN = "Re-run the search"
+DISMISS = "Dismiss"
+_CHANGE_ANNOTATION = "tritonsmith-search"
+_KEEP_FINISHED = 20  # finished results kept for `applySearchResult`
+_POLL_S = 0.1  # how often a running search looks at its progress token's cancel state
+
+
+@dataclass
+class _Search:
+    """One search started from the editor."""
+
+    id: str
+    uri: str
+    kernel: str
+    mode: str
+    original: str  # the buffer when the search started
+    version: int | None  # its version
+    cancel: threading.Event = field(default_factory=threading.Event)
+    device: str = "interpreter"
+    token: str | None = None
+    journal_id: str | None = None
+    closed: bool = False  # its document was closed: nothing is offered any more
+    task: asyncio.Future[None] | None = None
+
+
+@dataclass
+class _Finished:
+    """A search that found a faster variant, kept so that a client can apply it later."""
+
+    search: _Search
+    best: str
+
+
+# -- consent ---------------------------------------------------------------------------------
+
+
+def hosted_provider(proposer: str, base_url: str) -> str | None:
+    """Who a proposer sends code to, when that is off this machine: "Anthropic", an endpoint's
+    origin ("https://host"), or None (offline, or an OpenAI-compatible server on localhost)."""
+    if proposer == "anthropic":
+        return "Anthropic"
+    if proposer != "openai":
+        return None
+    parsed = urlparse(base_url)
+    host = parsed.hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return None
+    with contextlib.suppress(ValueError):
+        if ipaddress.ip_address(host).is_loopback:
+            return None
+    return f"{parsed.scheme}://{parsed.netloc}" if parsed.netloc else base_url or "an OpenAI-compatible server"
+
+
+def _consent_path(root: Path) -> Path:
+    return root / ".tritonsmith" / "consent.json"
+
+
+def read_consent(root: Path) -> set[str]:
+    """The providers this workspace allowed; empty when the file is missing or unreadable."""
+    try:
+        data = json.loads(_consent_path(root).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    allowed = data.get("allowed") if isinstance(data, dict) else None
+    return {str(k) for k in allowed} if isinstance(allowed, dict) else set()
+
+
+def record_consent(root: Path, provider: str) -> None:
+    """Remember that this workspace allows sending kernels to `provider` (atomic write)."""
+    path = _consent_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    if not isinstance(data, dict) or not isinstance(data.get("allowed"), dict):
+        data = {"version": 1, "allowed": {}}
+    data["version"] = 1
+    data["allowed"][provider] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    _write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# -- merging ---------------------------------------------------------------------------------
+
+
+def merge3(base: str, ours: str, theirs: str) -> str | None:
+    """Both sides' changes to `base`, by lines; None when they touch or overlap (a conflict)."""
+    lines = base.splitlines(keepends=True)
+    changes: list[tuple[int, int, list[str], int]] = []
+    for side, other in enumerate((ours, theirs)):
+        other_lines = other.splitlines(keepends=True)
+        matcher = difflib.SequenceMatcher(None, lines, other_lines, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag != "equal":
+                changes.append((i1, i2, other_lines[j1:j2], side))
+    mine = [c for c in changes if c[3] == 0]
+    kept = list(mine)
+    for change in (c for c in changes if c[3] == 1):
+        same = [c for c in mine if c[:3] == change[:3]]
+        if same:
+            continue  # both sides made the same change
+        if any(max(change[0], c[0]) <= min(change[1], c[1]) for c in mine):
+            return None
+        kept.append(change)
+    out: list[str] = []
+    at = 0
+    for i1, i2, replacement, _ in sorted(kept, key=lambda c: (c[0], c[1])):
+        out += lines[at:i1]
+        out += replacement
+        at = i2
+    out += lines[at:]
+    return "".join(out)
+
+
+# -- edits -----------------------------------------------------------------------------------
+
+
+def _end_position(text: str, encoding: str) -> types.Position:
+    data = text.encode("utf-8")
+    row = data.count(b"\n")
+    last = data[data.rfind(b"\n") + 1:]
+    return types.Position(row, to_lsp_col(last, len(last), encoding))
+
+
+class Searches:
+    """The searches the editor started, by id (several at once, one per kernel)."""
+
+    def __init__(self, server: TritonsmithServer) -> None:
+        self.server = server
+        self.running: dict[str, _Search] = {}
+        self.finished: OrderedDict[str, _Finished] = OrderedDict()
+        self._session_consent: set[tuple[str, str]] = set()  # (root, provider) outside a workspace file
+
+    # -- starting and stopping ----------------------------------------------------------------
+
+    def find(self, uri: str, kernel: str) -> _Search | None:
+        return next((s for s in self.running.values() if s.uri == uri and s.kernel == kernel), None)
+
+    def start(self, uri: str, kernel: str, mode: str = "auto") -> str | None:
+        """Start a search on `kernel` in the open document `uri`; returns its id at once.
+
+        None when the document is not open or the mode is unknown. A kernel already being
+        searched is not searched twice: the running search's id comes back, and the user is told.
+        """
+        if mode not in MODES:
+            self._show(types.MessageType.Error, f"unknown search mode {mode!r} ({', '.join(MODES)})")
+            return None
+        state = self.server.documents.get(uri)
+        if state is None:
+            log.warning("optimize: the document is not open: %s", uri)
+            return None
+        existing = self.find(uri, kernel)
+        if existing is not None:
+            self._show(types.MessageType.Info, f"{kernel} is already being optimised; cancel that search first "
+                                               "(its progress, or the code action) to start another")
+            return existing.id
+        search = _Search(id=f"ts-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}", uri=uri, kernel=kernel,
+                         mode=mode, original=state.document.text, version=state.version)
+        self.running[search.id] = search
+        search.task = asyncio.ensure_future(self._run(search))
+        return search.id
+
+    def cancel(self, search_id: str) -> bool:
+        search = self.running.get(search_id)
+        if search is None:
+            return False
+        search.cancel.set()
+        return True
+
+    def cancel_document(self, uri: str) -> None:
+        """The document was closed: stop its searches, and offer nothing from them."""
+        for search in list(self.running.values()):
+            if search.uri == uri:
+                search.closed = True
+                search.cancel.set()
+
+    def cancel_all(self) -> None:
+        for search in list(self.running.values()):
+            search.closed = True
+            search.cancel.set()
+
+    # -- one search ---------------------------------------------------------------------------
+
+    async def _run(self, search: _Search) -> None:
+        try:
+            await self._run_search(search)
+        except Exception:  # a bug here must not take the editor down
+            log.exception("search %s on %s failed", search.id, search.kernel)
+            self._show(types.MessageType.Error, f"the search on {search.kernel} failed; see the server's log")
+        finally:
+            self.running.pop(search.id, None)
+
+    async def _run_search(self, search: _Search) -> None:
+        from ..evaluator.verify import default_mode
+        from ..search.setup import SearchRequest, SetupError
+
+        settings = self.server.workspace_state.settings
+        path = Path(to_fs_path(search.uri) or search.uri)
+        root = find_workspace_root(path.resolve())
+        search.device = {"cpu": "interpreter", "cuda": "gpu"}.get(settings.device) or default_mode()
+        proposer = settings.proposer
+        if proposer == "auto":
+            proposer = "anthropic" if os.environ.get("ANTHROPIC_API_KEY") else (
+                "openai" if settings.base_url else "offline")
+        provider = hosted_provider(proposer, settings.base_url)
+        if provider is not None and not self._consented(root, provider):
+            answer = await self._ask(
+                types.MessageType.Info, f"Send this kernel ({search.kernel}) to {provider} for optimisation?",
+                [CONSENT_ALLOW, CONSENT_OFFLINE, CONSENT_CANCEL])
+            if answer == CONSENT_ALLOW:
+                self._remember_consent(root, provider)
+            elif answer == CONSENT_OFFLINE:
+                proposer = "offline"
+            else:
+                return
+        if search.cancel.is_set():
+            return
+        request = SearchRequest(
+            path=path, kernel=search.kernel, device=search.device, proposer=proposer, steps=settings.budget,
+            mode=search.mode, allow_upload=proposer != "offline", model=settings.model or None,
+            base_url=settings.base_url or None, source=search.original,
+        )
+        search.token = await self._begin_progress(search)
+        loop = asyncio.get_running_loop()
+
+        def progress(update: Progress) -> None:  # on the search's thread
+            loop.call_soon_threadsafe(self._report, search, update)
+
+        worker = asyncio.ensure_future(asyncio.to_thread(self._search_blocking, request, progress, search.cancel))
+        while not worker.done():
+            await asyncio.wait({worker}, timeout=_POLL_S)
+            if self._token_cancelled(search.token):
+                search.cancel.set()
+        self.running.pop(search.id, None)  # the kernel may be searched again from here on
+        result: SearchResult | None = None
+        try:
+            result = worker.result()
+        except SetupError as error:
+            self._end_progress(search, f"not started: {error.user_message}")
+            self._show(types.MessageType.Error, error.user_message)
+            return
+        except Exception:
+            log.exception("search %s on %s failed", search.id, search.kernel)
+            self._end_progress(search, "failed; see the server's log")
+            self._show(types.MessageType.Error, f"the search on {search.kernel} failed; see the server's log")
+            return
+        self._end_progress(search, self._summary(search, result))
+        if result is not None and not search.closed:
+            await self._deliver(search, result)
+
+    @staticmethod
+    def _search_blocking(request: Any, progress: Any, cancel: threading.Event) -> SearchResult:
+        from ..search.setup import open_search
+
+        with open_search(request, progress=progress, cancel=cancel) as opened:
+            return opened.search.run()
+
+    @staticmethod
+    def _cancelled(search: _Search, result: SearchResult) -> bool:
+        # Cancelled while the original was being evaluated, the engine reports "original-fails".
+        return result.stopped == "cancelled" or (result.stopped == "original-fails" and search.cancel.is_set())
+
+    def _summary(self, search: _Search, result: SearchResult) -> str:
+        unit = "GPU time" if search.device == "gpu" else "interpreter time"
+        count = max(0, result.tree.evaluated_count - 1)
+        if self._cancelled(search, result):
+            return f"cancelled after {count} candidates"
+        if result.stopped == "original-fails":
+            return "the original kernel fails verification"
+        found = (f"{result.speedup:.2f}× faster ({unit})" if result.improved and result.speedup is not None
+                 else "no faster verified variant")
+        if result.stopped.startswith("proposer stopped"):
+            return f"{result.stopped}; {found}, {count} candidates"
+        return f"done: {found}, {count} candidates"
+
+    # -- consent ------------------------------------------------------------------------------
+
+    def _consented(self, root: Path, provider: str) -> bool:
+        return (str(root), provider) in self._session_consent or provider in read_consent(root)
+
+    def _remember_consent(self, root: Path, provider: str) -> None:
+        self._session_consent.add((str(root), provider))
+        try:
+            record_consent(root, provider)
+        except OSError:
+            log.exception("cannot write %s; consent holds for this session only", _consent_path(root))
+
+    # -- progress -----------------------------------------------------------------------------
+
+    async def _begin_progress(self, search: _Search) -> str | None:
+        if not get_capability(self.server.client_capabilities, "window.work_done_progress", False):
+            return None
+        token = str(uuid.uuid4())
+        progress = self.server.work_done_progress
+        try:
+            await progress.create_async(token)
+            unit = "GPU" if search.device == "gpu" else "interpreter"
+            progress.begin(token, types.WorkDoneProgressBegin(
+                title=f"Optimizing {search.kernel}", cancellable=True, percentage=0,
+                message=f"evaluating the original kernel ({unit})"))
+        except Exception:  # a client that refuses progress still gets the result
+            log.warning("work-done progress refused for search %s", search.id)
+            return None
+        return token
+
+    def _report(self, search: _Search, update: Progress) -> None:
+        search.journal_id = update.search_id
+        if search.token is None:
+            return
+        percentage = min(100, int(100 * update.step / max(1, update.steps)))
+        self.server.work_done_progress.report(
+            search.token, types.WorkDoneProgressReport(message=update.message(search.device), percentage=percentage))
+
+    def _token_cancelled(self, token: str | None) -> bool:
+        future = self.server.work_done_progress.tokens.get(token) if token is not None else None
+        return bool(future is not None and future.cancelled())
+
+    def _end_progress(self, search: _Search, message: str) -> None:
+        if search.token is None:
+            return
+        self.server.work_done_progress.end(search.token, types.WorkDoneProgressEnd(message=message))
+        self.server.work_done_progress.tokens.pop(search.token, None)
+        search.token = None
+
+    # -- the result ---------------------------------------------------------------------------
+
+    async def _deliver(self, search: _Search, result: SearchResult) -> None:
+        count = max(0, result.tree.evaluated_count - 1)
+        if not result.improved or result.best is None:
+            if self._cancelled(search, result):
+                return
+            if result.stopped.startswith("proposer stopped"):
+                self._show(types.MessageType.Warning, f"the search on {search.kernel} {result.stopped} "
+                                                      f"(no faster verified variant, {count} candidates)")
+                return
+            if result.stopped == "original-fails":
+                root = next((n for n in result.tree.evaluated() if n.id == 0), None)
+                why = root.evaluation.message if root is not None and root.evaluation is not None else ""
+                self._show(types.MessageType.Warning, f"{search.kernel} fails verification before any change"
+                                                      + (f": {why}" if why else ""))
+                return
+            best = f"best {result.speedup:.2f}×" if result.speedup is not None else "no correct candidate"
+            self._show(types.MessageType.Info,
+                       f"no faster verified variant of {search.kernel} found ({best}, {count} candidates)")
+            return
+        best_source = result.best.source
+        self.finished[search.id] = _Finished(search, best_source)
+        while len(self.finished) > _KEEP_FINISHED:
+            self.finished.popitem(last=False)
+        edit = self._edit(search.uri, search.version, search.original, best_source, confirm=True)
+        self.server.protocol.notify(SEARCH_RESULT, self._payload(search, result, edit))
+        if self._client_shows_results():
+            return  # the client reviews it and calls applySearchResult
+        patch = self._write_patch(search, result.diff)
+        if patch is not None and get_capability(self.server.client_capabilities, "window.show_document.support", False):
+            try:
+                await self.server.window_show_document_async(
+                    types.ShowDocumentParams(uri=from_fs_path(str(patch)) or patch.as_uri(), take_focus=True))
+            except Exception:
+                log.warning("window/showDocument of %s failed", patch)
+        await self.apply(search.id, confirm=True)
+
+    def _payload(self, search: _Search, result: SearchResult, edit: types.WorkspaceEdit) -> dict[str, Any]:
+        from ..search.tree import ROOT_ID
+
+        best = result.best
+        evaluation = best.evaluation if best is not None else None
+        tree = []
+        for node in result.tree.evaluated():
+            ev = node.evaluation
+            entry: dict[str, Any] = {
+                "id": node.id,
+                "parent": None if node.parent in (None, ROOT_ID) else node.parent,
+                "kind": node.kind.value,
+                "outcome": ev.outcome.value if ev is not None else None,
+                "speedup": ev.speedup if ev is not None else None,
+                "message": (ev.message.splitlines() or [""])[0][:200] if ev is not None else "",
+            }
+            if node.reward is not None:
+                entry["reward"] = node.reward
+            tree.append(entry)
+        return {
+            "uri": search.uri,
+            "kernel": search.kernel,
+            "searchId": search.id,
+            "journalId": result.search_id,
+            "mode": search.mode,
+            "original": search.original,
+            "best": best.source if best is not None else "",
+            "bestId": best.id if best is not None else None,
+            "speedup": result.speedup,
+            "spread": list(evaluation.spread) if evaluation is not None and evaluation.spread else None,
+            "measuredOn": search.device,
+            "stopped": result.stopped,
+            "costUsd": result.cost_usd,
+            "diff": result.diff,
+            "tree": tree,
+            "edit": self.server.protocol._converter.unstructure(edit),
+        }
+
+    def _client_shows_results(self) -> bool:
+        experimental = getattr(self.server.client_capabilities, "experimental", None)
+        if not isinstance(experimental, dict):
+            return False
+        ours = experimental.get("tritonsmith")
+        return isinstance(ours, dict) and bool(ours.get("searchResultSupport"))
+
+    def _write_patch(self, search: _Search, diff: str) -> Path | None:
+        path = Path(to_fs_path(search.uri) or search.uri)
+        try:
+            folder = find_workspace_root(path.resolve()) / ".tritonsmith"
+            folder.mkdir(parents=True, exist_ok=True)
+            patch = folder / f"{search.id}.patch"
+            _write_atomic(patch, diff)
+        except OSError:
+            log.exception("cannot write the patch of search %s", search.id)
+            return None
+        return patch
+
+    def _edit(self, uri: str, version: int | None, before: str, after: str, *, confirm: bool) -> types.WorkspaceEdit:
+        """Replace the whole document (`before`, at `version`) with `after`; annotated as
+        needing confirmation when asked and the client supports change annotations."""
+        rng = types.Range(types.Position(0, 0), _end_position(before, self.server.encoding))
+        caps = self.server.client_capabilities.workspace
+        workspace_edit = caps.workspace_edit if caps is not None else None
+        document_changes = bool(workspace_edit and workspace_edit.document_changes)
+        annotations = bool(workspace_edit and workspace_edit.change_annotation_support is not None)
+        if not document_changes:
+            return types.WorkspaceEdit(changes={uri: [types.TextEdit(range=rng, new_text=after)]})
+        identifier = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
+        if confirm and annotations:
+            return types.WorkspaceEdit(
+                document_changes=[types.TextDocumentEdit(text_document=identifier, edits=[
+                    types.AnnotatedTextEdit(range=rng, new_text=after, annotation_id=_CHANGE_ANNOTATION)])],
+                change_annotations={_CHANGE_ANNOTATION: types.ChangeAnnotation(
+                    label="Apply the faster kernel", needs_confirmation=True,
+                    description="the fastest verified variant the search found")},
+            )
+        return types.WorkspaceEdit(document_changes=[
+            types.TextDocumentEdit(text_document=identifier, edits=[types.TextEdit(range=rng, new_text=after)])])
+
+    async def apply(self, search_id: str, *, confirm: bool) -> bool:
+        """Offer a finished search's best variant as a workspace edit. When the buffer changed
+        since the search started, ask first: apply anyway, rebase, re-run or dismiss."""
+        finished = self.finished.get(search_id)
+        if finished is None:
+            self._show(types.MessageType.Warning, f"no result of search {search_id} to apply")
+            return False
+        search = finished.search
+        state = self.server.documents.get(search.uri)
+        if state is None:
+            log.warning("the document of search %s is closed", search_id)
+            return False
+        current = state.document.text
+        after = finished.best
+        if current != search.original:
+            merged = merge3(search.original, current, finished.best)
+            choices = [APPLY_ANYWAY] + ([REBASE] if merged is not None else []) + [RERUN, DISMISS]
+            answer = await self._ask(
+                types.MessageType.Warning,
+                f"{search.kernel} changed since the search started. Apply the faster kernel anyway (your "
+                "changes since are lost)" + (", rebase your changes onto it" if merged is not None else "")
+                + ", or re-run the search?", choices)
+            if answer == RERUN:
+                self.start(search.uri, search.kernel, search.mode)
+                return False
+            if answer not in (APPLY_ANYWAY, REBASE):
+                return False
+            state = self.server.documents.get(search.uri)
+            if state is None:
+                return False
+            current = state.document.text
+            if answer == REBASE:
+                rebased = merge3(search.original, current, finished.best)
+                if rebased is None:
+                    self._show(types.MessageType.Warning, "the buffer changed again and the rebase no longer "
+                                                          "merges cleanly; nothing was applied")
+                    return False
+                after = rebased
+        edit = self._edit(search.uri, state.version, current, after, confirm=confirm)
+        try:
+            applied = await self.server.workspace_apply_edit_async(
+                types.ApplyWorkspaceEditParams(edit=edit, label=f"Faster {search.kernel} (search {search.id})"))
+        except Exception:
+            log.exception("workspace/applyEdit failed for search %s", search_id)
+            return False
+        if not applied.applied:
+            log.info("search %s's edit was not applied: %s", search_id, applied.failure_reason)
+        return bool(applied.applied)
+
+    # -- messages -----------------------------------------------------------------------------
+
+    def _show(self, kind: types.MessageType, message: str) -> None:
+        self.server.window_show_message(types.ShowMessageParams(kind, f"tritonsmith: {message}"))
+
+    async def _ask(self, kind: types.MessageType, message: str, choices: list[str]) -> str | None:
+        try:
+            answer = await self.server.window_show_message_request_async(types.ShowMessageRequestParams(
+                type=kind, message=f"tritonsmith: {message}", actions=[types.MessageActionItem(c) for c in choices]))
+        except Exception:
+            log.exception("window/showMessageRequest failed")
+            return None
+        return answer.title if answer is not None else None
