@@ -188,3 +188,18 @@ def test_a_forced_mode_takes_only_that_step_kind(tmp_path: Path, mode: str, kind
                     SearchOptions(steps=8, mode=mode)).run()
     steps = [n.kind for n in result.tree.evaluated() if n.kind is not StepKind.ROOT]
     assert len(steps) == 8 and set(steps) == {kind}
+
+
+def test_cancelling_while_the_original_is_evaluated_is_a_cancel_not_a_failure(tmp_path: Path) -> None:
+    cancel = threading.Event()
+
+    class Interrupted(BlockEvaluator):
+        def evaluate(self, source: str) -> Evaluation:
+            cancel.set()  # the user cancels while the original runs; its job is cut short
+            return Evaluation(Outcome.NOT_COMPILED, message="compile job cancelled")
+
+    journal = Journal(tmp_path)
+    result = Search(_task(tmp_path), ScriptedProposer(), Interrupted(), journal, SearchOptions(steps=5),
+                    cancel=cancel).run()
+    assert result.stopped == "cancelled"
+    assert [s.status for s in journal.searches()] == ["cancelled"]

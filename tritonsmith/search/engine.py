@@ -180,6 +180,11 @@ class Search:
         if self._root() is None:
             placeholder = self.tree.reserve(self.tree.root, StepKind.ROOT)
             evaluation = self.evaluator.evaluate(self.task.source)
+            if self.cancel.is_set() and evaluation.outcome is not Outcome.CORRECT:  # cut short, not failed
+                self.tree.discard(placeholder)
+                self.journal.finish(self.search_id, "cancelled")
+                return SearchResult(self.search_id, self.task, self.tree, stopped="cancelled",
+                                    cost_usd=self.proposer.cost_usd)
             self._finish(placeholder, self.task.source, evaluation, 0.0, "")
             if evaluation.outcome is not Outcome.CORRECT:
                 self.journal.finish(self.search_id, "failed")

@@ -348,8 +348,7 @@ class Searches:
 
     @staticmethod
     def _cancelled(search: _Search, result: SearchResult) -> bool:
-        # Cancelled while the original was being evaluated, the engine reports "original-fails".
-        return result.stopped == "cancelled" or (result.stopped == "original-fails" and search.cancel.is_set())
+        return result.stopped == "cancelled"
 
     def _summary(self, search: _Search, result: SearchResult) -> str:
         unit = "GPU time" if search.device == "gpu" else "interpreter time"

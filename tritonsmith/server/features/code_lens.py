@@ -60,5 +60,6 @@ def register(server: TritonsmithServer) -> None:
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: TritonsmithServer, params: None) -> None:
         ls.jobs.close()
+        ls.searches.cancel_all()
         if ls.watcher is not None:
             ls.watcher.stop()
