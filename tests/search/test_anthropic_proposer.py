@@ -174,6 +174,29 @@ def test_regenerate_returns_the_new_file_written_against_the_pool():
     assert "## Kernel Pool" in body["messages"][0]["content"]
 
 
+def test_the_guardians_repair_sends_the_violations_and_takes_back_a_whole_file():
+    server = Server(ok(PROPOSER_TEXT), ok(PROPOSER_TEXT))
+    prop, _ = proposer(server)
+    prop.regenerate(CONTEXT)
+    violations = ["line 9: TS101 tl.arange range 100 (0..100) is not a power of 2"]
+    assert prop.repair(SOURCE, violations) == NEW_FILE
+    repair = server.bodies()[1]["messages"][0]["content"]
+    assert "## Repair" in repair and violations[0] in repair and SOURCE.splitlines()[5] in repair
+
+
+def test_the_guardian_wires_the_llm_repair():
+    from tritonsmith.search.guardian import RuleGuardian
+    from tritonsmith.settings import Settings
+    from tritonsmith.workspace import Workspace
+
+    server = Server(ok(PROPOSER_TEXT), ok(PROPOSER_TEXT))
+    prop, _ = proposer(server)
+    prop.regenerate(CONTEXT)
+    broken = SOURCE.replace("tl.arange(0, BLOCK)", "tl.arange(0, 100)")
+    repaired, note = RuleGuardian(Workspace(None, Settings()), prop.repair).check(broken)
+    assert note == "repaired by the proposer" and repaired == NEW_FILE
+
+
 def test_stable_system_blocks_carry_cache_control():
     server = Server(ok(PROPOSER_TEXT))
     prop, _ = proposer(server)

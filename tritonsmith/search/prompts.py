@@ -294,6 +294,16 @@ def regenerate_prompt(context: StepContext) -> Prompt:
     return Prompt(system=system_blocks(context), user="\n\n".join(parts))
 
 
+def repair_prompt(context: StepContext, source: str, violations: list[str]) -> Prompt:
+    """The guardian's one chance: the candidate breaks rules that have no mechanical fix."""
+    listed = "\n".join(f"- {v}" for v in violations)
+    user = (
+        "## Repair\nThis candidate breaks Triton rules that make it fail to compile or run. Fix exactly "
+        f"these violations and change nothing else:\n{listed}\n\n{_fenced(source)}\n\n{REGENERATE_FORMAT}"
+    )
+    return Prompt(system=system_blocks(context), user=user)
+
+
 # -- parsers ---------------------------------------------------------------------------------
 
 _TAG = re.compile(r"<(reasoning|old_str|new_str)_(\d+)>(.*?)</\1_\2>", re.DOTALL)

@@ -118,14 +118,14 @@ def _proposer(request: SearchRequest, rng: random.Random) -> tuple[Proposer, Cal
             anthropic = AnthropicProposer(model=request.model, spending_cap_usd=request.spending_cap_usd)
         else:
             anthropic = AnthropicProposer(spending_cap_usd=request.spending_cap_usd)
-        return anthropic, getattr(anthropic, "repair", None)
+        return anthropic, anthropic.repair
     if choice == "openai":
         from .proposers.openai_proposer import OpenAICompatibleProposer
 
         if not request.base_url or not request.model:
             raise SetupError("the openai proposer needs --base-url and --model (e.g. a local vLLM or Ollama server)")
         openai = OpenAICompatibleProposer(request.base_url, request.model, spending_cap_usd=request.spending_cap_usd)
-        return openai, getattr(openai, "repair", None)
+        return openai, openai.repair
     raise SetupError(f"unknown proposer {choice!r} (auto, offline, anthropic, openai)")
 
 

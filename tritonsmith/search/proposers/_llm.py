@@ -160,6 +160,7 @@ class LLMProposer:
         self.backoff_cap_s = backoff_cap_s
         self._sleep = sleep
         self._usage = Usage()
+        self._context: StepContext | None = None  # the last step's, for the guardian's repair
         self._lock = threading.Lock()
         self._price: Price | None = None
         self._secrets: tuple[str, ...] = ()
@@ -186,6 +187,7 @@ class LLMProposer:
         """
         if not context.chain:
             raise ProposalError("a refine step needs a kernel to refine (the chain is empty)")
+        self._context = context
         advice: str | None = None
         if _all_wrong(context):
             advice = prompts.FIX_OR_IMPROVE
@@ -198,7 +200,16 @@ class LLMProposer:
 
     def regenerate(self, context: StepContext) -> str:
         """AdaExplore's large step: a complete new file that should beat the kernel pool."""
+        self._context = context
         reply = self._ask(prompts.regenerate_prompt(context), "proposer", self.max_tokens)
+        return self._parse(reply, prompts.parse_file)
+
+    def repair(self, source: str, violations: list[str]) -> str:
+        """The guardian's one chance for a candidate whose rule violations have no mechanical
+        fix: the violations listed, a complete fixed file back."""
+        if self._context is None:
+            raise ProposalError("nothing to repair against: no step has run")
+        reply = self._ask(prompts.repair_prompt(self._context, source, violations), "repair", self.max_tokens)
         return self._parse(reply, prompts.parse_file)
 
     # -- what subclasses implement ---------------------------------------------------------------
