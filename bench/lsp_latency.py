@@ -15,6 +15,12 @@ For each server and file size:
    (or, for a server that omits versions, the next one). The client waits for each before
    sending the next edit, so the numbers are per-edit, not coalesced.
 
+3. with ``--verify-in-flight [FILE]`` (tritonsmith only), in the same server: open a copy of FILE
+   (default ``examples/matmul.py``, a file with a spec), save it and save it again whenever its
+   job (compile + verify, ``server/jobs.py``) has published, and edit again meanwhile; edits
+   that ran entirely inside a job (``$/progress`` begin to end) give the in-flight latency,
+   next to the idle one (see ``edits_in_flight``).
+
 pylsp lints through ``@debounce(LINT_DEBOUNCE_S=0.5, keyed_by="doc_uri")`` (pylsp/python_lsp.py),
 a hard-coded 500 ms timer that no setting changes; its latencies therefore include 500 ms of
 idle waiting. The table also shows pylsp's latency minus that 500 ms ("work").
@@ -23,6 +29,8 @@ Usage::
 
     .venv/bin/python bench/lsp_latency.py --sizes 200,2000,10000 --edits 200 \\
         --servers tritonsmith,pylsp --json bench/results/lsp_latency.json
+    .venv/bin/python bench/lsp_latency.py --sizes 2000 --edits 200 --servers tritonsmith \\
+        --verify-in-flight --pause-ms 20
 """
 
 from __future__ import annotations
@@ -38,13 +46,18 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import IO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import editable_sites, generate  # noqa: E402
 
 PYLSP_DEBOUNCE_S = 0.5
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_VERIFY_FILE = REPO / "examples" / "matmul.py"
+VERIFY_SOURCE = "tritonsmith-verify"  # diagnostics of compile and verify jobs (server/jobs.py)
 
 PYLSP_SETTINGS = {
     "pylsp": {
@@ -92,8 +105,11 @@ class Client:
         self.proc = proc
         self._next_id = 1
         self._pending: dict[int, asyncio.Future] = {}
-        self.diagnostics: list[tuple[float, str, int | None, int]] = []  # (time, uri, version, count)
-        self._diag_event = asyncio.Event()
+        # (time, uri, version, count, count with source "tritonsmith-verify")
+        self.diagnostics: list[tuple[float, str, int | None, int, int]] = []
+        self.progress: list[tuple[float, str, str, str]] = []  # (time, token, kind, title or message)
+        self.server_requests: list[tuple[float, str]] = []  # (time, method)
+        self._listeners: set[asyncio.Event] = set()  # one per waiter, set on each publish or progress
         self._reader = asyncio.create_task(self._read_loop())
 
     # -- sending ---------------------------------------------------------------------------
@@ -145,14 +161,21 @@ class Client:
         if "method" in message:
             method = message["method"]
             if "id" in message:  # a request from the server: answer so it never blocks
+                self.server_requests.append((now, method))
                 result: object = None
                 if method == "workspace/configuration":
                     result = [None for _ in message.get("params", {}).get("items", [])]
                 self._write({"jsonrpc": "2.0", "id": message["id"], "result": result})
             elif method == "textDocument/publishDiagnostics":
                 params = message["params"]
-                self.diagnostics.append((now, params["uri"], params.get("version"), len(params["diagnostics"])))
-                self._diag_event.set()
+                verify = sum(d.get("source") == VERIFY_SOURCE for d in params["diagnostics"])
+                self.diagnostics.append((now, params["uri"], params.get("version"), len(params["diagnostics"]), verify))
+                self._notify_listeners()
+            elif method == "$/progress":
+                value = message["params"].get("value") or {}
+                text = value.get("title") or value.get("message") or ""
+                self.progress.append((now, str(message["params"].get("token")), value.get("kind", ""), text))
+                self._notify_listeners()
             return
         future = self._pending.pop(message.get("id"), None)
         if future is not None and not future.done():
@@ -160,6 +183,21 @@ class Client:
                 future.set_exception(RuntimeError(f"LSP error: {message['error']}"))
             else:
                 future.set_result(message.get("result"))
+
+    def _notify_listeners(self) -> None:
+        for event in self._listeners:
+            event.set()
+
+    async def _next_message(self, timeout: float) -> None:
+        """Wait for the next publishDiagnostics or $/progress (at most `timeout` seconds). Each
+        waiter has its own event, so concurrent waiters cannot clear one another's wake-up."""
+        event = asyncio.Event()
+        self._listeners.add(event)
+        try:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(event.wait(), timeout)
+        finally:
+            self._listeners.discard(event)
 
     async def wait_diagnostics(self, uri: str, *, after: int, version: int | None, timeout: float):
         """The first publishDiagnostics for `uri` at index >= `after` in `self.diagnostics` with
@@ -177,9 +215,24 @@ class Client:
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
                 raise TimeoutError(f"no publishDiagnostics for {uri} version {version}")
-            self._diag_event.clear()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._diag_event.wait(), remaining)
+            await self._next_message(remaining)
+
+    async def wait_job(self, uri: str, *, after: tuple[int, int], timeout: float) -> tuple:
+        """The publishDiagnostics for `uri` that ends a save job: the first one after a
+        `$/progress` end at index >= `after[1]` of `self.progress`, searching `self.diagnostics`
+        from `after[0]` (a save job ends its progress, then publishes; other publishes, such as
+        a re-check when `.tritonsmith/` appears, are skipped)."""
+        deadline = time.perf_counter() + timeout
+        while True:
+            ends = [when for when, _, kind, _ in self.progress[after[1]:] if kind == "end"]
+            if ends:
+                for entry in self.diagnostics[after[0]:]:
+                    if entry[1] == uri and entry[0] >= ends[0]:
+                        return entry
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                raise TimeoutError(f"no save job ended for {uri}")
+            await self._next_message(remaining)
 
     async def close(self) -> None:
         try:
@@ -211,6 +264,22 @@ class Result:
     mean_ms: float = 0.0
     versions_sent_back: bool = True
     latencies_ms: list[float] = field(default_factory=list)
+    in_flight: InFlight | None = None  # with --verify-in-flight
+
+
+@dataclass
+class InFlight:
+    """Edit latencies of the same file while save jobs (compile + verify) of another ran."""
+
+    file: str
+    jobs: int = 0  # save jobs completed while editing
+    job_s: list[float] = field(default_factory=list)  # each job, $/progress begin to end
+    p50_ms: float = float("nan")  # over warm_ms
+    p95_ms: float = float("nan")
+    max_ms: float = float("nan")
+    warm_ms: list[float] = field(default_factory=list)  # edits inside the second and later jobs
+    cold_ms: list[float] = field(default_factory=list)  # edits inside the first job
+    between_ms: list[float] = field(default_factory=list)  # edits that overlapped no job entirely
 
 
 def process_cpu_ms(pid: int) -> float:
@@ -231,22 +300,26 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
-async def run_one(server: str, lines: int, edits: int, folder: Path, log_dir: Path, timeout: float) -> Result:
-    path = folder / f"kernels_{lines}.py"
-    text = generate(lines, seed=lines)
-    path.write_text(text)
-    uri = path.as_uri()
-    sites = editable_sites(text)
-    rng = random.Random(lines)
-    pairs = (edits + 1) // 2
-    # Sites spread evenly over the file, visited in a shuffled order.
-    chosen = [sites[(k * len(sites)) // pairs] for k in range(pairs)] if len(sites) >= pairs else [
-        sites[k % len(sites)] for k in range(pairs)
-    ]
-    rng.shuffle(chosen)
+JOB_CAPABILITIES = {
+    "window": {"workDoneProgress": True},
+    "workspace": {**CLIENT_CAPABILITIES["workspace"], "codeLens": {"refreshSupport": True}},
+}
+"""Added to CLIENT_CAPABILITIES when a benchmark watches save jobs: `$/progress` of each job,
+and `workspace/codeLens/refresh` when it ends."""
 
-    command, settings = server_command(server)
-    stderr = open(log_dir / f"{server}_{lines}.stderr.log", "wb")  # noqa: SIM115 (closed in finally)
+
+async def start_server(
+    command: list[str],
+    folder: Path,
+    *,
+    stderr: IO[bytes],
+    capabilities: dict = CLIENT_CAPABILITIES,
+    settings: dict | None = None,
+    timeout: float = 30.0,
+) -> tuple[Client, float, float]:
+    """Spawn a server in `folder` (its workspace root), `initialize` it and send `initialized`
+    (and `didChangeConfiguration` with `settings`). Returns the client, the spawn time and the
+    time the initialize response arrived (`time.perf_counter()`)."""
     t_spawn = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
         *command,
@@ -265,7 +338,7 @@ async def run_one(server: str, lines: int, edits: int, folder: Path, log_dir: Pa
                     "processId": os.getpid(),
                     "rootUri": folder.as_uri(),
                     "rootPath": str(folder),
-                    "capabilities": CLIENT_CAPABILITIES,
+                    "capabilities": capabilities,
                     "initializationOptions": settings,
                     "clientInfo": {"name": "tritonsmith-bench"},
                 },
@@ -276,12 +349,57 @@ async def run_one(server: str, lines: int, edits: int, folder: Path, log_dir: Pa
         await client.notify("initialized", {})
         if settings is not None:
             await client.notify("workspace/didChangeConfiguration", {"settings": settings})
-        mark = len(client.diagnostics)
-        t_open = await client.notify(
-            "textDocument/didOpen",
-            {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
-        )
-        first = await client.wait_diagnostics(uri, after=mark, version=None, timeout=timeout)
+    except BaseException:
+        await client.close()
+        raise
+    return client, t_spawn, t_init
+
+
+async def open_document(client: Client, uri: str, text: str, *, timeout: float) -> tuple[float, tuple]:
+    """`didOpen` (version 1); returns the time it was sent and its first publishDiagnostics."""
+    mark = len(client.diagnostics)
+    t_open = await client.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
+    )
+    return t_open, await client.wait_diagnostics(uri, after=mark, version=None, timeout=timeout)
+
+
+async def run_one(
+    server: str,
+    lines: int,
+    edits: int,
+    folder: Path,
+    log_dir: Path,
+    timeout: float,
+    *,
+    pause_s: float = 0.0,
+    verify_in_flight: Path | None = None,
+) -> Result:
+    path = folder / f"kernels_{lines}.py"
+    text = generate(lines, seed=lines)
+    path.write_text(text)
+    uri = path.as_uri()
+    sites = editable_sites(text)
+    rng = random.Random(lines)
+    pairs = (edits + 1) // 2
+    # Sites spread evenly over the file, visited in a shuffled order.
+    chosen = [sites[(k * len(sites)) // pairs] for k in range(pairs)] if len(sites) >= pairs else [
+        sites[k % len(sites)] for k in range(pairs)
+    ]
+    rng.shuffle(chosen)
+
+    command, settings = server_command(server)
+    stderr = open(log_dir / f"{server}_{lines}.stderr.log", "wb")  # noqa: SIM115 (closed in finally)
+    capabilities = CLIENT_CAPABILITIES
+    if verify_in_flight:  # as an editor has them: the job reports progress and refreshes lenses
+        capabilities = {**CLIENT_CAPABILITIES, **JOB_CAPABILITIES}
+    client, t_spawn, t_init = await start_server(
+        command, folder, stderr=stderr, capabilities=capabilities, settings=settings, timeout=timeout
+    )
+    proc = client.proc
+    try:
+        t_open, first = await open_document(client, uri, text, timeout=timeout)
         cold_cpu = process_cpu_ms(proc.pid)
         result = Result(
             server=server,
@@ -299,8 +417,11 @@ async def run_one(server: str, lines: int, edits: int, folder: Path, log_dir: Pa
 
         version = 1
         versions_seen = False
-        for n in range(edits):
-            row, col = chosen[n // 2]
+
+        async def edit(n: int) -> tuple[float, float]:
+            """Edit number `n` (even: insert, odd: delete); returns (sent, answered)."""
+            nonlocal version, versions_seen
+            row, col = chosen[(n // 2) % len(chosen)]
             version += 1
             if n % 2 == 0:
                 change = {"range": {"start": {"line": row, "character": col}, "end": {"line": row, "character": col}}, "text": "x"}
@@ -313,7 +434,13 @@ async def run_one(server: str, lines: int, edits: int, folder: Path, log_dir: Pa
             )
             got = await client.wait_diagnostics(uri, after=mark, version=version, timeout=timeout)
             versions_seen |= got[2] is not None
-            result.latencies_ms.append((got[0] - t0) * 1e3)
+            if pause_s:
+                await asyncio.sleep(pause_s)
+            return t0, got[0]
+
+        for n in range(edits):
+            t0, t1 = await edit(n)
+            result.latencies_ms.append((t1 - t0) * 1e3)
         result.versions_sent_back = versions_seen
         lat = result.latencies_ms
         if lat:
@@ -321,10 +448,92 @@ async def run_one(server: str, lines: int, edits: int, folder: Path, log_dir: Pa
             result.p95_ms = percentile(lat, 0.95)
             result.max_ms = max(lat)
             result.mean_ms = statistics.fmean(lat)
+        if verify_in_flight is not None:
+            result.in_flight = await edits_in_flight(
+                client, edit, first=edits, edits=edits, source=verify_in_flight, folder=folder, timeout=timeout
+            )
         return result
     finally:
         await client.close()
         stderr.close()
+
+
+async def edits_in_flight(
+    client: Client,
+    edit: Callable[[int], Awaitable[tuple[float, float]]],
+    *,
+    first: int,
+    edits: int,
+    source: Path,
+    folder: Path,
+    timeout: float,
+) -> InFlight:
+    """Edit latency while save jobs run: open a copy of `source` (a file with a spec, so each
+    save compiles and verifies it), save it, save it again as soon as its job has published, and
+    meanwhile send edits (`edit(first)`, `edit(first + 1)`, ...). An edit counts as in flight
+    when a job had begun (`$/progress` begin) before it was sent and had not ended when its
+    diagnostics arrived; the first job (cold: workers start, imports, empty Triton cache) is
+    reported apart from the warm ones. Stops after `edits` warm in-flight edits."""
+    path = folder / f"verify_{source.name}"
+    text = source.read_text(encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
+    vuri = path.as_uri()
+    await open_document(client, vuri, text, timeout=timeout)
+    stats = InFlight(file=source.name)
+    done = asyncio.Event()
+
+    async def saver() -> None:
+        while not done.is_set():
+            mark = (len(client.diagnostics), len(client.progress))
+            await client.notify("textDocument/didSave", {"textDocument": {"uri": vuri}})
+            await client.wait_job(vuri, after=mark, timeout=max(timeout, 600.0))
+            stats.jobs += 1
+
+    def running_job(t0: float, t1: float) -> int | None:
+        """The index of the job that began before `t0` and had not ended by `t1`, if any."""
+        begun: dict[str, int] = {}
+        ordinal = 0
+        for when, token, kind, _ in client.progress:
+            if kind == "begin":
+                if when <= t0:
+                    begun[token] = ordinal
+                ordinal += 1
+            elif kind == "end" and when <= t1:
+                begun.pop(token, None)
+        return min(begun.values()) if begun else None
+
+    task = asyncio.create_task(saver())
+    try:
+        deadline = time.perf_counter() + max(timeout, 600.0)
+        while not any(kind == "begin" for _, _, kind, _ in client.progress):
+            if time.perf_counter() > deadline or task.done():
+                raise TimeoutError("the save job never began (is triton installed, verifyOnSave on?)")
+            await asyncio.sleep(0.01)
+        n = first
+        while len(stats.warm_ms) < edits:
+            if time.perf_counter() > deadline or task.done():
+                raise TimeoutError(f"only {len(stats.warm_ms)} edits ran while a warm job was in flight")
+            t0, t1 = await edit(n)
+            n += 1
+            job = running_job(t0, t1)
+            if job is None:
+                stats.between_ms.append((t1 - t0) * 1e3)
+            else:
+                (stats.cold_ms if job == 0 else stats.warm_ms).append((t1 - t0) * 1e3)
+    finally:
+        done.set()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+            await task
+    starts: dict[str, float] = {}
+    for when, token, kind, _ in client.progress:
+        if kind == "begin":
+            starts[token] = when
+        elif kind == "end" and token in starts:
+            stats.job_s.append(when - starts.pop(token))
+    warm = stats.warm_ms
+    stats.p50_ms, stats.p95_ms, stats.max_ms = percentile(warm, 0.5), percentile(warm, 0.95), max(warm)
+    return stats
 
 
 def _ms(value: float, result: Result) -> str:
@@ -342,6 +551,25 @@ def render(results: list[Result]) -> str:
             f"{_ms(r.max_ms, r)} | {_ms(r.mean_ms, r)} | {r.cold_start_ms:.0f} | {r.cold_start_cpu_ms:.0f} | {r.spawn_to_initialize_ms:.0f} | {r.open_to_diagnostics_ms:.0f} | "
             f"{r.first_diagnostics} |"
         )
+    busy = [r for r in results if r.in_flight is not None]
+    if busy:
+        rows += [
+            "",
+            "The same file, same server, while save jobs (compile + verify) of another file ran:",
+            "",
+            "| lines | verifying | idle p95 ms | in-flight edits | p50 ms | p95 ms | max ms | p95 / idle p95 "
+            "| jobs | job s (median) | first-job edits | first-job p95 ms |",
+            "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in busy:
+            f = r.in_flight
+            assert f is not None
+            rows.append(
+                f"| {r.lines:,} | {f.file} | {r.p95_ms:.1f} | {len(f.warm_ms)} | {f.p50_ms:.1f} | {f.p95_ms:.1f} | "
+                f"{f.max_ms:.1f} | {f.p95_ms / r.p95_ms:.2f} | {f.jobs} | "
+                f"{statistics.median(f.job_s) if f.job_s else float('nan'):.1f} | {len(f.cold_ms)} | "
+                f"{percentile(f.cold_ms, 0.95):.1f} |"
+            )
     pylsp = [r for r in results if r.server == "pylsp"]
     if pylsp:
         rows += [
@@ -372,13 +600,20 @@ async def main_async(args: argparse.Namespace) -> list[Result]:
             for lines in sizes:
                 print(f"# {server}: {lines} lines, {args.edits} edits ...", file=sys.stderr, flush=True)
                 started = time.perf_counter()
-                result = await run_one(server, lines, args.edits, folder, log_dir, args.timeout)
+                verify = args.verify_in_flight if server == "tritonsmith" else None
+                result = await run_one(
+                    server, lines, args.edits, folder, log_dir, args.timeout,
+                    pause_s=args.pause_ms / 1e3, verify_in_flight=verify,
+                )
                 print(
                     f"#   p50 {result.p50_ms:.1f} ms, p95 {result.p95_ms:.1f} ms, cold start "
                     f"{result.cold_start_ms:.0f} ms ({time.perf_counter() - started:.0f} s)",
                     file=sys.stderr,
                     flush=True,
                 )
+                if result.in_flight is not None:
+                    print(f"#   with {result.in_flight.file} verifying: p50 {result.in_flight.p50_ms:.1f} ms, "
+                          f"p95 {result.in_flight.p95_ms:.1f} ms", file=sys.stderr, flush=True)
                 results.append(result)
     return results
 
@@ -391,6 +626,12 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for one answer")
     parser.add_argument("--json", metavar="OUT", help="also write the results (with every latency) as JSON")
     parser.add_argument("--logs", help="keep the servers' stderr logs in this folder")
+    parser.add_argument("--pause-ms", type=float, default=0.0, help="wait this long after each answer before the next edit")
+    parser.add_argument(
+        "--verify-in-flight", nargs="?", type=Path, const=DEFAULT_VERIFY_FILE, metavar="FILE",
+        help="tritonsmith only: after the idle edits, keep save jobs (compile + verify) of a copy of FILE "
+        f"running and edit again (default FILE: {DEFAULT_VERIFY_FILE.relative_to(REPO)})",
+    )
     args = parser.parse_args()
     results = asyncio.run(main_async(args))
     table = render(results)
