@@ -65,3 +65,68 @@ def test_verify_logs_compile_failures_in_the_workspace(tmp_path: Path):
     log = FailureLog(tmp_path)
     assert log.rule_counts().get("TS901") == 1  # num_warps=6 in Config #2
     assert log.failures()[0]["kernel"] == "matmul_kernel"
+
+
+def _v1_database(root: Path) -> Path:
+    """A state.db as schema 1 wrote it, with a search journal's table beside it."""
+    folder = root / ".tritonsmith"
+    folder.mkdir()
+    path = folder / "state.db"
+    db = sqlite3.connect(path)
+    db.executescript("""
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO meta VALUES ('schema_version', '1'), ('search_schema_version', '1');
+        CREATE TABLE failures (id INTEGER PRIMARY KEY, at REAL NOT NULL, path TEXT NOT NULL, kernel TEXT NOT NULL,
+            stage TEXT NOT NULL, target TEXT, config TEXT, message TEXT NOT NULL, rules TEXT NOT NULL);
+        CREATE TABLE rule_hits (code TEXT PRIMARY KEY, count INTEGER NOT NULL);
+        INSERT INTO rule_hits VALUES ('TS101', 4);
+        CREATE TABLE searches (id TEXT PRIMARY KEY, started REAL NOT NULL, finished REAL, status TEXT NOT NULL,
+            path TEXT NOT NULL, kernel TEXT NOT NULL, task TEXT NOT NULL, settings TEXT NOT NULL);
+        INSERT INTO searches VALUES ('s1', 1.0, NULL, 'running', 'k.py', 'k', '{}', '{}');
+    """)
+    db.execute("INSERT INTO failures(at, path, kernel, stage, message, rules) VALUES (1.0, 'k.py', 'k', 'compile', ?, '')",
+               ("at 3:8:\n    y = x + z\n        ^\nNameError('z is not defined')",))
+    db.commit()
+    db.close()
+    return path
+
+
+def test_a_schema_1_database_migrates_forward_keeping_everything(tmp_path: Path):
+    path = _v1_database(tmp_path)
+    log = FailureLog(tmp_path)
+    [old] = log.failures()
+    assert old["message"].endswith("NameError('z is not defined')")
+    assert old["signature"] == "NameError: <name> is not defined"  # computed on the way
+    assert old["snippet"] is None and old["kernel_hash"] is None and old["induced"] is None
+    assert log.rule_counts() == {"TS101": 4}
+    log.close()
+    db = sqlite3.connect(path)
+    assert dict(db.execute("SELECT key, value FROM meta").fetchall()) == {
+        "schema_version": str(SCHEMA_VERSION), "search_schema_version": "1"}
+    assert db.execute("SELECT id FROM searches").fetchall() == [("s1",)]  # the journal's data is untouched
+    db.close()
+
+
+def test_records_the_signature_snippet_hash_and_version(tmp_path: Path):
+    from tritonsmith.adapt import kernel_hash
+
+    log = FailureLog(tmp_path)
+    source = "@triton.jit\ndef k(x):\n    tl.float32(x)\n"
+    failure = log.record(path="k.py", kernel="k", stage="compile", rules=[], target="sm_90",
+                         message="TypeError(\"'dtype' object is not callable\")", snippet="    tl.float32(x)",
+                         kernel_hash=kernel_hash(source), triton_version="3.9.0")
+    [row] = log.failures()
+    assert row["id"] == failure
+    assert row["signature"] == "TypeError: 'dtype' object is not callable"
+    assert row["snippet"] == "    tl.float32(x)"
+    assert row["kernel_hash"] == kernel_hash(source) and len(row["kernel_hash"]) == 64
+    assert (row["triton_version"], row["target"]) == ("3.9.0", "sm_90")
+
+
+def test_two_processes_opening_an_old_database_migrate_it_once(tmp_path: Path):
+    _v1_database(tmp_path)
+    code = "import sys; from pathlib import Path; from tritonsmith.adapt import FailureLog; FailureLog(Path(sys.argv[1]))"
+    processes = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stderr=subprocess.PIPE) for _ in range(3)]
+    errors = [p.communicate(timeout=60)[1].decode() for p in processes]
+    assert all(p.returncode == 0 for p in processes), errors
+    assert len(FailureLog(tmp_path).failures()) == 1

@@ -1,10 +1,16 @@
-"""The failure log: every compile failure, kept in `.tritonsmith/state.db` (SQLite).
+"""The failure log: every compile and runtime failure, kept in `.tritonsmith/state.db` (SQLite).
 
 Failures are the raw material of adaptation (recurring ones become rules), so each is recorded
 with where it happened and the rule codes its message matched; a matched failure also counts
-against its rule. The database carries a schema version and is migrated forward, never dropped;
-a newer version than this tritonsmith knows is an error that says so. WAL mode and a busy
-timeout make it safe with several editors (and the command line) writing at once.
+against its rule. Schema 2 adds what induction needs: the normalised signature
+(`signature.normalise`), the source snippet at the error, the kernel's hash (sha256 of its
+source text), the Triton version, and `induced`, the learned rule a failure was counted into
+(so no failure is counted twice). The database carries a schema version and is migrated forward,
+never dropped (old rows get their signature computed on the way); a newer version than this
+tritonsmith knows is an error that says so. WAL mode and a busy timeout make it safe with several
+editors (and the command line) writing at once; migrations run inside a write transaction, so
+two processes opening an old database at once do not race. The search journal shares the file
+(its own tables and its own version key in `meta`).
 
 `.tritonsmith/` also holds rule packs that a team commits; `state_dir` writes a `.gitignore`
 there so the local state stays out of version control.
@@ -12,19 +18,26 @@ there so the local state stays out of version control.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from ..errors import TritonsmithError
+from .signature import normalise
 
-__all__ = ["SCHEMA_VERSION", "FailureLog", "state_dir"]
+__all__ = ["SCHEMA_VERSION", "FailureLog", "kernel_hash", "state_dir"]
 
-SCHEMA_VERSION = 1
-_GITIGNORE = "# Written by tritonsmith: rule packs are committed, local state is not.\nstate.db*\n"
+SCHEMA_VERSION = 2
+_COLUMNS = ("id", "at", "path", "kernel", "stage", "target", "config", "message", "rules", "signature",
+            "snippet", "kernel_hash", "triton_version", "induced")
+_GITIGNORE = "# Written by tritonsmith: rule packs are committed, local state is not.\nstate.db*\n*.lock\n"
 
-_MIGRATIONS = {
+_MIGRATIONS: dict[int, list[str | Callable[[sqlite3.Connection], object]]] = {
     1: [
         """CREATE TABLE failures (
                id INTEGER PRIMARY KEY,
@@ -39,7 +52,24 @@ _MIGRATIONS = {
            )""",
         "CREATE TABLE rule_hits (code TEXT PRIMARY KEY, count INTEGER NOT NULL)",
     ],
+    2: [
+        "ALTER TABLE failures ADD COLUMN signature TEXT",
+        "ALTER TABLE failures ADD COLUMN snippet TEXT",
+        "ALTER TABLE failures ADD COLUMN kernel_hash TEXT",
+        "ALTER TABLE failures ADD COLUMN triton_version TEXT",
+        "ALTER TABLE failures ADD COLUMN induced TEXT",
+        lambda db: db.executemany(
+            "UPDATE failures SET signature = ? WHERE id = ?",
+            [(normalise(message), row) for row, message in db.execute("SELECT id, message FROM failures")],
+        ),
+        "CREATE INDEX failures_signature ON failures(signature)",
+    ],
 }
+
+
+def kernel_hash(source: str) -> str:
+    """The sha256 of a kernel's source text, in hex: what the log records as its identity."""
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()
 
 
 def state_dir(root: Path) -> Path:
@@ -49,6 +79,9 @@ def state_dir(root: Path) -> Path:
     ignore = folder / ".gitignore"
     if not ignore.exists():
         ignore.write_text(_GITIGNORE)
+    elif "*.lock" not in ignore.read_text().split():  # written before the pack had a lock file
+        with ignore.open("a") as handle:
+            handle.write("*.lock\n")
     return folder
 
 
@@ -56,36 +89,43 @@ class FailureLog:
     """Append-only record of failures in one workspace."""
 
     def __init__(self, root: Path) -> None:
+        self.root = root
         self.path = state_dir(root) / "state.db"
         # Used from the server's job threads: one connection, serialised by a lock.
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, timeout=10, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA busy_timeout = 10000")
         self._db.execute("PRAGMA journal_mode=WAL")
         self._migrate()
 
     def _migrate(self) -> None:
-        self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        version = int(row[0]) if row else 0
-        if version > SCHEMA_VERSION:
-            raise TritonsmithError(
-                f"{self.path} was written by a newer tritonsmith (schema {version}, this one knows "
-                f"{SCHEMA_VERSION}); upgrade tritonsmith to use it"
-            )
-        for target in range(version + 1, SCHEMA_VERSION + 1):
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
+        # The version is read inside the write transaction: a second process waits for the
+        # first one's migration and then finds nothing left to do.
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            version = int(row[0]) if row else 0
+            if version > SCHEMA_VERSION:
+                raise TritonsmithError(
+                    f"{self.path} was written by a newer tritonsmith (schema {version}, this one knows "
+                    f"{SCHEMA_VERSION}); upgrade tritonsmith to use it"
+                )
+            for target in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in _MIGRATIONS[target]:
-                    self._db.execute(statement)
+                    if callable(statement):
+                        statement(self._db)
+                    else:
+                        self._db.execute(statement)
                 self._db.execute(
                     "INSERT INTO meta(key, value) VALUES('schema_version', ?) "
                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                     (str(target),),
                 )
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
 
     def record(
         self,
@@ -97,20 +137,36 @@ class FailureLog:
         rules: list[str],
         target: str | None = None,
         config: str | None = None,
-    ) -> None:
-        with self._lock:
-            self._record(path, kernel, stage, message, rules, target, config)
+        snippet: str | None = None,
+        kernel_hash: str | None = None,
+        triton_version: str | None = None,
+        signature: str | None = None,
+    ) -> int:
+        """Record one failure; returns its id.
 
-    def _record(
-        self, path: str, kernel: str, stage: str, message: str, rules: list[str],
-        target: str | None, config: str | None,
-    ) -> None:
+        Args:
+            path, kernel: where it happened (the file, the kernel or what was verified).
+            stage: "compile", "verify:<stage>" or "search:<stage>".
+            message: the raw message, as the compiler or the verifier gave it.
+            rules: codes of the rules whose error signatures match it (each counts a hit).
+            target, config: the GPU target (or verification mode) and the autotune config.
+            snippet: the source lines at the error's range.
+            kernel_hash: sha256 of the kernel's source text (`kernel_hash()`).
+            triton_version: the Triton version that failed, e.g. "3.6.0".
+            signature: the normalised message; computed from `message` when not given.
+        """
+        row = (time.time(), path, kernel, stage, target, config, message, ",".join(rules),
+               signature or normalise(message), snippet, kernel_hash, triton_version)
+        with self._lock:
+            return self._record(row, rules)
+
+    def _record(self, row: tuple[Any, ...], rules: list[str]) -> int:
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            self._db.execute(
-                "INSERT INTO failures(at, path, kernel, stage, target, config, message, rules) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (time.time(), path, kernel, stage, target, config, message, ",".join(rules)),
+            cursor = self._db.execute(
+                "INSERT INTO failures(at, path, kernel, stage, target, config, message, rules, signature, "
+                "snippet, kernel_hash, triton_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                row,
             )
             for code in rules:
                 self._db.execute(
@@ -122,16 +178,50 @@ class FailureLog:
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
+        return int(cursor.lastrowid or 0)
 
-    def failures(self, limit: int = 100) -> list[dict[str, object]]:
+    @staticmethod
+    def _row(row: tuple[Any, ...]) -> dict[str, Any]:
+        entry = dict(zip(_COLUMNS, row))
+        entry["rules"] = entry["rules"].split(",") if entry["rules"] else []
+        return entry
+
+    def failures(self, limit: int | None = 100) -> list[dict[str, Any]]:
+        """The most recent failures first (all of them with `limit=None`), each a dict of the
+        table's columns, `rules` as a list."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT at, path, kernel, stage, target, config, message, rules FROM failures "
-                "ORDER BY id DESC LIMIT ?",
-                (limit,),
+                f"SELECT {', '.join(_COLUMNS)} FROM failures ORDER BY id DESC LIMIT ?",
+                (-1 if limit is None else limit,),
             ).fetchall()
-        keys = ("at", "path", "kernel", "stage", "target", "config", "message", "rules")
-        return [dict(zip(keys, row)) | {"rules": row[7].split(",") if row[7] else []} for row in rows]
+        return [self._row(row) for row in rows]
+
+    @contextmanager
+    def claiming(self) -> Iterator[tuple[list[dict[str, Any]], Callable[[list[int], str], int]]]:
+        """For induction: the failures not yet counted into a learned rule (oldest first), and a
+        `claim(ids, code)` that marks them counted; all in one write transaction, committed when
+        the block ends without an exception (after the pack is written) and rolled back otherwise,
+        so a failure is counted once however many processes learn at once."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                rows = self._db.execute(
+                    f"SELECT {', '.join(_COLUMNS)} FROM failures WHERE induced IS NULL ORDER BY id"
+                ).fetchall()
+
+                def claim(ids: list[int], code: str) -> int:
+                    claimed = 0
+                    for failure in ids:
+                        claimed += self._db.execute(
+                            "UPDATE failures SET induced = ? WHERE id = ? AND induced IS NULL", (code, failure)
+                        ).rowcount
+                    return claimed
+
+                yield [self._row(row) for row in rows], claim
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
 
     def rule_counts(self) -> dict[str, int]:
         with self._lock:

@@ -30,7 +30,7 @@ import tempfile
 import time
 import traceback
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -127,10 +127,12 @@ def _builtin_rules() -> tuple[Any, ...]:
     return tuple(load_rules(pack_paths(None, include_user=False)).rules)
 
 
-def match_rules(error_text: str, version: tuple[int, int] | None = None) -> list[str]:
-    """Codes of the builtin rules whose error signatures match a compiler message."""
+def match_rules(error_text: str, version: tuple[int, int] | None = None, rules: Iterable[Any] | None = None) -> list[str]:
+    """Codes of the rules whose error signatures match a compiler message: the builtin rules, or
+    `rules` when given (a workspace's learned rules, matched on the server's side; only active
+    rules match)."""
     return [
-        rule.code for rule in _builtin_rules()
+        rule.code for rule in (_builtin_rules() if rules is None else rules)
         if rule.signatures and rule.applies_to(version) and rule.matches_error(error_text)
     ]
 

@@ -12,14 +12,19 @@ Nothing here imports torch or triton: the work happens in the pool's workers.
 
 from __future__ import annotations
 
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..adapt import FailureLog
+from ..adapt.failure_log import kernel_hash
+from ..adapt.learned import active_learned
 from ..analysis import Document, index_module
-from ..rules import Finding, Severity, Span
+from ..rules import Finding, Rule, Severity, Span, parse_version
 from ..rules.findings import Related
+from ..version import installed_triton_version
 from .pool import WorkerPool
 from .protocol import Job
 from .verify import Verdict
@@ -148,24 +153,80 @@ def _definition_name(document: Document, name: str) -> Span:
     return Span((0, 0), (0, 0), 0, 0)
 
 
-def log_verdict(log: FailureLog, path: str, verdict: Verdict) -> None:
+def log_verdict(log: FailureLog, path: str, verdict: Verdict, *, source: str | None = None,
+                stage_prefix: str = "verify", kernel: str | None = None) -> None:
     """A failed verification goes into the failure log too (stage "verify:<stage>"), for the
-    adaptation work: which tricks and mistakes recur."""
-    if not verdict.ok:
-        log.record(path=path, kernel=verdict.name, stage=f"verify:{verdict.stage}",
-                   message=verdict.message, rules=[], target=verdict.mode)
+    adaptation work: which tricks and mistakes recur. `source` is the file as verified (read
+    from `path` when not given), for the snippet and the hash of what was verified."""
+    if verdict.ok:
+        return
+    if source is None:
+        try:
+            source = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            source = None
+    snippet = digest = None
+    if source is not None:
+        document = Document(source)
+        row = verdict.rejections[0].line - 1 if verdict.rejections else _definition_name(document, verdict.name).start[0]
+        snippet = _snippet(document, row, row)
+        # The hash of the kernel (or of what was verified): the top-level definition holding its name.
+        name_row = _definition_name(document, kernel or verdict.name).start[0]
+        node = next((n for n in document.root.named_children if n.start_point[0] <= name_row <= n.end_point[0]), None)
+        digest = kernel_hash(node.text.decode("utf-8", "replace") if node is not None and node.text else source)
+    log.record(path=path, kernel=kernel or verdict.name, stage=f"{stage_prefix}:{verdict.stage}",
+               message=verdict.message, rules=[], target=verdict.mode, snippet=snippet, kernel_hash=digest,
+               triton_version=_installed_version())
 
 
-def _log_failures(log: FailureLog, path: str, kernel: str, results: list[dict[str, Any]]) -> None:
+def _installed_version() -> str | None:
+    found = installed_triton_version()
+    return f"{found[0]}.{found[1]}" if found else None
+
+
+def _snippet(document: Document, first: int, last: int, limit: int = 6) -> str | None:
+    """The source lines `first`..`last` (0-based rows), at most `limit` of them."""
+    rows = range(max(first, 0), min(last, first + limit - 1, document.line_count - 1) + 1)
+    text = "\n".join(document.line(r).decode("utf-8", "replace").rstrip("\r\n") for r in rows)
+    return text if text.strip() else None
+
+
+def _log_failures(log: FailureLog, path: str, kernel: str, results: list[dict[str, Any]], *,
+                  document: Document | None = None, kernel_source: str | None = None,
+                  triton_version: str | None = None) -> None:
+    """Each failing entry, with the source lines at the error, the kernel's hash and the Triton
+    version it failed with."""
+    digest = kernel_hash(kernel_source) if kernel_source is not None else None
     for entry in results:
         error = entry.get("error")
         if not error:
             continue
+        where = error.get("range") or entry.get("origin")
+        snippet = _snippet(document, where["start"][0], where["end"][0]) if document is not None and where else None
         log.record(
             path=path, kernel=kernel, stage="compile", target=entry.get("target"), config=entry.get("config"),
             message=str(error.get("message") or error.get("text") or "compilation failed"),
-            rules=list(error.get("rules") or []),
+            rules=list(error.get("rules") or []), snippet=snippet, kernel_hash=digest,
+            triton_version=triton_version or _installed_version(),
         )
+
+
+def _match_learned(results: list[dict[str, Any]], rules: list[Rule], version: str | None) -> None:
+    """Add the codes of the workspace's learned rules whose signatures match each error."""
+    if not rules:
+        return
+    from .compile import match_rules
+
+    parsed = None
+    with contextlib.suppress(ValueError):
+        parsed = parse_version(version) if version else None
+    for entry in results:
+        error = entry.get("error")
+        if not error:
+            continue
+        text = f"{error.get('message') or ''}\n{error.get('text') or ''}"
+        codes = list(error.get("rules") or [])
+        error["rules"] = codes + [c for c in match_rules(text, parsed, rules=rules) if c not in codes]
 
 
 def compile_file(
@@ -178,9 +239,14 @@ def compile_file(
     timeout_s: float = COMPILE_TIMEOUT_S,
     cancel_event: Any = None,
     failure_log: FailureLog | None = None,
+    rules: list[Rule] | None = None,
 ) -> list[KernelReport]:
     """Compile every launched kernel of `source` (or the named ones) for every target; record
-    each compiler failure in `failure_log` when one is given."""
+    each compiler failure in `failure_log` when one is given. Errors are labelled with the codes
+    of the builtin rules whose signatures match (in the worker) and of `rules`, the workspace's
+    learned rules (by default those of the failure log's workspace, `.tritonsmith/rules.toml`)."""
+    if rules is None and failure_log is not None:
+        rules = active_learned(failure_log.root)
     document = Document(source)
     index = index_module(document.root)
     chosen = [k for k in index.kernels if (k.name in kernels if kernels else k.launches or k.autotune)]
@@ -210,6 +276,7 @@ def compile_file(
         else:
             payload = result.payload
             report.results = list(payload.get("results", []))
+            _match_learned(report.results, rules or [], payload.get("triton_version"))
             report.skipped = list(payload.get("skipped", []))
             report.findings = _findings(document, kernel.name, payload, kernel_span)
             if payload.get("error"):  # failed before compiling: extraction, import of the cut module
@@ -222,6 +289,8 @@ def compile_file(
                 )
             report.ok = bool(payload.get("ok")) and not report.findings
             if failure_log is not None:
-                _log_failures(failure_log, path, kernel.name, report.results)
+                _log_failures(failure_log, path, kernel.name, report.results, document=document,
+                              kernel_source=kernel.outer.text.decode("utf-8", "replace") if kernel.outer.text else None,
+                              triton_version=payload.get("triton_version"))
         reports.append(report)
     return reports

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..adapt import FailureLog
 from ..evaluator.pool import WorkerPool
-from ..evaluator.reports import compile_file
+from ..evaluator.reports import compile_file, log_verdict
 from ..evaluator.verify import Spec, verify_spec
 from .model import Evaluation, Outcome, Task
 
@@ -79,8 +79,7 @@ class CandidateEvaluator:
             cancel=self.cancel,
         )
         if self.failure_log is not None and not verdict.ok:
-            self.failure_log.record(path=task.path, kernel=task.kernel, stage=f"search:{verdict.stage}",
-                                    message=verdict.message, rules=[], target=verdict.mode)
+            log_verdict(self.failure_log, task.path, verdict, source=source, stage_prefix="search", kernel=task.kernel)
         if not verdict.ok or verdict.timing is None:
             return Evaluation(Outcome.WRONG, message=verdict.message or verdict.summary(), resources=resources)
         timing = verdict.timing

@@ -1,0 +1,79 @@
+"""Normalised signatures on real Triton error texts (shared reference: triton-constraints.md)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tritonsmith.adapt.signature import error_type, normalise, signature_regex
+
+# (raw message as Triton prints it, its signature)
+REAL = [
+    ("at 5:12:\n    acc = acc + tl.load(p)\n            ^\nNameError('y is not defined')",
+     "NameError: <name> is not defined"),
+    ("ValueError: arange's range must be a power of 2", "ValueError: arange's range must be a power of <n>"),
+    ("TypeError(\"'dtype' object is not callable\")", "TypeError: 'dtype' object is not callable"),
+    ("ValueError: numel (2097152) exceeds triton maximum tensor numel (1048576)",
+     "ValueError: numel (<n>) exceeds triton maximum tensor numel (<n>)"),
+    ("AssertionError(\"Loop-carried variable acc has initial type int32 but is re-assigned to <['128'], fp32> in "
+     "loop! Please make sure that the type stays consistent.\")",
+     "AssertionError: Loop-carried variable <name> has initial type int32 but is re-assigned to <shape fp32> in "
+     "loop! Please make sure that the type stays consistent."),
+    ("AssertionError('Mismatched type for y between then block (int32) and else block (fp32)')",
+     "AssertionError: Mismatched type for <name> between then block (int32) and else block (fp32)"),
+    ("RuntimeError: Unsupported function referenced: <function helper at 0x7f3a2c1d5e10>",
+     "RuntimeError: Unsupported function referenced: <function>"),
+    ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 262144, Hardware limit: "
+     "232448. Reducing block sizes or `num_stages` may help.",
+     "OutOfResources: out of resource: shared memory, Required: <n>, Hardware limit: <n>. Reducing block sizes "
+     "or `num_stages` may help."),
+    ("/tmp/tritonsmith-compile-x1/_tritonsmith_kernel_3fa2.py:14:11: error: 'tt.load' op operand #1 must be "
+     "1-bit signless integer or ranked tensor of 1-bit signless integer values, but got 'tensor<128xi32>'",
+     "<path>: error: 'tt.load' op operand #<n> must be <n>-bit signless integer or ranked tensor of <n>-bit "
+     "signless integer values, but got 'tensor<shape i32>'"),
+    ("TypeError: zeros() missing 1 required positional argument: 'dtype'",
+     "TypeError: zeros() missing <n> required positional argument: 'dtype'"),
+    ("UnsupportedLanguageConstruct: unsupported AST node type: Break",
+     "UnsupportedLanguageConstruct: unsupported AST node type: Break"),
+    ("NameError(\"Cannot access global variable BLOCK from within @jit'ed function.\")",
+     "NameError: Cannot access global variable <name> from within @jit'ed function."),
+    ("TypeError: Shape element 0 must have type `constexpr[int]`, got "
+     "`constexpr[<class 'triton.language.core.tensor'>]`",
+     "TypeError: Shape element <n> must have type `constexpr[<value>]`, got `constexpr[<value>]`"),
+    ("TypeError: my_helper() got an unexpected keyword argument 'BLOCK_M'",
+     "TypeError: <name>() got an unexpected keyword argument <name>"),
+]
+
+
+@pytest.mark.parametrize(("message", "expected"), REAL)
+def test_real_triton_errors_normalise_to_their_template(message: str, expected: str) -> None:
+    assert normalise(message) == expected
+
+
+@pytest.mark.parametrize(("message", "expected"), REAL)
+def test_the_signature_regex_matches_the_raw_message(message: str, expected: str) -> None:
+    regex = signature_regex(normalise(message))
+    assert regex is not None and re.search(regex, message)
+
+
+def test_the_same_mistake_in_different_kernels_has_one_signature() -> None:
+    first = "at 3:8:\n    y = x + z\n        ^\nNameError('z is not defined')"
+    second = "at 41:20:\n        out = tl.exp(scale_factor)\n                    ^\nNameError('scale_factor is not defined')"
+    assert normalise(first) == normalise(second) == "NameError: <name> is not defined"
+    assert normalise("File \"/home/me/k.py\", line 223, in kernel") == "File \"<path>\", line <n>, in kernel"
+
+
+def test_api_names_stay_and_user_names_go() -> None:
+    assert "'dtype'" in normalise("TypeError(\"'dtype' object is not callable\")")
+    assert "my_kernel" not in normalise("AssertionError('cannot reasign constexpr my_kernel in the loop')")
+    assert normalise("AttributeError(\"module 'triton.language' has no attribute 'foo_bar'\")") == (
+        "AttributeError: module 'triton.language' has no attribute <name>"
+    )
+
+
+def test_error_type_and_a_regex_too_vague_to_keep() -> None:
+    assert error_type("NameError: <name> is not defined") == "NameError"
+    assert error_type("<path>: error: x") is None
+    assert signature_regex("AssertionError: <name>") is None  # would match anything
+    assert normalise("") == "<empty>"

@@ -1,0 +1,190 @@
+"""Normalised failure signatures: the same mistake gives the same text, whatever the kernel.
+
+`normalise(message)` keeps the error type and the words of the message's template and abstracts
+what differs between occurrences: paths, `at L:C:` locations and line numbers, numbers, hex
+addresses, tensor shapes, and the user's identifiers (quoted or in known name positions), while
+the names of Triton's and Python's API stay (`'dtype' object is not callable` keeps `dtype`).
+A compile error's preamble (`at 3:4:`, the source lines and the caret) is dropped, and the
+`NameError('y is not defined')` form becomes `NameError: <name> is not defined`.
+
+    >>> normalise("at 5:12:\\n    acc = acc + tl.load(p)\\n            ^\\nNameError('y is not defined')")
+    'NameError: <name> is not defined'
+
+`signature_regex(template)` turns a normalised template back into a regular expression that
+matches the raw messages it came from (a learned rule's error signature), and `error_type` reads
+the error's class off a template.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+
+__all__ = ["API_NAMES", "PLACEHOLDERS", "core_message", "error_type", "normalise", "signature_regex"]
+
+# What the template keeps: Triton's language and runtime names, MLIR dialects, dtypes and Python's
+# own names. Anything else that looks like an identifier in a quoted or name position is the user's.
+_API_WORDS = """
+    tl triton language jit autotune heuristics Config constexpr tensor dtype block_type pointer_type
+    program_id num_programs arange zeros zeros_like full full_like load store dot dot_scaled
+    atomic_add atomic_max atomic_min atomic_cas atomic_xchg atomic_and atomic_or atomic_xor
+    make_block_ptr advance make_tensor_descriptor load_tensor_descriptor store_tensor_descriptor
+    where maximum minimum max min sum reduce argmax argmin cumsum cumprod associative_scan sort
+    exp exp2 log log2 sqrt rsqrt sin cos abs fma cdiv next_power_of_2 sigmoid softmax
+    reshape view trans permute broadcast broadcast_to expand_dims split join cat interleave
+    static_range static_assert static_print device_assert device_print debug_barrier
+    multiple_of max_contiguous assume range to cast bitcast item histogram rand randn randint
+    num_warps num_stages num_ctas maxnreg
+    int1 int8 int16 int32 int64 uint8 uint16 uint32 uint64 float8e4nv float8e5 bfloat16 float16
+    float32 float64 fp8 fp16 bf16 fp32 fp64 i1 i8 i16 i32 i64 f16 f32 f64 bf16 void
+    tt ttg arith scf math llvm gpu nvgpu nvvm amdgpu rocdl cf func builtin
+    torch cuda Tensor nn Module ModelNew Model forward get_inputs get_init_inputs
+    to_ir is_int scalar func semantic _semantic builder _builder end start step
+    PassManager OutOfResources CompilationError UnsupportedLanguageConstruct
+    CompileTimeAssertionFailure
+"""
+API_NAMES = frozenset(_API_WORDS.split()) | frozenset(dir(builtins)) | frozenset(keyword.kwlist)
+
+PLACEHOLDERS = ("<path>", "<addr>", "<shape>", "<name>", "<n>", "<function>", "<value>")
+
+_CARET = re.compile(r"^\s*\^+\s*$")
+_AT = re.compile(r"^at \d+:\d+:\s*$")
+_REPR = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Construct|Failure|Resources|Warning|Interrupt))"
+                   r"\((?P<q>['\"])(?P<body>.*)(?P=q)\)$", re.DOTALL)
+_BARE_REPR = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Failure))\(\)$")
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+# Order matters: the wide shapes first, then paths and addresses, then names, then numbers.
+_STEPS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"<function [^>]*>"), "<function>"),
+    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<addr>"),
+    (re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*[/\\])+[\w.-]+(?::\d+)*"), "<path>"),
+    (re.compile(r"\b[\w-]+\.(?:py|pyi|ttir|ttgir|llir|ptx|cubin|so|mlir|json)(?::\d+)*\b"), "<path>"),
+    (re.compile(r"\b(?:line|lines)\s+\d+(?:\s*(?:,|and|-)\s*\d+)*", re.IGNORECASE), "line <n>"),
+    (re.compile(r"\bat \d+:\d+:?"), "at <n>"),
+    # Block shapes as types print them: <['128', '64'], fp32>, tensor<128x64xf32>, [128, 64], (16, 32).
+    (re.compile(r"<\[[^\]]*\],\s*(\w+)>"), r"<shape \1>"),
+    (re.compile(r"\btensor<(?:[\d?]+x)+(\w+)>"), r"tensor<shape \1>"),
+    (re.compile(r"[\[(]\s*-?\d+(?:\s*,\s*-?\d+)+\s*,?\s*[\])]"), "<shape>"),
+    (re.compile(r"\bconstexpr\[[^\]]*\]"), "constexpr[<value>]"),
+]
+# The positions in Triton's messages where the user's names appear unquoted.
+_NAME_SLOTS = [
+    re.compile(r"(?:^|(?<=: ))(" + _IDENT + r")(?= is not defined)"),
+    re.compile(r"(?<=\b[Vv]ariable )(" + _IDENT + r")"),
+    re.compile(r"(?<=\bglobal variable )(" + _IDENT + r")"),
+    re.compile(r"(?<=\bMismatched type for )(" + _IDENT + r")"),
+    re.compile(r"(?<=\bconstexpr )(" + _IDENT + r")(?= in the loop)"),
+    re.compile(r"(?<=\bFunction )\"?(" + _IDENT + r")\"?(?= is being called)"),
+    re.compile(r"(?<=\bfunction )(" + _IDENT + r")(?= is)"),
+    re.compile(r"\b(" + _IDENT + r")(?=\(\) (?:missing|got|takes))"),
+]
+_QUOTED = re.compile(r"(['\"`])(" + _IDENT + r"(?:\." + _IDENT + r")*)\1")
+_NUMBER = re.compile(r"(?<![\w<.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w>])")
+_TYPE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Construct|Failure|Resources|Warning|Interrupt))\b")
+
+
+def _is_api(name: str) -> bool:
+    head = name.split(".")[0]
+    return name in API_NAMES or head in API_NAMES or (name.startswith("__") and name.endswith("__"))
+
+
+def _user_name(match: re.Match[str]) -> str:
+    name = match.group(1)
+    return match.group(0) if _is_api(name) else match.group(0).replace(name, "<name>")
+
+
+def _core_lines(message: str) -> list[str]:
+    """The lines that say what went wrong: after a CompilationError's caret, without blanks."""
+    lines = message.replace("\r\n", "\n").split("\n")
+    carets = [i for i, line in enumerate(lines) if _CARET.match(line)]
+    if carets and any(_AT.match(line.strip()) for line in lines[: carets[0]]):
+        lines = lines[carets[-1] + 1:]
+    return [line.strip() for line in lines if line.strip() and not _AT.match(line.strip())]
+
+
+def core_message(message: str) -> str:
+    """The raw message without a compile error's preamble (location, source lines, caret)."""
+    return "\n".join(_core_lines(message))
+
+
+def _normalise_line(line: str) -> str:
+    line = re.sub(r"\x1b\[[0-9;]*m", "", line)  # colour codes
+    line = re.sub(r"^(?:\w+\.)+(?=[A-Z]\w*(?:Error|Exception|Construct|Failure|Resources)\b)", "", line)
+    repr_form = _REPR.match(line)
+    if repr_form:
+        body = repr_form.group("body").replace("\\'", "'").replace('\\"', '"')
+        line = f"{repr_form.group('type')}: {body}"
+    elif _BARE_REPR.match(line):
+        line = _BARE_REPR.sub(r"\g<type>", line)
+    for pattern, replacement in _STEPS:
+        line = pattern.sub(replacement, line)
+    for slot in _NAME_SLOTS:
+        line = slot.sub(_user_name, line)
+
+    def quoted(match: re.Match[str]) -> str:
+        return match.group(0) if _is_api(match.group(2)) else "<name>"
+
+    line = _QUOTED.sub(quoted, line)
+    line = _NUMBER.sub("<n>", line)
+    line = re.sub(r"(?:<n>\s*,\s*)+<n>", "<n>", line)  # a list of numbers is one placeholder
+    return re.sub(r"\s+", " ", line).strip()
+
+
+def normalise(message: str, *, max_lines: int = 3) -> str:
+    """The signature of a failure message: its error type and template, the specifics abstracted.
+
+    Args:
+        message: the raw message (a CompilationError's text, a runtime error, an MLIR diagnostic).
+        max_lines: how many of the message's lines go into the signature (joined with " | ").
+    """
+    seen: list[str] = []
+    for line in _core_lines(message):
+        normal = _normalise_line(line)
+        if normal and normal not in seen:
+            seen.append(normal)
+        if len(seen) >= max_lines:
+            break
+    return " | ".join(seen) if seen else "<empty>"
+
+
+def error_type(template: str) -> str | None:
+    """`"NameError: <name> is not defined"` -> "NameError"; None when the template names none."""
+    match = _TYPE.match(template)
+    return match.group(1).rsplit(".", 1)[-1] if match else None
+
+
+_PLACEHOLDER_RE = {
+    "<path>": r"\S+",
+    "<addr>": r"0x[0-9a-fA-F]+",
+    "<function>": r"<function [^>]*>",
+    "<value>": r"[^\]]*",
+    "<name>": r"['\"`]?[A-Za-z_][\w.]*['\"`]?",
+    "<n>": r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*,\s*[-+]?\d+(?:\.\d+)?)*",
+}
+
+
+def signature_regex(template: str) -> str | None:
+    """A regex matching the raw messages a template was normalised from, built from the body of
+    its first line (the error type prints differently by form, so it is left out); None when too
+    little literal text would be left to tell this failure from others."""
+    first = template.split(" | ")[0]
+    body = first[len(error_type(first) or ""):].lstrip(": ").strip()
+    tokens = re.split(r"(<path>|<addr>|<function>|<value>|<name>|<n>|<shape(?: \w+)?>|tensor<shape \w+>|\s+)", body)
+    parts: list[str] = []
+    literal = 0
+    for token in tokens:
+        if not token:
+            continue
+        if token.isspace():
+            parts.append(r"\s+")
+        elif token in _PLACEHOLDER_RE:
+            parts.append(_PLACEHOLDER_RE[token])
+        elif token.startswith(("<shape", "tensor<shape")):
+            parts.append(r".+?")
+        else:
+            parts.append(re.escape(token))
+            literal += sum(ch.isalpha() for ch in token)
+    if literal < 12:
+        return None
+    return "".join(parts)
