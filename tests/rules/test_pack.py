@@ -293,3 +293,83 @@ def test_user_packs_load_from_the_user_data_directory(tmp_path, monkeypatch):
     paths = pack_paths(None)
     assert paths[-1] == folder / "mine.toml"
     assert load_rules(paths).get("TS109").severity is Severity.HINT
+
+
+# -- format 2: learned rules, their lifecycle and provenance ---------------------------------
+
+
+LEARNED = """
+[[rules]]
+code = "TSL001"
+name = "not-defined"
+title = "NameError: <name> is not defined"
+statement = "You cannot use a name the kernel does not define."
+severity = "warning"
+category = "NameError"
+signatures = ["is not defined"]
+count = 4
+status = "{status}"
+reviewed = true
+hold = "seen in 1 kernel; needs 2"
+template = "NameError: <name> is not defined"
+first_seen = "2026-01-02T03:04:05Z"
+last_seen = "2026-01-03T03:04:05Z"
+kernels = ["0123456789ab"]
+failures = [1, 2, 7]
+examples = ["NameError('z is not defined')", "line one\\nline two"]
+"""
+
+
+def test_learned_fields_load_and_round_trip(tmp_path):
+    path = pack(tmp_path, "rules.toml", LEARNED.format(status="pending"), header="format = 2\n")
+    [learned] = load_pack(path)
+    assert (learned.status, learned.reviewed, learned.failures, learned.kernels) == (
+        "pending", True, (1, 2, 7), ("0123456789ab",))
+    assert learned.examples[1] == "line one\nline two" and learned.first_seen == "2026-01-02T03:04:05Z"
+    out = tmp_path / "again.toml"
+    write_pack_atomic(out, [learned], header="a comment\non two lines")
+    text = out.read_text()
+    assert text.startswith("# a comment\n# on two lines\nformat = 2\n")
+    assert comparable(load_pack(out)) == comparable([learned])
+
+
+def test_a_pack_without_learned_fields_is_still_written_as_format_1(tmp_path):
+    builtin = load_pack(sorted(BUILTIN_DIR.glob("*.toml"))[0])
+    assert dump_pack(builtin).startswith("format = 1\n")
+    assert FORMAT_VERSION == 2
+
+
+def test_only_active_rules_are_in_force(tmp_path):
+    folder = tmp_path / ".tritonsmith"
+    folder.mkdir()
+    pack(folder, "rules.toml", LEARNED.format(status="pending") + rule("TS101", "arange-non-power-of-two")
+         .replace('category = "A"', 'category = "A"\nstatus = "rejected"'), header="format = 2\n")
+    ruleset = load_rules(pack_paths(tmp_path, include_user=False))
+    assert not ruleset.errors
+    assert ruleset.get("TSL001") is None  # pending: for review, not in force
+    assert ruleset.get("TS101") is None  # a rejected override turns the builtin rule off
+    assert ruleset.get("TS102") is not None
+    [pending, rejected] = load_pack(folder / "rules.toml")
+    assert not pending.matches_error("NameError('z is not defined')")
+    assert rejected.status == "rejected"
+
+
+@pytest.mark.parametrize(("field", "problem"), [
+    ('status = "maybe"', "bad status 'maybe'"),
+    ('failures = ["one"]', "'failures' of TS901 must be a list of failure ids"),
+    ('kernels = "abc"', "'kernels' of TS901 must be a list of strings"),
+    ('reviewed = "yes"', "'reviewed' of TS901 must be true or false"),
+])
+def test_bad_learned_fields_name_the_rule(tmp_path, field, problem):
+    assert problem in error_of(pack(tmp_path, "p.toml", rule() + field + "\n")).problem
+
+
+def test_a_malformed_learned_pack_is_reported_and_the_rest_still_loads(tmp_path):
+    folder = tmp_path / ".tritonsmith"
+    folder.mkdir()
+    (folder / "rules.toml").write_text("format = 2\n[[rules]\ncode = \n", encoding="utf-8")
+    ruleset = load_rules(pack_paths(tmp_path, include_user=False))
+    [error] = ruleset.errors
+    assert error.path == str(folder / "rules.toml") and error.line == 2
+    assert f"{folder / 'rules.toml'}:2: invalid TOML" in error.user_message
+    assert ruleset.get("TS101") is not None

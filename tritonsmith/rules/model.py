@@ -5,6 +5,11 @@ applies (a Triton version range), how it is detected (a static check by name, op
 tree-sitter query, and error signatures that match compiler and runtime messages) and how it is
 fixed, with a bad and a good example. Builtin, learned and imported rules share this model; only
 their code prefix and provenance differ (DESIGN.md, "Rule identity").
+
+Learned rules (`TSL`, written by `tritonsmith.adapt`) also carry their lifecycle and where they
+came from: a `status` (pending, active or rejected; only active rules are in force), whether a
+person `reviewed` it, the normalised failure message (`template`) they were induced from, and
+provenance (failure ids, distinct kernels, first and last seen, example messages).
 """
 
 from __future__ import annotations
@@ -13,10 +18,12 @@ import re
 from dataclasses import dataclass, field
 from enum import Enum
 
-__all__ = ["Rule", "Severity", "VersionRange", "parse_version"]
+__all__ = ["STATUSES", "Rule", "Severity", "VersionRange", "parse_version"]
 
 _CODE = re.compile(r"^TS(\d{3}|L\d+|A\d+)$")
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+# A rule's lifecycle: learned rules start pending; only active ones are in force.
+STATUSES = ("pending", "active", "rejected")
 
 
 class Severity(str, Enum):
@@ -93,6 +100,20 @@ class Rule:
     advisory: bool = False
     source: str = "<builtin>"  # the pack file it came from
     source_line: int = 0
+    # -- lifecycle and provenance of learned rules (pack format 2) --
+    status: str = "active"  # one of STATUSES
+    reviewed: bool = False  # a person accepted or rejected it (`tritonsmith rules review`)
+    hold: str | None = None  # why a pending rule is not active yet
+    template: str | None = None  # the normalised failure message it was induced from
+    failures: tuple[int, ...] = ()  # ids in the failure log (the most recent ones)
+    kernels: tuple[str, ...] = ()  # distinct kernels it was seen in (short hashes)
+    first_seen: str | None = None  # ISO 8601, UTC
+    last_seen: str | None = None
+    examples: tuple[str, ...] = ()  # raw failure messages from its cluster
+
+    @property
+    def active(self) -> bool:
+        return self.status == "active"
 
     @property
     def doc_url(self) -> str:
@@ -103,7 +124,7 @@ class Rule:
 
     def matches_error(self, message: str) -> bool:
         """Whether a compiler or runtime message matches one of this rule's signatures."""
-        return any(re.search(sig, message) for sig in self.signatures)
+        return self.active and any(re.search(sig, message) for sig in self.signatures)
 
     @staticmethod
     def valid_code(code: str) -> bool:

@@ -9,6 +9,13 @@ A pack is one TOML file:
     name = "arange-non-power-of-two"
     ...
 
+Format 2 (written by `tritonsmith.adapt` for `.tritonsmith/rules.toml`, the learned pack) adds a
+rule's lifecycle and provenance: `status` (pending, active, rejected), `reviewed`, `hold`,
+`template`, `failures`, `kernels`, `first_seen`, `last_seen`, `examples`. Format 1 packs load
+unchanged; `dump_pack` writes format 1 when no rule needs more, so old packs round-trip as they
+were. Only active rules are in force (`load_rules`): a pending or rejected rule stays in its pack
+for review but checks nothing, and a rejected override of a builtin code turns that rule off.
+
 Packs are read in order: the builtin pack (the files in `tritonsmith/packs/`), the user's packs
 (`<user data dir>/rules/*.toml`), the workspace's (`.tritonsmith/*.toml`) and any extra paths
 from the settings. A malformed pack gives one `RulePackError` naming its file and line and is
@@ -28,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RulePackError
-from .model import Rule, Severity, VersionRange
+from .model import STATUSES, Rule, Severity, VersionRange
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -48,15 +55,20 @@ __all__ = [
     "write_pack_atomic",
 ]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 # Data, not code: kept out of the rules package so the packs' example kernels (which import
 # triton) never sit among the server's modules.
 BUILTIN_DIR = Path(__file__).parent.parent / "packs"
 
 _REQUIRED = ("code", "name", "title", "statement", "severity", "category")
 _STRINGS = ("code", "name", "title", "statement", "severity", "category", "triton", "check",
-            "query", "fix", "how_to_fix", "bad", "good", "explanation", "provenance")
-_KNOWN = set(_STRINGS) | {"signatures", "expect", "compiler_rejects", "count", "advisory"}
+            "query", "fix", "how_to_fix", "bad", "good", "explanation", "provenance",
+            "status", "hold", "template", "first_seen", "last_seen")
+_STRING_LISTS = ("signatures", "expect", "kernels", "examples")
+# Fields of format 2: a pack that uses one is written as format 2.
+_LEARNED = ("status", "reviewed", "hold", "template", "failures", "kernels", "first_seen", "last_seen",
+            "examples")
+_KNOWN = set(_STRINGS) | set(_STRING_LISTS) | {"compiler_rejects", "count", "advisory", "reviewed", "failures"}
 
 
 def user_rules_dir() -> Path:
@@ -106,11 +118,11 @@ def _rule_from_table(table: dict[str, Any], path: str, line: int) -> Rule:
         triton = VersionRange.parse(table.get("triton", ""))
     except ValueError as error:
         raise problem(f"{code}: {error}") from None
-    signatures = table.get("signatures", [])
-    expect = table.get("expect", [])
-    for key, value in (("signatures", signatures), ("expect", expect)):
+    for key in _STRING_LISTS:
+        value = table.get(key, [])
         if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
             raise problem(f"'{key}' of {code} must be a list of strings")
+    signatures = table.get("signatures", [])
     for signature in signatures:
         try:
             re.compile(signature)
@@ -119,6 +131,15 @@ def _rule_from_table(table: dict[str, Any], path: str, line: int) -> Rule:
     count = table.get("count", 0)
     if not isinstance(count, int) or count < 0:
         raise problem(f"'count' of {code} must be a non-negative integer")
+    status = table.get("status", "active")
+    if status not in STATUSES:
+        raise problem(f"bad status {status!r} for {code}: use {', '.join(STATUSES)}")
+    failures = table.get("failures", [])
+    if not isinstance(failures, list) or not all(isinstance(f, int) and not isinstance(f, bool) for f in failures):
+        raise problem(f"'failures' of {code} must be a list of failure ids (integers)")
+    for key in ("compiler_rejects", "advisory", "reviewed"):
+        if key in table and not isinstance(table[key], bool):
+            raise problem(f"'{key}' of {code} must be true or false")
     return Rule(
         code=code,
         name=table["name"],
@@ -134,7 +155,7 @@ def _rule_from_table(table: dict[str, Any], path: str, line: int) -> Rule:
         how_to_fix=table.get("how_to_fix"),
         bad=table.get("bad"),
         good=table.get("good"),
-        expect=tuple(expect),
+        expect=tuple(table.get("expect", [])),
         explanation=table.get("explanation"),
         compiler_rejects=bool(table.get("compiler_rejects", False)),
         provenance=table.get("provenance", "builtin"),
@@ -142,6 +163,15 @@ def _rule_from_table(table: dict[str, Any], path: str, line: int) -> Rule:
         advisory=bool(table.get("advisory", False)),
         source=path,
         source_line=line,
+        status=status,
+        reviewed=bool(table.get("reviewed", False)),
+        hold=table.get("hold"),
+        template=table.get("template"),
+        failures=tuple(failures),
+        kernels=tuple(table.get("kernels", [])),
+        first_seen=table.get("first_seen"),
+        last_seen=table.get("last_seen"),
+        examples=tuple(table.get("examples", [])),
     )
 
 
@@ -220,7 +250,8 @@ class RuleSet:
 
 def load_rules(paths: Iterable[Path]) -> RuleSet:
     """Load packs in order. A later rule with the same code replaces an earlier one (a workspace
-    can override a builtin rule's severity); a malformed pack is recorded and skipped."""
+    can override a builtin rule's severity); a malformed pack is recorded and skipped. Only active
+    rules are in force: pending and rejected ones (learned rules under review) are left out."""
     by_code: dict[str, Rule] = {}
     errors: list[RulePackError] = []
     for path in paths:
@@ -231,19 +262,39 @@ def load_rules(paths: Iterable[Path]) -> RuleSet:
             continue
         for rule in rules:
             by_code[rule.code] = rule
-    return RuleSet(rules=list(by_code.values()), errors=errors)
+    return RuleSet(rules=[r for r in by_code.values() if r.active], errors=errors)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def _toml_string(value: str) -> str:
-    if "\n" in value and "'''" not in value:
-        return "'''\n" + value + ("" if value.endswith("\n") else "\n") + "'''"
+    if value.endswith("\n") and "'''" not in value and not _CONTROL.search(value):
+        return "'''\n" + value + "'''"
     escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    # Other control characters (a compiler's colour codes, a stray CR) are not allowed raw in TOML.
+    escaped = _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", escaped)
     return f'"{escaped}"'
 
 
-def dump_pack(rules: Iterable[Rule]) -> str:
-    """Serialise rules as a pack, in the readable layout the builtin pack uses."""
-    out = [f"format = {FORMAT_VERSION}", ""]
+def _learned_fields(rule: Rule) -> list[tuple[str, Any]]:
+    """The format-2 fields of a rule that differ from their defaults."""
+    fields: list[tuple[str, Any]] = [
+        ("status", rule.status if rule.status != "active" or rule.template or rule.reviewed else None),
+        ("reviewed", rule.reviewed), ("hold", rule.hold), ("template", rule.template),
+        ("first_seen", rule.first_seen), ("last_seen", rule.last_seen),
+        ("kernels", list(rule.kernels)), ("failures", list(rule.failures)), ("examples", list(rule.examples)),
+    ]
+    return [(key, value) for key, value in fields if value not in (None, "", [], False)]
+
+
+def dump_pack(rules: Iterable[Rule], *, header: str = "") -> str:
+    """Serialise rules as a pack, in the readable layout the builtin pack uses (format 1 unless a
+    rule carries learned fields); `header` is written first, as `#` comment lines."""
+    rules = list(rules)
+    version = FORMAT_VERSION if any(_learned_fields(r) for r in rules) else 1
+    comments = [f"# {line}".rstrip() for line in header.splitlines()]
+    out = [*comments, f"format = {version}", ""]
     for rule in rules:
         out.append("[[rules]]")
         fields: list[tuple[str, Any]] = [
@@ -253,6 +304,7 @@ def dump_pack(rules: Iterable[Rule]) -> str:
             ("query", rule.query), ("signatures", list(rule.signatures)), ("fix", rule.fix),
             ("how_to_fix", rule.how_to_fix), ("compiler_rejects", rule.compiler_rejects),
             ("advisory", rule.advisory), ("provenance", rule.provenance), ("count", rule.count),
+            *_learned_fields(rule),
             ("expect", list(rule.expect)), ("bad", rule.bad), ("good", rule.good), ("explanation", rule.explanation),
         ]
         for key, value in fields:
@@ -262,6 +314,8 @@ def dump_pack(rules: Iterable[Rule]) -> str:
                 out.append(f"{key} = {'true' if value else 'false'}")
             elif isinstance(value, int):
                 out.append(f"{key} = {value}")
+            elif isinstance(value, list) and all(isinstance(v, int) for v in value):
+                out.append(f"{key} = [" + ", ".join(str(v) for v in value) + "]")
             elif isinstance(value, list):
                 out.append(f"{key} = [" + ", ".join(_toml_string(v) for v in value) + "]")
             else:
@@ -270,10 +324,10 @@ def dump_pack(rules: Iterable[Rule]) -> str:
     return "\n".join(out)
 
 
-def write_pack_atomic(path: Path, rules: Iterable[Rule]) -> None:
+def write_pack_atomic(path: Path, rules: Iterable[Rule], *, header: str = "") -> None:
     """Write a pack with temp file + rename, so a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    content = dump_pack(rules)
+    content = dump_pack(rules, header=header)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
