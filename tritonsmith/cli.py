@@ -1,7 +1,8 @@
 """`tritonsmith`: the command line.
 
     tritonsmith check PATH... [--format text|json|sarif] [--select ...] [--ignore ...] [--fix]
-    tritonsmith rules list | show ID | import FILE | docs [--check]
+    tritonsmith rules list | show ID | import FILE | docs [--check] | review [--accept|--reject CODE]
+    tritonsmith adapt induce [PATH]
     tritonsmith verify FILE [--device auto|gpu|cpu] ...
     tritonsmith optimize FILE --kernel NAME [--steps N] [--proposer ...] [--resume ID] [--out PATCH]
     tritonsmith serve [--tcp HOST:PORT]
@@ -420,6 +421,9 @@ def build_parser() -> argparse.ArgumentParser:
     docs.add_argument("--output", default="docs/rules")
     docs.add_argument("--check", action="store_true", help="exit 1 if the docs are out of date")
     rules.set_defaults(handler=cmd_rules)
+    from .adapt.cli import register as register_adapt  # `adapt induce`, `rules review`
+
+    register_adapt(commands, rules_commands)
 
     verify = commands.add_parser("verify", help="compile kernels for GPU targets, verify them against their reference, time them on a GPU")
     verify.add_argument("file", metavar="FILE")

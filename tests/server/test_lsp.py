@@ -293,3 +293,30 @@ async def test_save_verifies_a_harnessed_launcher_with_a_lens_and_details_on_hov
         text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(launcher_row, 5)))
     assert hover is not None and "add: verified (interpreter)" in hover.contents.value
     assert "not timed" in hover.contents.value
+
+
+async def test_a_learned_rule_in_the_workspace_pack_goes_live_and_off_without_a_restart(client: LanguageClient):
+    from dataclasses import replace
+
+    from tritonsmith.adapt.learned import update_learned
+    from tritonsmith.cli import main
+    from tritonsmith.rules import Severity, load_rules, pack_paths
+
+    uri = await _open(client, "learned.py", BAD)
+    await _wait_for(client, uri, lambda d: d and len(d) >= 2)
+    root = Path(client.root)
+    # A learned rule as induction and review write it (format 2, with provenance), whose check
+    # is one a graduated rule could name.
+    ts109 = load_rules(pack_paths(None, include_user=False)).get("TS109")
+    learned = replace(ts109, code="TSL001", name="learned-dtype-call", severity=Severity.WARNING, status="active",
+                      template="TypeError: 'dtype' object is not callable", count=3, kernels=("a", "b"),
+                      failures=(1, 2, 3), first_seen="2026-01-01T00:00:00Z", last_seen="2026-01-02T00:00:00Z")
+    update_learned(root, lambda rules: [*rules, learned])
+    assert "format = 2" in (root / ".tritonsmith" / "rules.toml").read_text()
+    diagnostics = await _wait_for(client, uri, lambda d: d is not None and "TSL001" in _codes(d))
+    assert _codes(diagnostics) == ["TS102", "TS109", "TSL001"]
+    # Rejected in review: out of force at once, still in the pack.
+    assert main(["rules", "review", str(root), "--reject", "TSL001"]) == 0
+    diagnostics = await _wait_for(client, uri, lambda d: d is not None and "TSL001" not in _codes(d))
+    assert _codes(diagnostics) == ["TS102", "TS109"]
+    assert 'status = "rejected"' in (root / ".tritonsmith" / "rules.toml").read_text()

@@ -1,0 +1,155 @@
+"""The command line of adaptation: `tritonsmith adapt induce` and `tritonsmith rules review`.
+
+    tritonsmith adapt induce [PATH] [--min-count N] [--min-kernels N] [--format text|json]
+    tritonsmith rules review [PATH] [--all] [--accept CODE] [--reject CODE] [--format text|json]
+
+`adapt induce` runs offline induction over the workspace's failure log now and prints the rules
+it learned or updated. `rules review` lists the pending learned rules with their provenance;
+`--accept` makes a rule active, `--reject` keeps it as rejected (so it is not learned again).
+`register` adds both to the main parser (`tritonsmith/cli.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ..rules import Rule
+from ..settings import find_workspace_root
+from .induce import Learned, Thresholds, induce
+from .learned import learned_path, load_learned, update_learned
+
+__all__ = ["cmd_adapt", "cmd_rules_review", "register"]
+
+
+def register(commands: Any, rules_commands: Any) -> None:
+    """Add `adapt …` to the top-level commands and `review` to the `rules` commands."""
+    adapt = commands.add_parser("adapt", help="learn rules from the failures of this workspace")
+    adapt_commands = adapt.add_subparsers(dest="adapt_command", required=True)
+    induce_parser = adapt_commands.add_parser(
+        "induce", help="cluster the failure log now and write learned rules to .tritonsmith/rules.toml")
+    induce_parser.add_argument("path", nargs="?", default=".", metavar="PATH", help="a folder of the workspace")
+    induce_parser.add_argument("--min-count", type=int, default=Thresholds.count, metavar="N",
+                               help=f"failures before a cluster becomes a rule (default {Thresholds.count})")
+    induce_parser.add_argument("--min-kernels", type=int, default=Thresholds.kernels, metavar="N",
+                               help=f"distinct kernels before a rule is active (default {Thresholds.kernels})")
+    induce_parser.add_argument("--format", choices=("text", "json"), default="text")
+    adapt.set_defaults(handler=cmd_adapt)
+
+    review = rules_commands.add_parser("review", help="review learned rules: list pending ones, accept or reject")
+    review.add_argument("path", nargs="?", default=".", metavar="PATH", help="a folder of the workspace")
+    review.add_argument("--accept", action="append", default=[], metavar="CODE", help="make a rule active")
+    review.add_argument("--reject", action="append", default=[], metavar="CODE",
+                        help="reject a rule (kept as rejected, so it is not learned again)")
+    review.add_argument("--all", action="store_true", help="list every learned rule, not only pending ones")
+    review.add_argument("--format", choices=("text", "json"), default="text")
+    review.set_defaults(handler=cmd_rules_review)
+
+
+def _root(args: argparse.Namespace) -> Path:
+    path = Path(args.path)
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or folder")
+    return find_workspace_root(path)
+
+
+def _json(rule: Rule) -> dict[str, Any]:
+    return {
+        "code": rule.code, "name": rule.name, "status": rule.status, "reviewed": rule.reviewed,
+        "hold": rule.hold, "statement": rule.statement, "category": rule.category,
+        "severity": rule.severity.value, "count": rule.count, "kernels": len(rule.kernels),
+        "first_seen": rule.first_seen, "last_seen": rule.last_seen, "failures": list(rule.failures),
+        "signatures": list(rule.signatures), "template": rule.template, "examples": list(rule.examples),
+    }
+
+
+def cmd_adapt(args: argparse.Namespace) -> int:
+    root = _root(args)
+    if args.min_count < 1 or args.min_kernels < 1:
+        raise UsageError("--min-count and --min-kernels must be at least 1")
+    learned = induce(root, thresholds=Thresholds(count=args.min_count, kernels=args.min_kernels))
+    if args.format == "json":
+        print(json.dumps([_json(item.rule) | {"new": item.new, "added": item.added} for item in learned], indent=2))
+        return 0
+    if not learned:
+        print("nothing learned: no failure in the log recurs often enough yet")
+        return 0
+    for item in learned:
+        print(_learned_line(item))
+    print(f"wrote {learned_path(root)}; review pending rules with `tritonsmith rules review`")
+    return 0
+
+
+def _learned_line(item: Learned) -> str:
+    rule = item.rule
+    kernels = len(rule.kernels)
+    action = "new" if item.new else "updated"
+    line = (f"{rule.code} {action:<7} {rule.status:<8} {rule.count} failures in {kernels} "
+            f"kernel{'s' if kernels != 1 else ''} (+{item.added})  {rule.name}")
+    return line + (f"\n    held: {rule.hold}" if rule.hold else "")
+
+
+def _describe(rule: Rule) -> str:
+    kernels = len(rule.kernels)
+    lines = [
+        f"{rule.code}  {rule.status}{' (reviewed)' if rule.reviewed else ''}  {rule.name}  "
+        f"({rule.severity.value}, {rule.category})",
+        f"    {rule.statement}",
+    ]
+    if rule.hold:
+        lines.append(f"    held: {rule.hold}")
+    lines.append(f"    seen {rule.count} times in {kernels} kernel{'s' if kernels != 1 else ''}, "
+                 f"first {rule.first_seen or '?'}, last {rule.last_seen or '?'}")
+    if rule.failures:
+        lines.append("    failures: " + ", ".join(str(f) for f in rule.failures))
+    for signature in rule.signatures:
+        lines.append(f"    signature: {signature}")
+    for example in rule.examples[:1]:
+        lines.append("    example: " + example.replace("\n", "\n             "))
+    return "\n".join(lines)
+
+
+def _decide(rules: list[Rule], accept: list[str], reject: list[str]) -> list[Rule]:
+    by_code = {r.code for r in rules}
+    unknown = [c for c in [*accept, *reject] if c not in by_code]
+    if unknown:
+        raise UsageError(f"no rule {', '.join(unknown)} in the workspace pack; "
+                         "`tritonsmith rules review --all` lists the learned rules")
+    out = []
+    for rule in rules:
+        if rule.code in accept:
+            rule = replace(rule, status="active", reviewed=True, hold=None)
+        elif rule.code in reject:
+            rule = replace(rule, status="rejected", reviewed=True, hold=None)
+        out.append(rule)
+    return out
+
+
+def cmd_rules_review(args: argparse.Namespace) -> int:
+    root = _root(args)
+    both = set(args.accept) & set(args.reject)
+    if both:
+        raise UsageError(f"{', '.join(sorted(both))}: both accepted and rejected")
+    if args.accept or args.reject:
+        rules = update_learned(root, lambda rules: _decide(rules, args.accept, args.reject))
+        for rule in rules:
+            if rule.code in args.accept or rule.code in args.reject:
+                print(f"{rule.code} {'accepted: active' if rule.code in args.accept else 'rejected'}  {rule.name}")
+        return 0
+    rules = [r for r in load_learned(root) if r.template or r.code.startswith("TSL")]
+    shown = rules if args.all else [r for r in rules if r.status == "pending"]
+    if args.format == "json":
+        print(json.dumps([_json(r) for r in shown], indent=2))
+        return 0
+    if not shown:
+        print("no pending rules" if not args.all else "no learned rules")
+        return 0
+    print("\n\n".join(_describe(r) for r in shown))
+    if not args.all:
+        print(f"\n{len(shown)} pending; accept with `tritonsmith rules review --accept CODE`, "
+              "reject with `--reject CODE`")
+    return 0
