@@ -1,7 +1,7 @@
 """Best speedup against steps: the offline tree search, random search over the same space, and
 what `triton.autotune` would do over the same configs, on the same kernels, in the same run.
 
-    .venv/bin/python bench/search_steps.py --steps 12 --out docs/search-steps.png --json bench/results/search_steps.json
+    .venv/bin/python bench/search_steps.py --steps 10 --seeds 3 --out docs/search-steps.png --json bench/results/search_steps.json
 
 Each method gets the same number of evaluated candidates ("steps") on each kernel, and every
 candidate is compiled, verified against the kernel's harness and timed by the same evaluator
@@ -115,32 +115,39 @@ def run_kernel(fixture: Path, kernel: str, steps: int, device: str, seed: int) -
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=12)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, default=3, help="runs per method and kernel (seeds 0..N-1); curves are means")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "search-steps.png")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     device = "gpu" if default_mode() == "gpu" else "interpreter"
     fixtures = ROOT / "tests" / "search" / "fixtures"
-    results = {}
+    results: dict[str, dict[str, list[list[float]]]] = {}
     began = time.perf_counter()
     for name, kernel in KERNELS:
-        curves = run_kernel(fixtures / name, kernel, args.steps, device, args.seed)
-        results[name] = curves
-        for method, curve in curves.items():
-            print(f"{name:18} {method:14} " + " ".join(f"{v:5.2f}" for v in curve), flush=True)
+        runs: dict[str, list[list[float]]] = {}
+        for seed in range(args.seeds):
+            for method, curve in run_kernel(fixtures / name, kernel, args.steps, device, seed).items():
+                runs.setdefault(method, []).append(curve)
+                print(f"{name:18} {method:14} seed {seed} " + " ".join(f"{v:5.2f}" for v in curve), flush=True)
+        results[name] = runs
     print(f"{time.perf_counter() - began:.0f} s in all ({device})")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"device": device, "steps": args.steps, "results": results}, indent=2))
+        args.json.write_text(json.dumps({"device": device, "steps": args.steps, "seeds": args.seeds,
+                                         "results": results}, indent=2))
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(1, len(results), figsize=(5.5 * len(results), 4), squeeze=False)
-    for axis, (name, curves) in zip(axes[0], results.items(), strict=True):
-        for method, curve in curves.items():
-            axis.plot(range(1, len(curve) + 1), curve, marker="o", markersize=3, label=method)
+    for axis, (name, runs) in zip(axes[0], results.items(), strict=True):
+        for method, curves in runs.items():
+            steps = range(1, len(curves[0]) + 1)
+            mean = [sum(values) / len(values) for values in zip(*curves, strict=True)]
+            line, = axis.plot(steps, mean, marker="o", markersize=3, label=f"{method} (mean of {len(curves)})")
+            axis.fill_between(steps, [min(v) for v in zip(*curves, strict=True)],
+                              [max(v) for v in zip(*curves, strict=True)], color=line.get_color(), alpha=0.15)
         axis.set_title(name)
         axis.set_xlabel("candidates evaluated")
         axis.set_ylabel(f"best speedup ({'interpreter' if device != 'gpu' else 'GPU'} time)")
