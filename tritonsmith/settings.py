@@ -49,7 +49,7 @@ class Settings:
     """GPU targets to compile for on save (e.g. sm_80, sm_90, gfx942)."""
 
     verify_on_save: str = "verify"
-    """What a save does: off, compile (for the targets) or verify (compile, then check KernelBench-format problems against their reference)."""
+    """What a save does: off, compile (for the targets) or verify (compile, then check each spec in the file, a KernelBench problem or a harnessed launcher, against its reference; timed on a GPU)."""
 
     device: str = "auto"
     """Where to run kernels: auto, cuda or cpu (the Triton interpreter)."""
