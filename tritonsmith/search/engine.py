@@ -27,7 +27,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .journal import Journal
 from .model import (
@@ -41,6 +41,9 @@ from .model import (
     Task,
 )
 from .tree import Node, Tree, TreeSettings
+
+if TYPE_CHECKING:  # experience memory: typing only (the engine imports no adapt code)
+    from ..adapt.experience import ExperienceMemory
 
 __all__ = ["Evaluator", "Guardian", "Progress", "Search", "SearchOptions", "SearchResult", "unified_diff"]
 
@@ -141,12 +144,14 @@ class Search:
         cancel: threading.Event | None = None,
         resume: str | None = None,
         relative_path: str | None = None,
+        memory: ExperienceMemory | None = None,
     ) -> None:
         self.proposer = proposer
         self.evaluator = evaluator
         self.journal = journal
         self.options = options or SearchOptions()
         self.guardian = guardian
+        self.memory = memory  # experience memory: each step's outcome is recorded in `_finish`
         self.progress = progress
         self.cancel = cancel or threading.Event()
         self.relative_path = relative_path or Path(task.path).name
@@ -288,6 +293,13 @@ class Search:
         node = self.tree.complete(placeholder, evaluation, source=source, proposer=self.proposer.name,
                                   cost_usd=self.proposer.cost_usd, propose_seconds=round(seconds, 3))
         self.journal.record(self.search_id, node)
+        if self.memory is not None and node.kind is not StepKind.ROOT and source:
+            # Experience memory (adapt/experience.py): every proposed candidate is an attempt at
+            # the task, every correct one a solution. The original is not a proposal; a step
+            # that produced no candidate (no key, a proposer bug) is not an attempt.
+            self.memory.record_attempt(self.task, evaluation.outcome)
+            if evaluation.outcome is Outcome.CORRECT:
+                self.memory.record_solution(self.task, source, evaluation.speedup, self.task.device)
         if self.progress is not None:
             best = self._best_correct()
             speed = best.evaluation.speedup if best is not None and best.evaluation is not None else None

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..adapt import FailureLog
+from ..adapt import ExperienceMemory, FailureLog
 from ..analysis import Document, index_module
 from ..errors import TritonsmithError
 from ..evaluator.specs import HarnessSpec, Spec, detect_specs
@@ -132,13 +132,17 @@ def _proposer(request: SearchRequest, rng: random.Random) -> tuple[Proposer, Cal
 class OpenSearch:
     """A ready search and what it holds open; close it (or use `with`) when done."""
 
-    def __init__(self, search: Search, evaluator: CandidateEvaluator, journal: Journal, log: FailureLog) -> None:
+    def __init__(self, search: Search, evaluator: CandidateEvaluator, journal: Journal, log: FailureLog,
+                 memory: ExperienceMemory | None = None) -> None:
         self.search, self.evaluator, self.journal, self.log = search, evaluator, journal, log
+        self.memory = memory
 
     def close(self) -> None:
         self.evaluator.close()
         self.journal.close()
         self.log.close()
+        if self.memory is not None:
+            self.memory.close()
 
     def __enter__(self) -> OpenSearch:
         return self
@@ -167,13 +171,17 @@ def open_search(request: SearchRequest, *, resume: str | None = None,
     proposer, repair = _proposer(request, rng)
     log = FailureLog(root)
     workspace = Workspace(root, Settings())
+    # Experience memory: verified kernels of other tasks become the prompts' demonstrations,
+    # and this search's outcomes are recorded into it (engine.Search._finish).
+    memory = ExperienceMemory(root)
     options = SearchOptions(steps=request.steps, wall_time_s=request.wall_time_s, concurrency=request.concurrency,
-                            mode=request.mode, seed=request.seed, tree=TreeSettings(), pitfalls=pitfalls(workspace, log))
+                            mode=request.mode, seed=request.seed, tree=TreeSettings(), pitfalls=pitfalls(workspace, log),
+                            demonstrations=tuple(memory.demonstrations(exclude_task=task)))
     evaluator = CandidateEvaluator(task, spec, failure_log=log, cancel=cancel)
     try:
         relative = str(path.relative_to(root))
     except ValueError:
         relative = path.name
     search = Search(task, proposer, evaluator, journal, options, guardian=RuleGuardian(workspace, repair),
-                    progress=progress, cancel=cancel, resume=resume, relative_path=relative)
-    return OpenSearch(search, evaluator, journal, log)
+                    progress=progress, cancel=cancel, resume=resume, relative_path=relative, memory=memory)
+    return OpenSearch(search, evaluator, journal, log, memory)

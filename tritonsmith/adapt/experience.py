@@ -1,0 +1,706 @@
+"""The experience memory: verified kernels per task, deduplicated, and the demonstrations a
+search's prompts get from them (arXiv 2502.02534's adaptive self-improvement, for Triton).
+
+- A **task** is what a kernel is checked against, not where it lives: the spec's kind plus the
+  hash of the reference's canonical form (a harness's `<launcher>_inputs`/`_reference`/
+  `_tolerances`, KernelBench's `Model`/`get_inputs`/`get_init_inputs`; the original kernel for
+  an oracle spec). Moving or renaming the file keeps the task; changing the reference makes a
+  new one. Each task counts its attempts and successes; its difficulty is `1 - successes /
+  attempts`.
+- A **solution** is the text a verified candidate adds to the task: its Triton kernels and its
+  entry point (the launcher or `ModelNew`) with the helpers and constants they use, cut out of
+  the file (no imports, no harness). Solutions that are the same up to renaming (`canonical`:
+  the syntax tree with local names numbered by first occurrence, comments and docstrings
+  dropped, API and attribute names kept) are one class, represented by its shortest text.
+- **Demonstrations** are one representative per solved task (its shortest), hardest tasks
+  first, then the rest alternately from the hard and the easy end (the paper's hard-only then
+  mixed sets), within a token budget (tokens approximated as characters / 4).
+
+The tables live in `.tritonsmith/state.db` beside the failure log and the search journal
+(`experience_tasks`, `experience_solutions`), with their own schema version
+(`meta.experience_schema_version`), migrated forward inside a write transaction; WAL and a
+busy timeout let several processes record at once without losing a count.
+
+Nothing here imports torch or triton.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from tree_sitter import Node
+
+from ..analysis import Document
+from ..analysis.syntax import text
+from ..errors import TritonsmithError
+from .failure_log import state_dir
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ExperienceMemory",
+    "ExperienceTask",
+    "Solution",
+    "TaskInfo",
+    "canonical",
+    "canonical_hash",
+    "cut_solution",
+    "experience_task",
+]
+
+SCHEMA_VERSION = 1
+_VERSION_KEY = "experience_schema_version"  # the failure log owns `schema_version`, the journal `search_schema_version`
+
+_MIGRATIONS = {
+    1: [
+        """CREATE TABLE experience_tasks (
+               id INTEGER PRIMARY KEY,
+               key TEXT NOT NULL UNIQUE,
+               description TEXT NOT NULL,
+               attempts INTEGER NOT NULL DEFAULT 0,
+               successes INTEGER NOT NULL DEFAULT 0,
+               created REAL NOT NULL,
+               updated REAL NOT NULL
+           )""",
+        """CREATE TABLE experience_solutions (
+               id INTEGER PRIMARY KEY,
+               task_id INTEGER NOT NULL REFERENCES experience_tasks(id),
+               canonical TEXT NOT NULL,  -- sha256 of `canonical(source)`: one row per class
+               source TEXT NOT NULL,  -- the class's shortest text so far
+               length INTEGER NOT NULL,
+               speedup REAL,  -- the best speedup any member of the class measured
+               device TEXT,  -- where that speedup was measured ("gpu" | "interpreter")
+               seen INTEGER NOT NULL DEFAULT 1,  -- how many verified kernels fell into the class
+               created REAL NOT NULL,
+               UNIQUE (task_id, canonical)
+           )""",
+    ],
+}
+
+_CHARS_PER_TOKEN = 4
+_REFERENCE_PARTS = {
+    "kernelbench": ("Model", "get_inputs", "get_init_inputs"),
+}
+
+
+# -- tasks ------------------------------------------------------------------------------------
+
+
+class TaskLike(Protocol):
+    """What a search's `Task` (search/model.py) offers; the memory needs nothing else."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def kernel(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def spec(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class ExperienceTask:
+    """A task as the memory knows it.
+
+    Attributes:
+        key: "<spec kind>:<hash>", e.g. "harness:3f2a…" (the hash of the reference's canonical form).
+        description: one line for the demonstration, e.g. "softmax_kernel in softmax.py, checked
+            by the harness of softmax".
+        entry: what a solution is cut around (the launcher, `ModelNew`, or the kernel).
+        kernel: the kernel the search optimised.
+    """
+
+    key: str
+    description: str
+    entry: str
+    kernel: str
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """A task's counts and its representative solution, as `ExperienceMemory.tasks` lists them."""
+
+    key: str
+    description: str
+    attempts: int
+    successes: int
+    solution: str | None  # the shortest representative, None while unsolved
+    classes: int  # solutions distinct up to renaming
+
+    @property
+    def success_rate(self) -> float:
+        return self.successes / self.attempts if self.attempts else 0.0
+
+    @property
+    def difficulty(self) -> float:
+        return 1.0 - self.success_rate
+
+
+@dataclass(frozen=True)
+class Solution:
+    """One class of isomorphic solutions of a task."""
+
+    canonical: str
+    source: str
+    speedup: float | None
+    device: str | None
+    seen: int
+
+
+def _top_level(root: Node) -> list[tuple[str, Node]]:
+    """(name bound, statement) for module-level definitions and simple assignments."""
+    out: list[tuple[str, Node]] = []
+    for node in root.named_children:
+        definition = node.child_by_field_name("definition") if node.type == "decorated_definition" else node
+        if definition is not None and definition.type in ("function_definition", "class_definition"):
+            out.append((text(definition.child_by_field_name("name")), node))
+        elif node.type == "expression_statement" and node.named_child_count == 1:
+            assign = node.named_children[0]
+            left = assign.child_by_field_name("left") if assign.type == "assignment" else None
+            if left is not None and left.type == "identifier":
+                out.append((text(left), node))
+    return out
+
+
+def _spec_kind(spec: str) -> tuple[str, str | None]:
+    kind, _, launcher = spec.partition(":")
+    return kind, launcher or None
+
+
+def experience_task(task: TaskLike | ExperienceTask) -> ExperienceTask:
+    """The memory's task for a search's task (an `ExperienceTask` is returned as it is)."""
+    if isinstance(task, ExperienceTask):
+        return task
+    kind, launcher = _spec_kind(task.spec)
+    statements = dict(_top_level(Document(task.source).root))
+    if kind == "harness" and launcher:
+        names: tuple[str, ...] = tuple(launcher + suffix for suffix in ("_inputs", "_reference", "_tolerances"))
+        entry, checked = launcher, f"checked by the harness of {launcher}"
+    elif kind == "kernelbench":
+        names, entry, checked = _REFERENCE_PARTS["kernelbench"], "ModelNew", "a KernelBench problem"
+    else:
+        names, entry, checked = (), task.kernel, f"checked by a {kind or 'custom'} spec"
+    reference = "\n".join(text(statements[name]) for name in names if name in statements)
+    if not reference:  # no reference in the file (an oracle, a sibling KernelBench file): the kernel itself
+        reference = text(statements[task.kernel]) if task.kernel in statements else task.source
+    key = f"{kind}:{canonical_hash(reference)[:32]}"
+    description = f"{task.kernel} in {Path(task.path).name}, {checked}"
+    return ExperienceTask(key=key, description=description, entry=entry, kernel=task.kernel)
+
+
+def cut_solution(source: str, task: ExperienceTask) -> str:
+    """What a verified file contributes: the entry (launcher, `ModelNew`, or the kernel) and the
+    module-level definitions and constants it uses, transitively, in file order; no imports and
+    no harness. The whole file when the entry is not a module-level definition."""
+    root = Document(source).root
+    statements = _top_level(root)
+    by_name = {name: node for name, node in statements}
+    if task.entry not in by_name:
+        return source.strip()
+    excluded = {task.entry + suffix for suffix in ("_inputs", "_reference", "_tolerances")}
+    excluded |= set(_REFERENCE_PARTS["kernelbench"]) - {task.entry}
+    kept: set[str] = set()
+    todo = [task.entry]
+    while todo:
+        name = todo.pop()
+        if name in kept or name in excluded or name not in by_name:
+            continue
+        kept.add(name)
+        todo.extend(text(node) for node in _identifiers(by_name[name]))
+    chosen = [node for name, node in statements if name in kept]
+    return "\n\n\n".join(text(node).strip() for node in chosen)
+
+
+def _identifiers(node: Node) -> Iterator[Node]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type == "identifier":
+            yield current
+        stack.extend(current.children)
+
+
+# -- canonical form -----------------------------------------------------------------------------
+
+_PARAMETER_TYPES = frozenset({"typed_parameter", "default_parameter", "typed_default_parameter",
+                              "list_splat_pattern", "dictionary_splat_pattern"})
+_NO_RENAME_PARENTS = frozenset({"import_statement", "import_from_statement", "aliased_import", "dotted_name",
+                                "future_import_statement"})
+_CLOSERS = frozenset({")", "]", "}"})
+
+
+class _Scope:
+    def __init__(self, kind: str, parent: _Scope | None) -> None:
+        self.kind = kind  # "module" | "function" | "class"
+        self.parent = parent
+        self.names: set[str] = set()
+        self.declared_outer: set[str] = set()  # `global` / `nonlocal` names
+
+
+def _target_names(node: Node | None) -> Iterator[str]:
+    """Names bound by an assignment target (identifiers, tuples, lists, starred)."""
+    if node is None:
+        return
+    if node.type == "identifier":
+        yield text(node)
+    elif node.type in ("pattern_list", "tuple_pattern", "list_pattern", "expression_list", "tuple", "list",
+                       "parenthesized_expression", "list_splat_pattern", "as_pattern_target"):
+        for child in node.named_children:
+            yield from _target_names(child)
+
+
+def _parameter_name(node: Node) -> str | None:
+    if node.type == "identifier":
+        return text(node)
+    if node.type in _PARAMETER_TYPES:
+        name = node.child_by_field_name("name")
+        if name is None:
+            name = next((c for c in node.named_children if c.type == "identifier"), None)
+        return text(name) if name is not None else None
+    return None
+
+
+class _Canonicaliser:
+    """One canonical form: see `canonical`."""
+
+    def __init__(self, root: Node) -> None:
+        self.root = root
+        self.tokens: list[str] = []
+        self.numbers: dict[tuple[int, str], str] = {}
+        self.scopes: dict[int, _Scope] = {}  # a scope-opening node's id -> its scope
+        self.module = _Scope("module", None)
+        self.functions: dict[str, tuple[_Scope, set[str]]] = {}  # module-level def -> (scope, params)
+        self.strings: dict[str, tuple[_Scope, str]] = {}  # string constant -> the parameter it names
+        self._collect(root, self.module)
+        for name, statement in _top_level(root):
+            definition = statement.child_by_field_name("definition") if statement.type == "decorated_definition" else statement
+            if definition is not None and definition.type == "function_definition":
+                scope = self.scopes[definition.id]
+                params = self._params(definition)
+                self.functions[name] = (scope, params)
+        # Strings naming a kernel's parameter (`meta["BLOCK"]`, `triton.Config({"BLOCK": 64})`,
+        # `key=["n"]`) are renamed with it: jit-decorated definitions first, then the others.
+        ordered = sorted(self.functions.items(), key=lambda item: 0 if item[0] in self._decorated() else 1)
+        for _, (scope, params) in ordered:
+            for param in sorted(params):
+                self.strings.setdefault(param, (scope, param))
+
+    def _decorated(self) -> set[str]:
+        return {name for name, node in _top_level(self.root) if node.type == "decorated_definition"}
+
+    @staticmethod
+    def _params(definition: Node) -> set[str]:
+        params = definition.child_by_field_name("parameters")
+        out: set[str] = set()
+        for child in params.named_children if params is not None else []:
+            name = _parameter_name(child)
+            if name is not None:
+                out.add(name)
+        return out
+
+    # Pass 1: which names each scope binds.
+
+    def _collect(self, node: Node, scope: _Scope) -> None:
+        for child in node.children:
+            kind = child.type
+            if kind in ("function_definition", "class_definition"):
+                name = child.child_by_field_name("name")
+                if name is not None and scope.kind != "class":
+                    scope.names.add(text(name))
+                inner = _Scope("function" if kind == "function_definition" else "class", scope)
+                self.scopes[child.id] = inner
+                if kind == "function_definition":
+                    inner.names |= self._params(child)
+                    # Defaults, annotations and decorators are evaluated in the outer scope.
+                    params = child.child_by_field_name("parameters")
+                    if params is not None:
+                        self._collect(params, scope)
+                body = child.child_by_field_name("body")
+                if body is not None:
+                    self._collect(body, inner)
+                superclasses = child.child_by_field_name("superclasses")
+                if superclasses is not None:
+                    self._collect(superclasses, scope)
+                continue
+            if kind == "lambda":
+                inner = _Scope("function", scope)
+                self.scopes[child.id] = inner
+                params = child.child_by_field_name("parameters")
+                for param in params.named_children if params is not None else []:
+                    bound = _parameter_name(param)
+                    if bound is not None:
+                        inner.names.add(bound)
+                body = child.child_by_field_name("body")
+                if body is not None:
+                    self._collect(body, inner)
+                continue
+            if kind in ("import_statement", "import_from_statement", "future_import_statement"):
+                continue  # imported names are API: kept
+            if scope.kind != "class":
+                if kind in ("assignment", "augmented_assignment", "for_statement", "for_in_clause"):
+                    scope.names.update(_target_names(child.child_by_field_name("left")))
+                elif kind == "as_pattern_target":
+                    scope.names.update(_target_names(child))
+                elif kind == "named_expression":
+                    scope.names.update(_target_names(child.child_by_field_name("name")))
+                elif kind in ("global_statement", "nonlocal_statement"):
+                    scope.declared_outer.update(text(c) for c in child.named_children if c.type == "identifier")
+            self._collect(child, scope)
+
+    # Pass 2: the tokens.
+
+    def _resolve(self, name: str, scope: _Scope) -> tuple[_Scope, str] | None:
+        current: _Scope | None = scope
+        first = True
+        while current is not None:
+            if current.kind == "class":
+                if first and name in current.names:
+                    return None  # class attributes are reached by attribute: kept
+            elif name in current.names and name not in current.declared_outer:
+                return current, name
+            first = False
+            current = current.parent
+        return None
+
+    def _number(self, key: tuple[_Scope, str]) -> str:
+        scope, name = key
+        number_key = (id(scope), name)
+        if number_key not in self.numbers:
+            self.numbers[number_key] = f"v{len(self.numbers)}"
+        return self.numbers[number_key]
+
+    def _callee(self, call: Node | None, scope: _Scope) -> tuple[_Scope, set[str]] | None:
+        """The module-level definition a call (`f(...)`, `kernel[grid](...)`) calls, if any."""
+        if call is None or call.type != "call":
+            return None
+        function = call.child_by_field_name("function")
+        while function is not None and function.type in ("subscript", "parenthesized_expression"):
+            function = function.child_by_field_name("value") if function.type == "subscript" else function.named_children[0]
+        if function is None or function.type != "identifier":
+            return None
+        resolved = self._resolve(text(function), scope)
+        if resolved is None or resolved[0] is not self.module:
+            return None
+        return self.functions.get(text(function))
+
+    def emit(self, node: Node, scope: _Scope) -> None:
+        kind = node.type
+        if kind == "comment" or kind == "line_continuation":
+            return
+        if kind == "expression_statement" and node.named_child_count == 1 and node.named_children[0].type == "string":
+            return  # a docstring, or any bare string: does nothing
+        if kind == "identifier":
+            self.tokens.append(self._identifier(node, scope))
+            return
+        if kind == "string" and self._plain_string(node) is not None:
+            value = self._plain_string(node) or ""
+            target = self.strings.get(value)
+            self.tokens.append(f"str:{self._number(target)}" if target is not None else f"str:{value!r}")
+            return
+        if kind == "string_start":
+            self.tokens.append("str" + "".join(c for c in text(node).lower() if c.isalpha()))
+            return
+        if kind == "string_end":
+            return
+        if node.child_count == 0:
+            self.tokens.append(text(node) if node.is_named else kind)
+            return
+        inner = self.scopes.get(node.id)
+        self.tokens.append("(" + kind)
+        children = node.children
+        for i, child in enumerate(children):
+            if child.type == "," and (i + 1 == len(children) or children[i + 1].type in _CLOSERS):
+                continue  # a trailing comma
+            self.emit(child, self._child_scope(node, child, scope, inner))
+        self.tokens.append(")")
+
+    @staticmethod
+    def _child_scope(node: Node, child: Node, scope: _Scope, inner: _Scope | None) -> _Scope:
+        if inner is None:
+            return scope
+        if node.type == "function_definition":
+            # The name, decorators, defaults and annotations belong outside; parameters' own
+            # names are resolved in `_identifier`, the body inside.
+            return inner if child == node.child_by_field_name("body") else scope
+        if node.type == "lambda":
+            return inner if child in (node.child_by_field_name("body"), node.child_by_field_name("parameters")) else scope
+        if node.type == "class_definition":
+            return inner if child == node.child_by_field_name("body") else scope
+        return scope
+
+    def _identifier(self, node: Node, scope: _Scope) -> str:
+        name = text(node)
+        parent = node.parent
+        if parent is None or parent.type in _NO_RENAME_PARENTS:
+            return name
+        if parent.type == "attribute" and node == parent.child_by_field_name("attribute"):
+            return name  # `tl.load`, `x.shape`: attribute names are meaning, not naming
+        if parent.type == "keyword_argument" and node == parent.child_by_field_name("name"):
+            callee = self._callee(parent.parent.parent if parent.parent is not None else None, scope)
+            if callee is not None and name in callee[1]:
+                return self._number((callee[0], name))  # `BLOCK=1024` to a kernel defined here
+            return name  # `mask=`, `num_warps=`: API keywords
+        if self._is_parameter_name(node):
+            definition = self._definition_of_parameter(node)
+            inner = self.scopes.get(definition.id) if definition is not None else None
+            if inner is not None:
+                return self._number((inner, name))
+        resolved = self._resolve(name, scope)
+        return self._number(resolved) if resolved is not None else name
+
+    @staticmethod
+    def _is_parameter_name(node: Node) -> bool:
+        parent = node.parent
+        if parent is None:
+            return False
+        if parent.type in ("parameters", "lambda_parameters"):
+            return True
+        if parent.type in _PARAMETER_TYPES:
+            grand = parent.parent
+            if grand is None or grand.type not in ("parameters", "lambda_parameters"):
+                return False
+            name = parent.child_by_field_name("name")
+            if name is not None:
+                return node == name
+            return node == next((c for c in parent.named_children if c.type == "identifier"), None)
+        return False
+
+    @staticmethod
+    def _definition_of_parameter(node: Node) -> Node | None:
+        current = node.parent
+        while current is not None and current.type not in ("parameters", "lambda_parameters"):
+            current = current.parent
+        return current.parent if current is not None else None
+
+    @staticmethod
+    def _plain_string(node: Node) -> str | None:
+        """A string's value when it has no interpolation (escape sequences kept as written)."""
+        parts = []
+        for child in node.children:
+            if child.type in ("string_start", "string_end"):
+                continue
+            if child.type not in ("string_content", "escape_sequence"):
+                return None
+            parts.append(text(child))
+        return "".join(parts)
+
+
+def canonical(source: str) -> str:
+    """The canonical form of Python source: two snippets with the same form are the same up to
+    renaming (syntax-tree isomorphism).
+
+    Names the snippet binds (parameters, local variables, loop and `with` targets, functions,
+    classes and constants defined at module level) are numbered `v0, v1, …` by first occurrence,
+    per scope; a keyword argument to a function defined in the snippet, and a string naming a
+    kernel's parameter (`meta["BLOCK"]`, `triton.Config({"BLOCK": 64})`), follow that parameter.
+    Comments, docstrings, whitespace, trailing commas and quote styles drop out. Everything else
+    is kept: imported and builtin names (`tl`, `triton`, `torch`, `range`), attribute names
+    (`tl.load`, `x.shape`), API keywords (`mask=`, `num_warps=`), class attributes, literals and
+    operators.
+    """
+    root = Document(source).root
+    canon = _Canonicaliser(root)
+    canon.emit(root, canon.module)
+    return " ".join(canon.tokens)
+
+
+def canonical_hash(source: str) -> str:
+    """sha256 (hex) of `canonical(source)`."""
+    return hashlib.sha256(canonical(source).encode("utf-8")).hexdigest()
+
+
+def _tokens(value: str) -> int:
+    return math.ceil(len(value) / _CHARS_PER_TOKEN)
+
+
+def _demonstration(info: TaskInfo) -> str:
+    # The prompt fences each demonstration as Python (prompts.demonstrations_block), so the
+    # task description rides along as comments.
+    header = (f"# Task: {info.description}\n"
+              f"# Verified in {info.successes} of {info.attempts} attempts ({info.success_rate:.0%}).")
+    return f"{header}\n{(info.solution or '').strip()}\n"
+
+
+# -- the memory ---------------------------------------------------------------------------------
+
+
+class ExperienceMemory:
+    """Verified kernels per task in one workspace's `.tritonsmith/state.db`."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = state_dir(root) / "state.db"
+        # Used from the engine's and the server's threads: one connection, serialised by a lock;
+        # other processes are kept out by SQLite's own locks (BEGIN IMMEDIATE, busy timeout).
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA busy_timeout = 30000")
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._migrate()
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        # IMMEDIATE takes the write lock up front: a read-then-write never fails halfway.
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self._lock, self._write():
+            self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (_VERSION_KEY,)).fetchone()
+            version = int(row[0]) if row else 0
+            if version > SCHEMA_VERSION:
+                raise TritonsmithError(
+                    f"{self.path} holds an experience memory from a newer tritonsmith (schema {version}, "
+                    f"this one knows {SCHEMA_VERSION}); upgrade tritonsmith to use it"
+                )
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _MIGRATIONS[target]:
+                    self._db.execute(statement)
+                self._db.execute(
+                    "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    (_VERSION_KEY, str(target)),
+                )
+
+    def _task_id(self, task: ExperienceTask, attempts: int = 0, successes: int = 0) -> int:
+        """The task's row (created on first use), its counts raised; inside a write transaction."""
+        now = time.time()
+        self._db.execute(
+            "INSERT INTO experience_tasks(key, description, attempts, successes, created, updated) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET attempts = attempts + excluded.attempts, "
+            "successes = successes + excluded.successes, description = excluded.description, updated = excluded.updated",
+            (task.key, task.description, attempts, successes, now, now),
+        )
+        row = self._db.execute("SELECT id FROM experience_tasks WHERE key = ?", (task.key,)).fetchone()
+        return int(row[0])
+
+    # -- recording ---------------------------------------------------------------------------
+
+    def record_attempt(self, task: TaskLike | ExperienceTask, outcome: str) -> None:
+        """Count one attempt at `task`; a success when `outcome` is "correct" (`Outcome.CORRECT`)."""
+        found = experience_task(task)
+        success = 1 if str(getattr(outcome, "value", outcome)) == "correct" else 0
+        with self._lock, self._write():
+            self._task_id(found, attempts=1, successes=success)
+
+    def record_solution(self, task: TaskLike | ExperienceTask, source: str, speedup: float | None = None,
+                        device: str | None = None) -> str:
+        """Store a verified file (`source`, cut with `cut_solution`) as a solution of `task`;
+        returns its canonical hash. An isomorphic solution already stored keeps the shorter
+        text of the two and the better speedup. Counts nothing: `record_attempt` does."""
+        found = experience_task(task)
+        solution = cut_solution(source, found)
+        digest = canonical_hash(solution)
+        if speedup is not None and not math.isfinite(speedup):
+            speedup = None
+        now = time.time()
+        with self._lock, self._write():
+            task_id = self._task_id(found)
+            row = self._db.execute(
+                "SELECT id, length, speedup FROM experience_solutions WHERE task_id = ? AND canonical = ?",
+                (task_id, digest),
+            ).fetchone()
+            if row is None:
+                self._db.execute(
+                    "INSERT INTO experience_solutions(task_id, canonical, source, length, speedup, device, seen, created) "
+                    "VALUES (?, ?, ?, ?, ?, ?, 1, ?)",
+                    (task_id, digest, solution, len(solution), speedup, device, now),
+                )
+                return digest
+            row_id, length, best = row
+            self._db.execute("UPDATE experience_solutions SET seen = seen + 1 WHERE id = ?", (row_id,))
+            if len(solution) < length:
+                self._db.execute("UPDATE experience_solutions SET source = ?, length = ? WHERE id = ?",
+                                 (solution, len(solution), row_id))
+            if speedup is not None and (best is None or speedup > best):
+                self._db.execute("UPDATE experience_solutions SET speedup = ?, device = ? WHERE id = ?",
+                                 (speedup, device, row_id))
+        return digest
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def tasks(self) -> list[TaskInfo]:
+        """Every task, hardest first (lowest success rate; then more attempts; then by key)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT t.key, t.description, t.attempts, t.successes, "
+                "(SELECT s.source FROM experience_solutions s WHERE s.task_id = t.id ORDER BY s.length, s.id LIMIT 1), "
+                "(SELECT COUNT(*) FROM experience_solutions s WHERE s.task_id = t.id) "
+                "FROM experience_tasks t"
+            ).fetchall()
+        infos = [TaskInfo(key, description, attempts, successes, solution, classes)
+                 for key, description, attempts, successes, solution, classes in rows]
+        return sorted(infos, key=lambda info: (info.success_rate, -info.attempts, info.key))
+
+    def solutions(self, task: TaskLike | ExperienceTask | str) -> list[Solution]:
+        """A task's solution classes, shortest representative first."""
+        key = task if isinstance(task, str) else experience_task(task).key
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT s.canonical, s.source, s.speedup, s.device, s.seen FROM experience_solutions s "
+                "JOIN experience_tasks t ON t.id = s.task_id WHERE t.key = ? ORDER BY s.length, s.id",
+                (key,),
+            ).fetchall()
+        return [Solution(*row) for row in rows]
+
+    def demonstrations(self, token_budget: int = 4000, exclude_task: TaskLike | ExperienceTask | str | None = None,
+                       *, groups: int = 3) -> list[str]:
+        """Demonstrations for a prompt, hard-first then mixed, within `token_budget`.
+
+        The solved tasks (at least one success and one solution), hardest first, are split into
+        `groups` strata of equal size (the paper's β); the hardest stratum comes first, then the
+        others alternately from the hard and the easy end. Each task gives one demonstration
+        (its description and its shortest solution); one that does not fit the remaining budget
+        is skipped and the next one tried. `exclude_task` (the task being searched) is left out.
+        """
+        excluded = None
+        if exclude_task is not None:
+            excluded = exclude_task if isinstance(exclude_task, str) else experience_task(exclude_task).key
+        solved = [info for info in self.tasks() if info.successes > 0 and info.solution and info.key != excluded]
+        if not solved:
+            return []
+        size = math.ceil(len(solved) / max(1, groups))
+        hard, rest = solved[:size], solved[size:]
+        order = list(hard)
+        low, high = 0, len(rest) - 1
+        take_hard = True
+        while low <= high:
+            if take_hard:
+                order.append(rest[low])
+                low += 1
+            else:
+                order.append(rest[high])
+                high -= 1
+            take_hard = not take_hard
+        chosen: list[str] = []
+        left = token_budget
+        for info in order:
+            demo = _demonstration(info)
+            cost = _tokens(demo)
+            if cost <= left:
+                chosen.append(demo)
+                left -= cost
+        return chosen
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> ExperienceMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
