@@ -8,13 +8,16 @@ import { TOOL_CONFIG, ruleDocsUrl } from './config';
 
 type CommandKey = keyof typeof TOOL_CONFIG.commands;
 
-/** One handler per command in TOOL_CONFIG.commands: the compiler checks none is missing. */
-export type CommandHandlers = { readonly [K in CommandKey]: () => unknown };
+/**
+ * One handler per command in TOOL_CONFIG.commands: the compiler checks none is missing. Menus
+ * pass an argument (a tree node, an editor's URI); the palette passes none, so handlers check.
+ */
+export type CommandHandlers = { readonly [K in CommandKey]: (arg?: unknown) => unknown };
 
 /** Registers every command; returns their disposables. */
 export function registerCommands(handlers: CommandHandlers): vscode.Disposable[] {
     return (Object.keys(TOOL_CONFIG.commands) as CommandKey[]).map((key) =>
-        vscode.commands.registerCommand(TOOL_CONFIG.commands[key], handlers[key]),
+        vscode.commands.registerCommand(TOOL_CONFIG.commands[key], (arg?: unknown) => handlers[key](arg)),
     );
 }
 

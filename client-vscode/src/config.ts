@@ -45,8 +45,76 @@ export const TOOL_CONFIG = {
         openRuleDocs: 'tritonsmith.openRuleDocs',
         setApiKey: 'tritonsmith.setApiKey',
         installServer: 'tritonsmith.installServer',
+        verifyNow: 'tritonsmith.verifyNow',
+        optimize: 'tritonsmith.optimize',
+        acceptSearchResult: 'tritonsmith.acceptSearchResult',
+        rejectSearchResult: 'tritonsmith.rejectSearchResult',
+        showSearch: 'tritonsmith.showSearch',
+        learnRules: 'tritonsmith.learnRules',
+        refreshRules: 'tritonsmith.refreshRules',
+        acceptRule: 'tritonsmith.acceptRule',
+        rejectRule: 'tritonsmith.rejectRule',
     },
     serverCommandPrefix: 'tritonsmith.server.',
+    /** The server's `workspace/executeCommand` ids (docs/lsp-extensions.md). */
+    serverCommands: {
+        /** (uri): compile (and verify) the document's kernels now. */
+        verify: 'tritonsmith.server.verify',
+        /** (uri, kernel, mode) → search id | null. */
+        optimize: 'tritonsmith.server.optimize',
+        /** (searchId) → whether it was running. */
+        cancelSearch: 'tritonsmith.server.cancelSearch',
+        /** (searchId) → whether the edit was applied (the server asks first if the buffer changed). */
+        applySearchResult: 'tritonsmith.server.applySearchResult',
+    },
+    /** Server → client notifications. */
+    notifications: {
+        searchResult: 'tritonsmith/searchResult',
+    },
+    /**
+     * `capabilities.experimental` at initialize: this client reviews search results itself (diff
+     * editor, accept/reject), so the server sends only `tritonsmith/searchResult`.
+     */
+    experimentalCapabilities: { tritonsmith: { searchResultSupport: true } },
+    /** The kind of the server's "Optimize this kernel" code actions; arguments [uri, kernel, mode]. */
+    optimizeActionKind: 'refactor.rewrite.optimize.tritonsmith',
+    /** Search modes the server accepts, with the words the quick pick shows. */
+    searchModes: [
+        { mode: 'auto', label: 'auto', detail: 'refine the kernel, and regenerate it when refining stalls' },
+        { mode: 'refine', label: 'refinement', detail: 'small edits of the best kernel so far' },
+        { mode: 'regenerate', label: 'regeneration', detail: 'rewrite the kernel from scratch' },
+    ],
+    /** Proposers a search may use (the `proposer` setting's values, `auto` aside). */
+    proposers: [
+        { proposer: 'offline', detail: 'launch and config moves, structural transformations; no network' },
+        { proposer: 'anthropic', detail: 'an Anthropic model (asks before sending code)' },
+        { proposer: 'openai', detail: 'the OpenAI-compatible endpoint of tritonsmith.baseUrl' },
+    ],
+    /** The setting a per-search proposer choice overrides in the client's configuration answers. */
+    proposerSetting: 'proposer',
+    /**
+     * Work-done progress titles: a search's begins with this (`Optimizing <kernel>`, cancellable);
+     * a save's compile job begins with `Compiling`, and reports `checking … against its
+     * reference` while verifying.
+     */
+    searchProgressPrefix: 'Optimizing ',
+    compileProgressPrefix: 'Compiling',
+    verifyProgressPattern: /against its reference/,
+    /** Virtual documents of search results (`tritonsmith-search:/<searchId>/<which>/<file>`). */
+    searchScheme: 'tritonsmith-search',
+    /** The search tree webview and the learned-rules tree view. */
+    searchViewType: 'tritonsmith.searchTree',
+    rulesViewId: 'tritonsmith.learnedRules',
+    /** Learned rules through the command line, run by the server's interpreter in a workspace folder. */
+    cli: {
+        induce: ['-m', 'tritonsmith', 'adapt', 'induce', '--format', 'json'],
+        review: ['-m', 'tritonsmith', 'rules', 'review', '--all', '--format', 'json'],
+        accept: ['-m', 'tritonsmith', 'rules', 'review', '--accept'],
+        reject: ['-m', 'tritonsmith', 'rules', 'review', '--reject'],
+        timeoutMs: 120_000,
+    },
+    /** Rule lifecycle states in a learned pack (format 2). */
+    ruleStatuses: ['pending', 'active', 'rejected'],
 } as const;
 
 export type CommandId = (typeof TOOL_CONFIG.commands)[keyof typeof TOOL_CONFIG.commands];

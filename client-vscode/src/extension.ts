@@ -1,9 +1,17 @@
-/** Wiring only: output, status, server, commands and the events that restart the server. */
+/**
+ * Wiring only: output, status, server, commands, the search review and view, learned rules, and
+ * the events that restart the server.
+ */
 import * as vscode from 'vscode';
 import { openRuleDocs, registerCommands, setApiKey } from './commands';
 import { TOOL_CONFIG } from './config';
 import { pythonEnvironmentsApi } from './interpreter';
+import { SettingsOverride, optimizeCommand, verifyNow } from './optimize';
+import { ProgressTracker } from './progress';
 import { Debouncer, needsRestart } from './restart';
+import { SearchReviews } from './review';
+import { RulesCli, RulesTreeProvider, decideRule, learnRules } from './rules';
+import { SearchView, pickSearch } from './searchView';
 import { ServerManager } from './server';
 import { StatusItem } from './status';
 
@@ -12,7 +20,35 @@ let manager: ServerManager | undefined;
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
     const output = vscode.window.createOutputChannel(TOOL_CONFIG.outputChannel, { log: true });
     const status = new StatusItem();
-    const server = new ServerManager({ extensionPath: context.extensionPath, output, status, secrets: context.secrets });
+    const log = (line: string) => output.info(line);
+    const execute = (command: string, ...args: unknown[]) => vscode.commands.executeCommand(command, ...args);
+    const progress = new ProgressTracker();
+    const overrides = new SettingsOverride();
+    const reviews: SearchReviews = new SearchReviews(execute, (id) => view.show(id), log);
+    const view: SearchView = new SearchView({
+        results: () => reviews.results(),
+        isPending: (id) => reviews.isPending(id),
+        accept: (id) => reviews.accept(id),
+        reject: (id) => reviews.reject(id),
+        openDiff: (result) => reviews.openDiff(result),
+        openOriginal: (result) => reviews.openOriginal(result),
+        running: () => progress.running(),
+    });
+    const server = new ServerManager({
+        extensionPath: context.extensionPath,
+        output,
+        status,
+        secrets: context.secrets,
+        hooks: {
+            onSearchResult: (params) => void reviews.receive(params),
+            onProgress: (token, value, cancel) => progress.handle(token, value, cancel),
+            configurationAnswer: (value) => overrides.apply(value),
+            onStopped: () => progress.clear(),
+        },
+    });
+    const folder = () => vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    const rulesCli = new RulesCli(() => server.interpreterCommand(), context.extensionPath);
+    const rules = new RulesTreeProvider(rulesCli, folder, log);
     manager = server;
     const interpreterCheck = new Debouncer(() => void server.onInterpreterMaybeChanged());
     // The key reaches the server only through its environment, so a new key needs a new process.
@@ -21,6 +57,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     context.subscriptions.push(
         output,
         status,
+        progress,
+        reviews,
+        view,
+        rules,
+        reviews.onDidChangeResult((id) => view.update(id)),
+        progress.onDidChange(() => view.update()),
+        vscode.workspace.registerTextDocumentContentProvider(TOOL_CONFIG.searchScheme, reviews),
+        vscode.window.createTreeView(TOOL_CONFIG.rulesViewId, { treeDataProvider: rules, showCollapseAll: false }),
         interpreterCheck,
         keyRestart,
         ...registerCommands({
@@ -29,6 +73,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
             openRuleDocs,
             setApiKey: async () => (await setApiKey(context.secrets)) && keyRestart.trigger(),
             installServer: () => server.install(),
+            verifyNow: () => verifyNow(execute),
+            optimize: () => optimizeCommand({ execute, overrides, settingsChanged: () => server.settingsChanged(), log }),
+            acceptSearchResult: (arg) => reviews.accept(arg),
+            rejectSearchResult: (arg) => reviews.reject(arg),
+            showSearch: () => pickSearch(reviews.results(), view),
+            learnRules: () => learnRules(rulesCli, folder(), rules),
+            refreshRules: () => rules.refresh(),
+            acceptRule: (arg) => decideRule(rulesCli, folder(), rules, arg, 'accept'),
+            rejectRule: (arg) => decideRule(rulesCli, folder(), rules, arg, 'reject'),
         }),
         vscode.workspace.onDidChangeConfiguration((event) => {
             if (needsRestart(event)) {

@@ -7,11 +7,15 @@
  */
 import * as vscode from 'vscode';
 import {
+    DidChangeConfigurationNotification,
     LanguageClient,
     RevealOutputChannelOn,
     State,
+    WorkDoneProgressCancelNotification,
     type Executable,
     type LanguageClientOptions,
+    type Middleware,
+    type StaticFeature,
 } from 'vscode-languageclient/node';
 import { TOOL_CONFIG } from './config';
 import {
@@ -28,7 +32,60 @@ import {
 } from './install';
 import { resolveInterpreter, type Interpreter } from './interpreter';
 import { interpreterChanged } from './restart';
+import type { ProgressValue } from './progress';
 import type { StatusItem } from './status';
+
+/** What the rest of the extension plugs into the language client. */
+export interface ClientHooks {
+    /** `tritonsmith/searchResult` params. */
+    onSearchResult(params: unknown): void;
+    /** A work-done progress value; returns whether vscode-languageclient's display should see it too. */
+    onProgress(token: string | number, value: ProgressValue, cancel: () => void): boolean;
+    /** The `tritonsmith` section as answered to the server's `workspace/configuration`. */
+    configurationAnswer(value: unknown): unknown;
+    /** The server stopped: forget its progress. */
+    onStopped(): void;
+}
+
+/** Declares `capabilities.experimental.tritonsmith` (this client reviews search results itself). */
+export const experimentalFeature: StaticFeature = {
+    fillClientCapabilities(capabilities) {
+        capabilities.experimental = { ...(capabilities.experimental as object | undefined), ...TOOL_CONFIG.experimentalCapabilities };
+    },
+    initialize() {
+        /* nothing to set up */
+    },
+    getState: () => ({ kind: 'static' }),
+    clear() {
+        /* nothing to clear */
+    },
+};
+
+/**
+ * Middleware: progress goes to the hooks first, and the `tritonsmith` section of configuration
+ * answers passes through `configurationAnswer` (a per-search proposer). `cancel(token)` sends
+ * `window/workDoneProgress/cancel`.
+ */
+export function buildMiddleware(hooks: ClientHooks, cancel: (token: string | number) => void): Middleware {
+    return {
+        handleWorkDoneProgress(token, params, next) {
+            if (hooks.onProgress(token, params, () => cancel(token))) {
+                next(token, params);
+            }
+        },
+        workspace: {
+            async configuration(params, token, next) {
+                const answer: unknown = await next(params, token);
+                if (!Array.isArray(answer)) {
+                    return answer as unknown[];
+                }
+                return answer.map((value: unknown, index) =>
+                    params.items[index]?.section === TOOL_CONFIG.settingsSection ? hooks.configurationAnswer(value) : value,
+                );
+            },
+        },
+    };
+}
 
 /** How to spawn the server: the interpreter, `-m tritonsmith serve`, and the key in the environment. */
 export function buildServerOptions(
@@ -55,8 +112,10 @@ export function serverSettings(configuration: object): Record<string, unknown> {
 export function buildClientOptions(
     outputChannel: vscode.OutputChannel,
     settings: Record<string, unknown>,
+    middleware?: Middleware,
 ): LanguageClientOptions {
     return {
+        ...(middleware ? { middleware } : {}),
         documentSelector: [
             { scheme: 'file', language: 'python' },
             { scheme: 'untitled', language: 'python' },
@@ -79,6 +138,7 @@ export interface ServerManagerOptions {
     readonly output: vscode.LogOutputChannel;
     readonly status: StatusItem;
     readonly secrets: vscode.SecretStorage;
+    readonly hooks: ClientHooks;
 }
 
 /** Starts, stops and restarts the one language client; operations run one at a time. */
@@ -89,6 +149,16 @@ export class ServerManager implements vscode.Disposable {
     private queue: Promise<unknown> = Promise.resolve();
 
     constructor(private readonly options: ServerManagerOptions) {}
+
+    /** Tells the server its settings changed (it pulls them again). */
+    settingsChanged(): void {
+        void this.client?.sendNotification(DidChangeConfigurationNotification.type, { settings: null });
+    }
+
+    /** The interpreter the running server uses, else the one it would use. */
+    async interpreterCommand(): Promise<string> {
+        return this.runningInterpreter ?? (await resolveInterpreter(this.resource())).command;
+    }
 
     /** The interpreter the running server uses. */
     get runningInterpreter(): string | undefined {
@@ -175,19 +245,28 @@ export class ServerManager implements vscode.Disposable {
         }
         const apiKey = await this.options.secrets.get(TOOL_CONFIG.apiKeySecret);
         const settings = serverSettings(vscode.workspace.getConfiguration(TOOL_CONFIG.settingsSection));
+        const hooks = this.options.hooks;
+        const middleware = buildMiddleware(hooks, (token) => {
+            void client.sendNotification(WorkDoneProgressCancelNotification.type, { token });
+        });
         const client = new LanguageClient(
             TOOL_CONFIG.module,
             TOOL_CONFIG.displayName,
             buildServerOptions(interpreter.command, extensionPath, apiKey),
-            buildClientOptions(output, settings),
+            buildClientOptions(output, settings, middleware),
         );
+        client.registerFeature(experimentalFeature);
+        client.onNotification(TOOL_CONFIG.notifications.searchResult, (params: unknown) => hooks.onSearchResult(params));
         client.onDidChangeState((event) => {
             if (event.newState === State.Running) {
                 status.set('ready', interpreter.command);
             } else if (event.newState === State.Starting) {
                 status.set('starting', interpreter.command);
-            } else if (!this.stopping) {
-                status.set('error', 'The server stopped. See the output for why.');
+            } else {
+                hooks.onStopped();
+                if (!this.stopping) {
+                    status.set('error', 'The server stopped. See the output for why.');
+                }
             }
         });
         this.client = client;

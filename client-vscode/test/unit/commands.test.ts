@@ -12,7 +12,7 @@ interface Manifest {
 
 const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as Manifest;
 const noop = () => undefined;
-const handlers: CommandHandlers = { restart: noop, showOutput: noop, openRuleDocs: noop, setApiKey: noop, installServer: noop };
+const handlers = Object.fromEntries(Object.keys(TOOL_CONFIG.commands).map((key) => [key, noop])) as unknown as CommandHandlers;
 
 describe('commands', () => {
     beforeEach(() => fake.reset());

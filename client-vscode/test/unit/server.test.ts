@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { buildClientOptions, buildServerOptions, serverSettings } from '../../src/server';
+import { buildClientOptions, buildMiddleware, buildServerOptions, experimentalFeature, serverSettings, type ClientHooks } from '../../src/server';
 
 const KEY = 'sk-ant-test-0123456789';
 const output = { name: 'Tritonsmith' } as never;
@@ -45,5 +45,42 @@ describe('server options', () => {
 
     it('leave the client-only interpreter setting out of what the server gets', () => {
         assert.deepEqual(serverSettings({ interpreter: '/py', select: ['TS1'] }), { select: ['TS1'] });
+    });
+});
+
+describe('client hooks', () => {
+    it('declare capabilities.experimental.tritonsmith.searchResultSupport', () => {
+        const capabilities: { experimental?: unknown } = { experimental: { other: 1 } };
+        experimentalFeature.fillClientCapabilities(capabilities);
+        assert.deepEqual(capabilities.experimental, { other: 1, tritonsmith: { searchResultSupport: true } });
+    });
+
+    it('answer workspace/configuration through the hook for the tritonsmith section only, and route progress', async () => {
+        const seen: unknown[] = [];
+        const cancelled: unknown[] = [];
+        const hooks: ClientHooks = {
+            onSearchResult: () => undefined,
+            onProgress: (token, value, cancel) => {
+                seen.push([token, value.kind]);
+                cancel();
+                return value.kind === 'end';
+            },
+            configurationAnswer: (value) => ({ ...(value as object), proposer: 'offline' }),
+            onStopped: () => undefined,
+        };
+        const middleware = buildMiddleware(hooks, (token) => cancelled.push(token));
+        const params = { items: [{ section: 'tritonsmith' }, { section: 'python' }] };
+        const answer = await (middleware.workspace?.configuration as (...args: unknown[]) => Promise<unknown>)(params, {}, () => [
+            { proposer: 'auto' },
+            { proposer: 'auto' },
+        ]);
+        assert.deepEqual(answer, [{ proposer: 'offline' }, { proposer: 'auto' }]);
+        const passed: unknown[] = [];
+        const next = (token: unknown, value: { kind: string }) => passed.push([token, value.kind]);
+        middleware.handleWorkDoneProgress?.('t', { kind: 'begin', title: 'Optimizing k' }, next);
+        middleware.handleWorkDoneProgress?.('t', { kind: 'end' }, next);
+        assert.deepEqual(seen, [['t', 'begin'], ['t', 'end']]);
+        assert.deepEqual(passed, [['t', 'end']]);
+        assert.deepEqual(cancelled, ['t', 't']);
     });
 });

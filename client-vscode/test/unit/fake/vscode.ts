@@ -36,13 +36,15 @@ export class Uri {
         readonly scheme: string,
         readonly fsPath: string,
         private readonly text: string,
+        readonly path: string = '',
     ) {}
     static file(path: string): Uri {
-        return new Uri('file', path, `file://${path}`);
+        return new Uri('file', path, `file://${path}`, path);
     }
     static parse(text: string): Uri {
         const scheme = text.split(':')[0] ?? '';
-        return new Uri(scheme, scheme === 'file' ? text.slice('file://'.length) : '', text);
+        const rest = text.slice(scheme.length + 1).replace(/^\/\/[^/]*/, '');
+        return new Uri(scheme, scheme === 'file' ? text.slice('file://'.length) : '', text, rest);
     }
     toString(): string {
         return this.text;
@@ -71,6 +73,40 @@ export class Range {
 
 export class ThemeColor {
     constructor(readonly id: string) {}
+}
+
+export class ThemeIcon {
+    constructor(readonly id: string) {}
+}
+
+export enum TreeItemCollapsibleState {
+    None = 0,
+    Collapsed = 1,
+    Expanded = 2,
+}
+
+export class TreeItem {
+    description?: string;
+    tooltip?: string;
+    contextValue?: string;
+    iconPath?: ThemeIcon;
+    constructor(
+        readonly label: string,
+        readonly collapsibleState: TreeItemCollapsibleState = TreeItemCollapsibleState.None,
+    ) {}
+}
+
+export class TabInputTextDiff {
+    constructor(
+        readonly original: Uri,
+        readonly modified: Uri,
+    ) {}
+}
+
+export enum ViewColumn {
+    Active = -1,
+    Beside = -2,
+    One = 1,
 }
 
 export enum StatusBarAlignment {
@@ -102,6 +138,29 @@ interface FakeExtension {
     activate(): Promise<unknown>;
 }
 
+/** A status bar item's state, as the code left it. */
+export interface FakeStatusBarItem {
+    id: string;
+    text: string;
+    tooltip: unknown;
+    command: unknown;
+    name: string;
+    visible: boolean;
+    backgroundColor: unknown;
+    show(): void;
+    hide(): void;
+    dispose(): void;
+}
+
+/** A window.withProgress call: its options, what it reported, whether it is over. */
+export interface FakeProgress {
+    options: { location: number; title?: string; cancellable?: boolean };
+    reports: { message?: string; increment?: number }[];
+    done: boolean;
+    /** Presses the notification's Cancel button. */
+    cancel(): void;
+}
+
 interface Message {
     readonly kind: 'info' | 'warning' | 'error';
     readonly text: string;
@@ -119,7 +178,23 @@ export const fake = {
     messageAnswers: [] as (string | undefined)[],
     inputAnswers: [] as (string | undefined)[],
     opened: [] as string[],
+    /** Every vscode.commands.executeCommand call; `commandResults` answers them by id. */
+    executed: [] as { command: string; args: unknown[] }[],
+    commandResults: new Map<string, (...args: unknown[]) => unknown>(),
+    statusItems: [] as FakeStatusBarItem[],
+    progress: [] as FakeProgress[],
+    /** Open tabs, as vscode.window.tabGroups lists them; `closedTabs` gets what was closed. */
+    tabs: [] as { input: unknown }[],
+    closedTabs: [] as { input: unknown }[],
+    quickPickAnswers: [] as (number | undefined)[],
     reset(): void {
+        this.executed.length = 0;
+        this.commandResults.clear();
+        this.statusItems.length = 0;
+        this.progress.length = 0;
+        this.tabs.length = 0;
+        this.closedTabs.length = 0;
+        this.quickPickAnswers.length = 0;
         this.settings.clear();
         this.extensions.clear();
         this.registeredCommands.length = 0;
@@ -161,6 +236,11 @@ export const commands = {
         fake.registeredCommands.push(id);
         return new Disposable(() => (fake.registeredCommands = fake.registeredCommands.filter((c) => c !== id)));
     },
+    executeCommand(command: string, ...args: unknown[]): Promise<unknown> {
+        fake.executed.push({ command, args });
+        const answer = fake.commandResults.get(command);
+        return Promise.resolve(answer ? answer(...args) : undefined);
+    },
 };
 
 function message(kind: Message['kind']) {
@@ -177,6 +257,57 @@ export const window = {
     showErrorMessage: message('error'),
     showInputBox(_options?: unknown): Promise<string | undefined> {
         return Promise.resolve(fake.inputAnswers.shift());
+    },
+    /** Picks the item at the next index of fake.quickPickAnswers (undefined: dismissed). */
+    showQuickPick<T>(items: T[] | Promise<T[]>, _options?: unknown): Promise<T | undefined> {
+        return Promise.resolve(items).then((list) => {
+            const index = fake.quickPickAnswers.shift();
+            return index === undefined ? undefined : list[index];
+        });
+    },
+    createStatusBarItem(id: string, _alignment?: StatusBarAlignment, _priority?: number): FakeStatusBarItem {
+        const item: FakeStatusBarItem = {
+            id,
+            text: '',
+            tooltip: undefined,
+            command: undefined,
+            name: '',
+            visible: false,
+            backgroundColor: undefined,
+            show() {
+                item.visible = true;
+            },
+            hide() {
+                item.visible = false;
+            },
+            dispose() {
+                item.visible = false;
+            },
+        };
+        fake.statusItems.push(item);
+        return item;
+    },
+    withProgress<R>(
+        options: FakeProgress['options'],
+        task: (progress: { report(value: { message?: string; increment?: number }): void }, token: unknown) => Promise<R>,
+    ): Promise<R> {
+        const cancelled = new EventEmitter<void>();
+        const entry: FakeProgress = { options, reports: [], done: false, cancel: () => cancelled.fire() };
+        fake.progress.push(entry);
+        const result = task({ report: (value) => entry.reports.push(value) }, { onCancellationRequested: cancelled.event });
+        return result.finally(() => (entry.done = true));
+    },
+    tabGroups: {
+        get all() {
+            return [{ tabs: [...fake.tabs] }];
+        },
+        close(tabs: { input: unknown }[]): Promise<boolean> {
+            for (const tab of tabs) {
+                fake.closedTabs.push(tab);
+                fake.tabs.splice(fake.tabs.indexOf(tab), 1);
+            }
+            return Promise.resolve(true);
+        },
     },
 };
 

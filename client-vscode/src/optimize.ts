@@ -1,0 +1,269 @@
+/**
+ * "Tritonsmith: Optimize this kernel…" and "Tritonsmith: Verify now".
+ *
+ * Which kernels can be optimised is the server's call: the command asks for its "Optimize this
+ * kernel" code actions (arguments [uri, kernel, mode], or a disabled one with the reason) at the
+ * cursor, or at each `@triton.jit` kernel of the file when the cursor is in none. Then a proposer
+ * (the setting's, or one for this search only) and a mode, and `tritonsmith.server.optimize`.
+ * A proposer chosen for one search reaches the server as that search's settings: the client
+ * answers the server's `workspace/configuration` pull with it (SettingsOverride), then sends the
+ * command, then drops it again; the user's settings are never written.
+ */
+import * as vscode from 'vscode';
+import { TOOL_CONFIG } from './config';
+
+/** One "Optimize this kernel" action as the server offered it. */
+export interface KernelOffer {
+    readonly uri: string;
+    readonly kernel: string;
+    readonly modes: readonly string[];
+    /** Why it cannot be optimised (a disabled action), or a running search to cancel. */
+    readonly disabled?: string;
+    readonly cancelSearchId?: string;
+}
+
+interface ActionLike {
+    readonly title?: string;
+    readonly kind?: { value: string } | string;
+    readonly disabled?: { reason: string };
+    readonly command?: { command: string; arguments?: unknown[] } | string;
+    readonly arguments?: unknown[];
+}
+
+/** The server's optimize actions (CodeActions or bare Commands) folded into one offer, if any. */
+export function offerFromActions(actions: readonly ActionLike[] | undefined): KernelOffer | undefined {
+    let uri: string | undefined;
+    let kernel: string | undefined;
+    const modes: string[] = [];
+    let disabled: string | undefined;
+    let cancelSearchId: string | undefined;
+    for (const action of actions ?? []) {
+        const command =
+            typeof action.command === 'object' ? action.command : typeof action.command === 'string' ? { command: action.command, arguments: action.arguments } : undefined;
+        if (action.disabled) {
+            disabled = action.disabled.reason;
+            continue;
+        }
+        if (!command) {
+            continue;
+        }
+        const args = command.arguments ?? [];
+        if (command.command === TOOL_CONFIG.serverCommands.optimize) {
+            const [u, k, m] = args;
+            if (typeof u === 'string' && typeof k === 'string') {
+                uri = u;
+                kernel = k;
+                modes.push(typeof m === 'string' ? m : 'auto');
+            }
+        } else if (command.command === TOOL_CONFIG.serverCommands.cancelSearch && typeof args[0] === 'string') {
+            cancelSearchId = args[0];
+            const match = /on (\S+)$/.exec(action.title ?? '');
+            kernel ??= match?.[1];
+        }
+    }
+    if (uri !== undefined && kernel !== undefined) {
+        return { uri, kernel, modes };
+    }
+    if (cancelSearchId !== undefined) {
+        return { uri: '', kernel: kernel ?? 'this kernel', modes: [], cancelSearchId };
+    }
+    if (disabled !== undefined) {
+        return { uri: '', kernel: '', modes: [], disabled };
+    }
+    return undefined;
+}
+
+/** `@triton.jit` (or `@jit`, `@triton.jit(...)`) kernels of a file: name and the `def` line (0-based). */
+export function findKernels(text: string): { name: string; line: number }[] {
+    const lines = text.split(/\r?\n/);
+    const kernels: { name: string; line: number }[] = [];
+    let decorated = false;
+    lines.forEach((line, index) => {
+        if (/^\s*@(?:triton\.)?jit\b/.test(line)) {
+            decorated = true;
+            return;
+        }
+        const def = /^\s*(?:async\s+)?def\s+(\w+)/.exec(line);
+        if (def?.[1]) {
+            if (decorated) {
+                kernels.push({ name: def[1], line: index });
+            }
+            decorated = false;
+        } else if (decorated && /^[^\s@#)]/.test(line)) {
+            decorated = false; // top-level code between the decorator and a def: not a kernel
+        }
+    });
+    return kernels;
+}
+
+/**
+ * Settings the client answers `workspace/configuration` with, on top of the user's, for one
+ * search; `pulled` resolves at the next pull (the server re-reads settings on
+ * didChangeConfiguration).
+ */
+export class SettingsOverride {
+    private overrides: Record<string, unknown> | undefined;
+    private waiters: (() => void)[] = [];
+
+    set(overrides: Record<string, unknown> | undefined): void {
+        this.overrides = overrides;
+    }
+
+    get active(): boolean {
+        return this.overrides !== undefined;
+    }
+
+    /** A configuration answer for the `tritonsmith` section, with the overrides applied. */
+    apply(value: unknown): unknown {
+        const waiters = this.waiters;
+        this.waiters = [];
+        waiters.forEach((resolve) => resolve());
+        if (!this.overrides || typeof value !== 'object' || value === null) {
+            return value;
+        }
+        return { ...(value as Record<string, unknown>), ...this.overrides };
+    }
+
+    /** Resolves true at the next pull, false after `timeoutMs`. */
+    nextPull(timeoutMs: number): Promise<boolean> {
+        return new Promise((resolve) => {
+            const timer = setTimeout(() => {
+                this.waiters = this.waiters.filter((w) => w !== done);
+                resolve(false);
+            }, timeoutMs);
+            const done = () => {
+                clearTimeout(timer);
+                resolve(true);
+            };
+            this.waiters.push(done);
+        });
+    }
+}
+
+export interface OptimizeDeps {
+    readonly execute: (command: string, ...args: unknown[]) => PromiseLike<unknown>;
+    readonly overrides: SettingsOverride;
+    /** Sends didChangeConfiguration so that the server pulls the settings again. */
+    readonly settingsChanged: () => void;
+    readonly log: (line: string) => void;
+}
+
+const DEFAULT_PROPOSER = 'settings default';
+
+async function offerAt(document: vscode.TextDocument, position: vscode.Position): Promise<KernelOffer | undefined> {
+    const actions = await vscode.commands.executeCommand<ActionLike[] | undefined>(
+        'vscode.executeCodeActionProvider',
+        document.uri,
+        new vscode.Range(position, position),
+        TOOL_CONFIG.optimizeActionKind,
+    );
+    return offerFromActions(actions);
+}
+
+/** The command: pick kernel (when not under the cursor), proposer and mode; start the search. */
+export async function optimizeCommand(deps: OptimizeDeps): Promise<string | undefined> {
+    const editor = vscode.window.activeTextEditor;
+    if (!editor || editor.document.languageId !== 'python') {
+        void vscode.window.showInformationMessage(`${TOOL_CONFIG.displayName}: open a Python file with a @triton.jit kernel first.`);
+        return undefined;
+    }
+    const document = editor.document;
+    let offer = await offerAt(document, editor.selection.active);
+    if (!offer) {
+        const kernels = findKernels(document.getText());
+        let target = kernels[0];
+        if (kernels.length > 1) {
+            const picked = await vscode.window.showQuickPick(
+                kernels.map((k) => ({ label: k.name, description: `line ${k.line + 1}`, kernel: k })),
+                { placeHolder: 'Which kernel?' },
+            );
+            target = picked?.kernel;
+            if (!target) {
+                return undefined;
+            }
+        }
+        if (!target) {
+            void vscode.window.showInformationMessage(`${TOOL_CONFIG.displayName}: no @triton.jit kernel in this file.`);
+            return undefined;
+        }
+        offer = await offerAt(document, new vscode.Position(target.line, 0));
+    }
+    if (!offer) {
+        void vscode.window.showWarningMessage(
+            `${TOOL_CONFIG.displayName}: the server offers no search here (is it running, with tritonsmith[eval] installed?).`,
+        );
+        return undefined;
+    }
+    if (offer.cancelSearchId !== undefined) {
+        const cancel = 'Cancel the search';
+        const choice = await vscode.window.showInformationMessage(`${TOOL_CONFIG.displayName}: ${offer.kernel} is being optimised.`, cancel);
+        if (choice === cancel) {
+            await deps.execute(TOOL_CONFIG.serverCommands.cancelSearch, offer.cancelSearchId);
+        }
+        return undefined;
+    }
+    if (offer.disabled !== undefined || !offer.modes.length) {
+        void vscode.window.showWarningMessage(`${TOOL_CONFIG.displayName}: cannot optimise here: ${offer.disabled ?? 'no mode offered'}.`);
+        return undefined;
+    }
+    const current = vscode.workspace.getConfiguration(TOOL_CONFIG.settingsSection, document.uri).get<string>(TOOL_CONFIG.proposerSetting, 'auto');
+    const proposer = await vscode.window.showQuickPick(
+        [
+            { label: DEFAULT_PROPOSER, description: `tritonsmith.proposer = ${current}`, proposer: undefined as string | undefined },
+            ...TOOL_CONFIG.proposers.map((p) => ({ label: p.proposer, description: 'this search only', detail: p.detail, proposer: p.proposer })),
+        ],
+        { placeHolder: `Optimize ${offer.kernel}: who proposes variants?`, ignoreFocusOut: true },
+    );
+    if (!proposer) {
+        return undefined;
+    }
+    const offered = offer.modes;
+    const modes = TOOL_CONFIG.searchModes.filter((m) => offered.includes(m.mode));
+    const mode = await vscode.window.showQuickPick(
+        modes.map((m) => ({ label: m.label, detail: m.detail, mode: m.mode })),
+        { placeHolder: `Optimize ${offer.kernel}: how?`, ignoreFocusOut: true },
+    );
+    if (!mode) {
+        return undefined;
+    }
+    return startSearch(deps, offer, mode.mode, proposer.proposer);
+}
+
+/** Starts the search, with `proposer` for this search only when given. */
+export async function startSearch(
+    deps: OptimizeDeps,
+    offer: KernelOffer,
+    mode: string,
+    proposer: string | undefined,
+): Promise<string | undefined> {
+    if (proposer !== undefined) {
+        deps.overrides.set({ [TOOL_CONFIG.proposerSetting]: proposer });
+        const pulled = deps.overrides.nextPull(5000);
+        deps.settingsChanged();
+        if (!(await pulled)) {
+            deps.log('the server did not pull the settings; the search uses the proposer setting');
+        }
+        // The server reloads its settings after the answer arrives: give it a moment.
+        await new Promise((resolve) => setTimeout(resolve, 150));
+    }
+    try {
+        const id = await deps.execute(TOOL_CONFIG.serverCommands.optimize, offer.uri, offer.kernel, mode);
+        deps.log(`optimize ${offer.kernel} (${mode}, proposer ${proposer ?? 'from the settings'}): search ${String(id)}`);
+        return typeof id === 'string' ? id : undefined;
+    } finally {
+        if (proposer !== undefined) {
+            deps.overrides.set(undefined);
+            deps.settingsChanged();
+        }
+    }
+}
+
+/** "Verify now": compile (and verify) the active document's kernels now. */
+export async function verifyNow(execute: OptimizeDeps['execute']): Promise<void> {
+    const editor = vscode.window.activeTextEditor;
+    if (!editor || editor.document.languageId !== 'python') {
+        void vscode.window.showInformationMessage(`${TOOL_CONFIG.displayName}: open a Python file with kernels to verify.`);
+        return;
+    }
+    await execute(TOOL_CONFIG.serverCommands.verify, editor.document.uri.toString());
+}

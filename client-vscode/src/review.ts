@@ -1,0 +1,197 @@
+/**
+ * Reviewing a search result in VS Code's diff editor. On `tritonsmith/searchResult` the current
+ * file opens against the best variant (a virtual `tritonsmith-search:` document), with Accept and
+ * Reject in a notification and in the diff editor's title. Accept calls
+ * `tritonsmith.server.applySearchResult(searchId)`: the server applies its versioned edit, and
+ * first asks (apply anyway, rebase, re-run, dismiss) when the buffer changed since the search
+ * started. Reject forgets the result. Results of this window are kept for the search view.
+ */
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import { TOOL_CONFIG } from './config';
+import { parseSearchResult, summarize, type SearchResult } from './searchResult';
+
+export type Side = 'best' | 'original';
+
+/** `tritonsmith-search:/<searchId>/<side>/<file name>`: the name keeps the language (Python). */
+export function searchDocUri(result: Pick<SearchResult, 'searchId' | 'uri'>, side: Side): vscode.Uri {
+    const name = path.posix.basename(vscode.Uri.parse(result.uri).path || 'kernel.py') || 'kernel.py';
+    return vscode.Uri.parse(`${TOOL_CONFIG.searchScheme}:/${encodeURIComponent(result.searchId)}/${side}/${encodeURIComponent(name)}`);
+}
+
+/** The search id and side of a `tritonsmith-search:` URI. */
+export function parseSearchDocUri(uri: { scheme: string; path: string }): { searchId: string; side: Side } | undefined {
+    if (uri.scheme !== TOOL_CONFIG.searchScheme) {
+        return undefined;
+    }
+    const [, id, side] = uri.path.split('/');
+    if (!id || (side !== 'best' && side !== 'original')) {
+        return undefined;
+    }
+    return { searchId: decodeURIComponent(id), side };
+}
+
+/** Runs a server command (vscode-languageclient registers them as VS Code commands). */
+export type ExecuteCommand = (command: string, ...args: unknown[]) => PromiseLike<unknown>;
+
+export const ACCEPT = 'Accept';
+export const REJECT = 'Reject';
+export const SHOW_TREE = 'Show search tree';
+
+/** Keeps at most this many results per window. */
+const KEEP = 20;
+
+export class SearchReviews implements vscode.TextDocumentContentProvider, vscode.Disposable {
+    private readonly byId = new Map<string, SearchResult>();
+    private readonly pending = new Set<string>();
+    private readonly changed = new vscode.EventEmitter<string>();
+    /** Fires a search id when a result arrives or is decided. */
+    readonly onDidChangeResult = this.changed.event;
+    private readonly docChanged = new vscode.EventEmitter<vscode.Uri>();
+    /** TextDocumentContentProvider's: a virtual document's text changed (a result is never updated in place). */
+    readonly onDidChange = this.docChanged.event;
+
+    constructor(
+        private readonly execute: ExecuteCommand,
+        private readonly showTree: (searchId: string) => void,
+        private readonly log: (line: string) => void = () => undefined,
+    ) {}
+
+    results(): SearchResult[] {
+        return [...this.byId.values()];
+    }
+
+    get(searchId: string): SearchResult | undefined {
+        return this.byId.get(searchId);
+    }
+
+    isPending(searchId: string): boolean {
+        return this.pending.has(searchId);
+    }
+
+    provideTextDocumentContent(uri: vscode.Uri): string {
+        const parsed = parseSearchDocUri(uri);
+        const result = parsed && this.byId.get(parsed.searchId);
+        if (!parsed || !result) {
+            return '# This search result is no longer kept in this window.\n';
+        }
+        return parsed.side === 'best' ? result.best : result.original;
+    }
+
+    /** The notification's handler: keep the result, open the diff, ask accept or reject. */
+    async receive(params: unknown): Promise<void> {
+        const result = parseSearchResult(params);
+        if (!result) {
+            this.log(`ignored a malformed ${TOOL_CONFIG.notifications.searchResult} notification`);
+            return;
+        }
+        this.byId.delete(result.searchId);
+        this.byId.set(result.searchId, result);
+        while (this.byId.size > KEEP) {
+            const oldest = this.byId.keys().next().value;
+            if (oldest === undefined) {
+                break;
+            }
+            this.byId.delete(oldest);
+            this.pending.delete(oldest);
+        }
+        this.pending.add(result.searchId);
+        this.log(`search ${result.searchId} (${result.journalId ?? 'no journal'}): ${summarize(result)}`);
+        this.changed.fire(result.searchId);
+        await this.openDiff(result);
+        const choice = await vscode.window.showInformationMessage(
+            `${TOOL_CONFIG.displayName}: ${summarize(result)}. Apply the faster kernel?`,
+            ACCEPT,
+            REJECT,
+            SHOW_TREE,
+        );
+        if (choice === ACCEPT) {
+            await this.accept(result.searchId);
+        } else if (choice === REJECT) {
+            await this.reject(result.searchId);
+        } else if (choice === SHOW_TREE) {
+            this.showTree(result.searchId);
+        }
+    }
+
+    /** Current file on the left, the best variant on the right. */
+    async openDiff(result: SearchResult): Promise<void> {
+        await vscode.commands.executeCommand(
+            'vscode.diff',
+            vscode.Uri.parse(result.uri),
+            searchDocUri(result, 'best'),
+            `${result.kernel}: current ↔ faster (${summarize(result).split(': ')[1] ?? ''})`,
+            { preview: false, preserveFocus: false },
+        );
+    }
+
+    async openOriginal(result: SearchResult): Promise<void> {
+        await vscode.commands.executeCommand('vscode.diff', searchDocUri(result, 'original'), searchDocUri(result, 'best'),
+            `${result.kernel}: original ↔ best (as searched)`, { preview: true });
+    }
+
+    /** The search id an accept or reject is about: an id, a `tritonsmith-search:` URI (editor title), else the latest pending. */
+    resolveId(arg: unknown): string | undefined {
+        if (typeof arg === 'string' && this.byId.has(arg)) {
+            return arg;
+        }
+        if (arg && typeof arg === 'object' && 'scheme' in arg && 'path' in arg) {
+            const parsed = parseSearchDocUri(arg as { scheme: string; path: string });
+            if (parsed) {
+                return parsed.searchId;
+            }
+        }
+        return [...this.pending].pop();
+    }
+
+    /** Asks the server to apply the result; returns whether it did. */
+    async accept(arg?: unknown): Promise<boolean> {
+        const searchId = this.resolveId(arg);
+        const result = searchId === undefined ? undefined : this.byId.get(searchId);
+        if (!result || !searchId) {
+            void vscode.window.showInformationMessage(`${TOOL_CONFIG.displayName}: no search result waits for review.`);
+            return false;
+        }
+        let applied = false;
+        try {
+            applied = (await this.execute(TOOL_CONFIG.serverCommands.applySearchResult, searchId)) === true;
+        } catch (error) {
+            this.log(`applySearchResult(${searchId}) failed: ${String(error)}`);
+            void vscode.window.showErrorMessage(`${TOOL_CONFIG.displayName}: could not apply the result (${String(error)}).`);
+            return false;
+        }
+        if (applied) {
+            this.pending.delete(searchId);
+            await this.closeDiffs(result);
+            this.changed.fire(searchId);
+        }
+        // Not applied: the user dismissed the server's question, or chose to re-run; the result stays.
+        return applied;
+    }
+
+    async reject(arg?: unknown): Promise<void> {
+        const searchId = this.resolveId(arg);
+        const result = searchId === undefined ? undefined : this.byId.get(searchId);
+        if (!result || !searchId) {
+            return;
+        }
+        this.pending.delete(searchId);
+        await this.closeDiffs(result);
+        this.changed.fire(searchId);
+    }
+
+    private async closeDiffs(result: SearchResult): Promise<void> {
+        const ours = new Set([searchDocUri(result, 'best').toString(), searchDocUri(result, 'original').toString()]);
+        const tabs = vscode.window.tabGroups.all
+            .flatMap((group) => group.tabs)
+            .filter((tab) => tab.input instanceof vscode.TabInputTextDiff && ours.has(tab.input.modified.toString()));
+        if (tabs.length) {
+            await vscode.window.tabGroups.close(tabs);
+        }
+    }
+
+    dispose(): void {
+        this.changed.dispose();
+        this.docChanged.dispose();
+    }
+}

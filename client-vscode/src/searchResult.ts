@@ -1,0 +1,237 @@
+/**
+ * The `tritonsmith/searchResult` notification as data (docs/lsp-extensions.md), and the search
+ * tree's model: a layered layout and the words and colours the search view draws. No vscode
+ * import: the view (searchView.ts) and the review (review.ts) render what this computes.
+ */
+
+export type Outcome = 'correct' | 'wrong' | 'not_compiled';
+export type NodeKind = 'root' | 'refine' | 'regenerate';
+
+/** One evaluated node of the search tree. */
+export interface SearchNode {
+    readonly id: number;
+    /** null for the original (id 0) and for regenerated heads. */
+    readonly parent: number | null;
+    readonly kind: NodeKind;
+    readonly outcome: Outcome | null;
+    readonly speedup: number | null;
+    readonly message: string;
+    readonly reward?: number;
+}
+
+/** What the server sends when a search found a faster verified variant. */
+export interface SearchResult {
+    readonly uri: string;
+    readonly kernel: string;
+    readonly searchId: string;
+    readonly journalId: string | null;
+    readonly mode: string;
+    /** The buffer when the search started. */
+    readonly original: string;
+    /** The fastest verified candidate's whole file. */
+    readonly best: string;
+    readonly bestId: number | null;
+    readonly speedup: number | null;
+    readonly spread: readonly [number, number] | null;
+    /** "interpreter" or "gpu". */
+    readonly measuredOn: string;
+    readonly stopped: string;
+    readonly costUsd: number;
+    readonly diff: string;
+    readonly tree: readonly SearchNode[];
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+    typeof value === 'object' && value !== null && !Array.isArray(value);
+const num = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? value : null);
+const str = (value: unknown, fallback = ''): string => (typeof value === 'string' ? value : fallback);
+
+function parseNode(value: unknown): SearchNode | undefined {
+    if (!isRecord(value) || num(value.id) === null) {
+        return undefined;
+    }
+    const kind = value.kind === 'refine' || value.kind === 'regenerate' ? value.kind : 'root';
+    const outcome =
+        value.outcome === 'correct' || value.outcome === 'wrong' || value.outcome === 'not_compiled' ? value.outcome : null;
+    const reward = num(value.reward);
+    return {
+        id: num(value.id) ?? 0,
+        parent: num(value.parent),
+        kind,
+        outcome,
+        speedup: num(value.speedup),
+        message: str(value.message),
+        ...(reward === null ? {} : { reward }),
+    };
+}
+
+/** The notification's params, checked; undefined when they are not a search result. */
+export function parseSearchResult(value: unknown): SearchResult | undefined {
+    if (!isRecord(value) || typeof value.searchId !== 'string' || typeof value.uri !== 'string') {
+        return undefined;
+    }
+    if (typeof value.original !== 'string' || typeof value.best !== 'string') {
+        return undefined;
+    }
+    const spread =
+        Array.isArray(value.spread) && value.spread.length === 2 && value.spread.every((v) => typeof v === 'number')
+            ? ([value.spread[0], value.spread[1]] as [number, number])
+            : null;
+    const tree = Array.isArray(value.tree) ? value.tree.map(parseNode).filter((n): n is SearchNode => !!n) : [];
+    return {
+        uri: value.uri,
+        kernel: str(value.kernel, 'kernel'),
+        searchId: value.searchId,
+        journalId: typeof value.journalId === 'string' ? value.journalId : null,
+        mode: str(value.mode, 'auto'),
+        original: value.original,
+        best: value.best,
+        bestId: num(value.bestId),
+        speedup: num(value.speedup),
+        spread,
+        measuredOn: str(value.measuredOn, 'interpreter'),
+        stopped: str(value.stopped),
+        costUsd: num(value.costUsd) ?? 0,
+        diff: str(value.diff),
+        tree,
+    };
+}
+
+/** "interpreter time" or "GPU time": how a speedup was measured (never call an interpreter speedup a GPU one). */
+export function measuredLabel(measuredOn: string): string {
+    return measuredOn === 'gpu' ? 'GPU time' : 'interpreter time';
+}
+
+export function formatSpeedup(speedup: number | null): string {
+    return speedup === null ? '—' : `${speedup.toFixed(2)}×`;
+}
+
+/** One line about a result: "add_kernel: 1.83× faster (interpreter time), 3 candidates". */
+export function summarize(result: SearchResult): string {
+    const candidates = Math.max(0, result.tree.length - 1);
+    const cost = result.costUsd > 0 ? `, $${result.costUsd.toFixed(2)}` : '';
+    return (
+        `${result.kernel}: ${formatSpeedup(result.speedup)} faster (${measuredLabel(result.measuredOn)}), ` +
+        `${candidates} candidate${candidates === 1 ? '' : 's'}${cost}`
+    );
+}
+
+export interface LaidOutNode extends SearchNode {
+    readonly x: number;
+    readonly y: number;
+    readonly depth: number;
+    readonly best: boolean;
+}
+
+export interface Edge {
+    readonly from: number;
+    readonly to: number;
+    /** How the child came from its parent. */
+    readonly kind: 'refine' | 'regenerate';
+}
+
+export interface TreeLayout {
+    readonly nodes: readonly LaidOutNode[];
+    readonly edges: readonly Edge[];
+    readonly width: number;
+    readonly height: number;
+}
+
+export const LAYOUT = { column: 150, row: 56, margin: 40 } as const;
+
+/**
+ * Left to right: the original at depth 0, each candidate one column right of its parent;
+ * regenerated heads (no parent) hang off the original with a regenerate edge. Leaves take
+ * consecutive rows, a parent sits at the middle of its children.
+ */
+export function layoutTree(tree: readonly SearchNode[], bestId: number | null = null): TreeLayout {
+    const ids = new Set(tree.map((node) => node.id));
+    const rootId = ids.has(0) ? 0 : undefined;
+    const children = new Map<number, SearchNode[]>();
+    const tops: SearchNode[] = [];
+    const edges: Edge[] = [];
+    for (const node of [...tree].sort((a, b) => a.id - b.id)) {
+        let parent = node.parent !== null && ids.has(node.parent) ? node.parent : undefined;
+        if (parent === undefined && node.id !== rootId && rootId !== undefined) {
+            parent = rootId; // a regenerated head: drawn from the original
+        }
+        if (parent === undefined) {
+            tops.push(node);
+            continue;
+        }
+        const list = children.get(parent) ?? [];
+        list.push(node);
+        children.set(parent, list);
+        edges.push({ from: parent, to: node.id, kind: node.kind === 'regenerate' ? 'regenerate' : 'refine' });
+    }
+    const placed = new Map<number, { y: number; depth: number }>();
+    let nextRow = 0;
+    let maxDepth = 0;
+    const place = (node: SearchNode, depth: number, seen: Set<number>): number => {
+        if (seen.has(node.id)) {
+            return placed.get(node.id)?.y ?? 0; // a cycle in broken data: draw each node once
+        }
+        seen.add(node.id);
+        maxDepth = Math.max(maxDepth, depth);
+        const kids = children.get(node.id) ?? [];
+        let y: number;
+        if (kids.length === 0) {
+            y = nextRow++;
+        } else {
+            const rows = kids.map((kid) => place(kid, depth + 1, seen));
+            y = ((rows[0] ?? 0) + (rows[rows.length - 1] ?? 0)) / 2;
+        }
+        placed.set(node.id, { y, depth });
+        return y;
+    };
+    const seen = new Set<number>();
+    for (const top of tops) {
+        place(top, 0, seen);
+    }
+    const nodes = tree
+        .filter((node) => placed.has(node.id))
+        .map((node): LaidOutNode => {
+            const at = placed.get(node.id) ?? { y: 0, depth: 0 };
+            return {
+                ...node,
+                depth: at.depth,
+                x: LAYOUT.margin + at.depth * LAYOUT.column,
+                y: LAYOUT.margin + at.y * LAYOUT.row,
+                best: node.id === bestId,
+            };
+        });
+    return {
+        nodes,
+        edges: edges.filter((edge) => placed.has(edge.from) && placed.has(edge.to)),
+        width: 2 * LAYOUT.margin + maxDepth * LAYOUT.column + 60,
+        height: 2 * LAYOUT.margin + Math.max(0, nextRow - 1) * LAYOUT.row,
+    };
+}
+
+/** Node fill by outcome; edge stroke by how the child was made. */
+export const COLORS = {
+    correct: '#2ea043',
+    wrong: '#da3633',
+    not_compiled: '#d29922',
+    unknown: '#6e7681',
+    refine: '#58a6ff',
+    regenerate: '#bc8cff',
+    best: '#f2cc60',
+} as const;
+
+export function outcomeColor(outcome: Outcome | null): string {
+    return outcome === null ? COLORS.unknown : COLORS[outcome];
+}
+
+export function outcomeLabel(outcome: Outcome | null): string {
+    switch (outcome) {
+        case 'correct':
+            return 'correct';
+        case 'wrong':
+            return 'wrong result';
+        case 'not_compiled':
+            return 'did not compile';
+        default:
+            return 'not evaluated';
+    }
+}

@@ -1,0 +1,302 @@
+/**
+ * The search view: a webview panel that draws a search's tree (nodes coloured by outcome,
+ * edges by refine or regenerate, speedups and how they were measured) and, above it, the
+ * searches running now with their latest progress. Clicking a node shows its details; the
+ * original and the best candidate open in the diff editor (the notification carries only those
+ * two sources: see docs/ARCHITECTURE.md for what per-node diffs need from the server).
+ */
+import { randomBytes } from 'node:crypto';
+import * as vscode from 'vscode';
+import { TOOL_CONFIG } from './config';
+import type { RunningSearch } from './progress';
+import {
+    COLORS,
+    formatSpeedup,
+    layoutTree,
+    measuredLabel,
+    outcomeColor,
+    outcomeLabel,
+    summarize,
+    type SearchResult,
+} from './searchResult';
+
+/** Messages the webview posts. */
+export type ViewMessage =
+    | { readonly type: 'node'; readonly id: number }
+    | { readonly type: 'accept' | 'reject' | 'diff' };
+
+export function parseViewMessage(value: unknown): ViewMessage | undefined {
+    if (typeof value !== 'object' || value === null) {
+        return undefined;
+    }
+    const message = value as { type?: unknown; id?: unknown };
+    if (message.type === 'node' && typeof message.id === 'number') {
+        return { type: 'node', id: message.id };
+    }
+    if (message.type === 'accept' || message.type === 'reject' || message.type === 'diff') {
+        return { type: message.type };
+    }
+    return undefined;
+}
+
+const escapeHtml = (text: string): string =>
+    text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
+
+/** JSON safe inside a <script> element. */
+const scriptJson = (value: unknown): string => JSON.stringify(value).replace(/</g, '\\u003c');
+
+export interface ViewState {
+    readonly result: SearchResult | undefined;
+    readonly running: readonly RunningSearch[];
+    /** Whether the result still waits for accept or reject. */
+    readonly pending: boolean;
+}
+
+/** The whole page: header, running searches, the tree as SVG, a legend and the node details. */
+export function renderSearchHtml(state: ViewState, nonce: string, cspSource: string): string {
+    const csp =
+        `default-src 'none'; style-src ${cspSource} 'unsafe-inline'; ` + `script-src 'nonce-${nonce}'; img-src ${cspSource} data:;`;
+    const running = state.running.length
+        ? `<section class="running"><h2>Running</h2><ul>${state.running
+              .map(
+                  (search) =>
+                      `<li><b>${escapeHtml(search.title)}</b>: ${escapeHtml(search.message ?? 'starting')}` +
+                      (search.percentage === undefined ? '' : ` (${search.percentage}%)`) +
+                      '</li>',
+              )
+              .join('')}</ul></section>`
+        : '';
+    const result = state.result;
+    let body: string;
+    if (!result) {
+        body =
+            '<p class="empty">No search result yet. Run "Tritonsmith: Optimize this kernel…"; the tree appears here ' +
+            'when the search has found a faster verified variant.</p>';
+    } else {
+        const layout = layoutTree(result.tree, result.bestId);
+        const at = new Map(layout.nodes.map((node) => [node.id, node]));
+        const edges = layout.edges
+            .map((edge) => {
+                const a = at.get(edge.from);
+                const b = at.get(edge.to);
+                if (!a || !b) {
+                    return '';
+                }
+                const mid = (a.x + b.x) / 2;
+                const dash = edge.kind === 'regenerate' ? ' stroke-dasharray="6 4"' : '';
+                return (
+                    `<path class="edge ${edge.kind}" d="M${a.x + 22},${a.y} C${mid},${a.y} ${mid},${b.y} ${b.x - 22},${b.y}" ` +
+                    `fill="none" stroke="${COLORS[edge.kind]}" stroke-width="2"${dash}/>`
+                );
+            })
+            .join('');
+        const nodes = layout.nodes
+            .map((node) => {
+                const ring = node.best ? ` stroke="${COLORS.best}" stroke-width="4"` : ' stroke="#00000055" stroke-width="1"';
+                const title = `#${node.id} ${node.kind}: ${outcomeLabel(node.outcome)}, ${formatSpeedup(node.speedup)}`;
+                return (
+                    `<g class="node${node.best ? ' best' : ''}" data-id="${node.id}" tabindex="0" role="button" ` +
+                    `aria-label="${escapeHtml(title)}"><title>${escapeHtml(title)}</title>` +
+                    `<circle cx="${node.x}" cy="${node.y}" r="20" fill="${outcomeColor(node.outcome)}"${ring}/>` +
+                    `<text x="${node.x}" y="${node.y + 4}" text-anchor="middle" class="id">${node.id}</text>` +
+                    `<text x="${node.x}" y="${node.y + 36}" text-anchor="middle" class="speedup">${formatSpeedup(node.speedup)}</text>` +
+                    '</g>'
+                );
+            })
+            .join('');
+        const spread = result.spread ? ` (spread ${result.spread[0].toFixed(2)}–${result.spread[1].toFixed(2)}×)` : '';
+        const buttons = state.pending
+            ? '<button data-action="accept">Accept</button> <button data-action="reject" class="secondary">Reject</button> '
+            : '<span class="decided">decided</span> ';
+        body =
+            `<header><h1>${escapeHtml(summarize(result))}</h1>` +
+            `<p>${formatSpeedup(result.speedup)}${spread} measured in <b>${measuredLabel(result.measuredOn)}</b>` +
+            `${result.measuredOn === 'gpu' ? '' : ' (the Triton interpreter on the CPU: not a GPU speedup)'}; ` +
+            `mode ${escapeHtml(result.mode)}; stopped: ${escapeHtml(result.stopped)}` +
+            (result.journalId ? `; journal <code>${escapeHtml(result.journalId)}</code>` : '') +
+            `</p><p>${buttons}<button data-action="diff" class="secondary">Open diff</button></p></header>` +
+            `<svg class="tree" width="${layout.width}" height="${layout.height}" viewBox="0 0 ${layout.width} ${layout.height}">` +
+            `${edges}${nodes}</svg>` +
+            '<p class="legend">' +
+            `<span><i style="background:${COLORS.correct}"></i>correct</span>` +
+            `<span><i style="background:${COLORS.wrong}"></i>wrong result</span>` +
+            `<span><i style="background:${COLORS.not_compiled}"></i>did not compile</span>` +
+            `<span><i class="ring" style="border-color:${COLORS.best}"></i>best</span>` +
+            `<span><b style="color:${COLORS.refine}">──</b> refine</span>` +
+            `<span><b style="color:${COLORS.regenerate}">- -</b> regenerate</span>` +
+            `<span>speedups: ${measuredLabel(result.measuredOn)}</span></p>` +
+            '<section id="details" class="details">Click a node for its details.</section>';
+    }
+    const data = result
+        ? { nodes: result.tree, bestId: result.bestId, measured: measuredLabel(result.measuredOn) }
+        : { nodes: [], bestId: null, measured: '' };
+    return `<!DOCTYPE html>
+<html lang="en"><head><meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<title>Tritonsmith search</title>
+<style>
+body { font-family: var(--vscode-font-family); color: var(--vscode-foreground); padding: 0 16px 16px; }
+h1 { font-size: 1.2em; margin: 12px 0 4px; } h2 { font-size: 1em; margin: 8px 0 4px; }
+.running { border-left: 3px solid ${COLORS.refine}; padding-left: 8px; }
+svg.tree { display: block; margin: 8px 0; overflow: visible; }
+.node { cursor: pointer; } .node:focus circle, .node:hover circle { stroke: var(--vscode-focusBorder); stroke-width: 3; }
+.node text.id { fill: #fff; font-weight: bold; font-size: 12px; pointer-events: none; }
+.node text.speedup { fill: var(--vscode-foreground); font-size: 11px; pointer-events: none; }
+.legend span { margin-right: 14px; white-space: nowrap; }
+.legend i { display: inline-block; width: 10px; height: 10px; border-radius: 50%; margin-right: 4px; }
+.legend i.ring { border: 3px solid; width: 6px; height: 6px; }
+.details { border-top: 1px solid var(--vscode-panel-border); padding-top: 8px; white-space: pre-wrap; }
+button { background: var(--vscode-button-background); color: var(--vscode-button-foreground); border: none; padding: 4px 12px; cursor: pointer; }
+button.secondary { background: var(--vscode-button-secondaryBackground); color: var(--vscode-button-secondaryForeground); }
+.decided, .empty { opacity: 0.8; }
+</style></head>
+<body>${running}${body}
+<script nonce="${nonce}">
+const vscode = acquireVsCodeApi();
+const data = ${scriptJson(data)};
+const details = document.getElementById('details');
+const label = { correct: 'correct', wrong: 'wrong result', not_compiled: 'did not compile' };
+function show(id) {
+  const node = data.nodes.find((n) => n.id === id);
+  if (!node || !details) return;
+  const speed = node.speedup === null ? '—' : node.speedup.toFixed(2) + '× (' + data.measured + ')';
+  let text = '#' + node.id + ' · ' + node.kind + (node.parent === null ? '' : ' of #' + node.parent) +
+    ' · ' + (label[node.outcome] || 'not evaluated') + ' · ' + speed;
+  if (node.message) text += '\\n' + node.message;
+  if (node.id === data.bestId) text += '\\nThe best candidate: its diff against the original is open.';
+  else if (node.id === 0) text += '\\nThe original kernel: opened beside.';
+  else text += '\\nThis candidate\\'s source is not in the search result (only the original and the best are).';
+  details.textContent = text;
+}
+document.querySelectorAll('.node').forEach((el) => {
+  const id = Number(el.getAttribute('data-id'));
+  const pick = () => { show(id); vscode.postMessage({ type: 'node', id }); };
+  el.addEventListener('click', pick);
+  el.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') pick(); });
+});
+document.querySelectorAll('button[data-action]').forEach((el) => {
+  el.addEventListener('click', () => vscode.postMessage({ type: el.getAttribute('data-action') }));
+});
+</script></body></html>`;
+}
+
+/** What the view asks of the review (review.ts). */
+export interface SearchViewHost {
+    results(): readonly SearchResult[];
+    isPending(searchId: string): boolean;
+    accept(searchId: string): Promise<unknown>;
+    reject(searchId: string): Promise<unknown>;
+    openDiff(result: SearchResult): Promise<unknown>;
+    openOriginal(result: SearchResult): Promise<unknown>;
+    running(): readonly RunningSearch[];
+}
+
+/** The one search panel; shows the latest result unless told which. */
+export class SearchView implements vscode.Disposable {
+    private panel: vscode.WebviewPanel | undefined;
+    private shown: string | undefined;
+
+    constructor(private readonly host: SearchViewHost) {}
+
+    get isOpen(): boolean {
+        return this.panel !== undefined;
+    }
+
+    /** Opens (or reveals) the panel on `searchId`, else on the latest result. */
+    show(searchId?: string): void {
+        if (searchId !== undefined) {
+            this.shown = searchId;
+        }
+        if (!this.panel) {
+            this.panel = vscode.window.createWebviewPanel(
+                TOOL_CONFIG.searchViewType,
+                'Tritonsmith search',
+                { viewColumn: vscode.ViewColumn.Beside, preserveFocus: false },
+                { enableScripts: true, retainContextWhenHidden: true, localResourceRoots: [] },
+            );
+            this.panel.onDidDispose(() => (this.panel = undefined));
+            this.panel.webview.onDidReceiveMessage((message: unknown) => void this.onMessage(message));
+        } else {
+            this.panel.reveal(undefined, false);
+        }
+        this.render();
+    }
+
+    /** Re-renders when open (a new result, progress, a decision). */
+    update(searchId?: string): void {
+        if (searchId !== undefined) {
+            this.shown = searchId;
+        }
+        if (this.panel) {
+            this.render();
+        }
+    }
+
+    private current(): SearchResult | undefined {
+        const results = this.host.results();
+        return results.find((r) => r.searchId === this.shown) ?? results[results.length - 1];
+    }
+
+    private render(): void {
+        if (!this.panel) {
+            return;
+        }
+        const result = this.current();
+        this.panel.title = result ? `Search: ${result.kernel}` : 'Tritonsmith search';
+        const nonce = randomBytes(16).toString('hex');
+        this.panel.webview.html = renderSearchHtml(
+            { result, running: this.host.running(), pending: result ? this.host.isPending(result.searchId) : false },
+            nonce,
+            this.panel.webview.cspSource,
+        );
+    }
+
+    private async onMessage(value: unknown): Promise<void> {
+        const message = parseViewMessage(value);
+        const result = this.current();
+        if (!message || !result) {
+            return;
+        }
+        switch (message.type) {
+            case 'accept':
+                await this.host.accept(result.searchId);
+                this.render();
+                break;
+            case 'reject':
+                await this.host.reject(result.searchId);
+                this.render();
+                break;
+            case 'diff':
+                await this.host.openDiff(result);
+                break;
+            case 'node':
+                if (message.id === result.bestId) {
+                    await this.host.openDiff(result);
+                } else if (message.id === 0) {
+                    await this.host.openOriginal(result);
+                }
+                break;
+        }
+    }
+
+    dispose(): void {
+        this.panel?.dispose();
+        this.panel = undefined;
+    }
+}
+
+/** "Show search tree": the only result of this window, or a pick among them. */
+export async function pickSearch(results: readonly SearchResult[], view: SearchView): Promise<void> {
+    if (results.length <= 1) {
+        view.show(results[0]?.searchId);
+        return;
+    }
+    const picked = await vscode.window.showQuickPick(
+        [...results].reverse().map((r) => ({ label: r.kernel, description: summarize(r), detail: r.searchId, id: r.searchId })),
+        { placeHolder: 'Which search? (the results this window received)' },
+    );
+    if (picked) {
+        view.show(picked.id);
+    }
+}

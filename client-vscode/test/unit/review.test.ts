@@ -1,0 +1,101 @@
+import assert from 'node:assert/strict';
+import { beforeEach, describe, it } from 'node:test';
+import { TOOL_CONFIG } from '../../src/config';
+import { ACCEPT, REJECT, SHOW_TREE, SearchReviews, parseSearchDocUri, searchDocUri } from '../../src/review';
+import { TabInputTextDiff, Uri, fake } from './fake/vscode';
+import { BEST, FILE, ORIGINAL, payload } from './fixtures';
+
+
+async function settle(): Promise<void> {
+    for (let i = 0; i < 5; i++) {
+        await new Promise((resolve) => setImmediate(resolve));
+    }
+}
+
+function setup(applied = true) {
+    const calls: { command: string; args: unknown[] }[] = [];
+    const trees: string[] = [];
+    const reviews = new SearchReviews(
+        (command, ...args) => {
+            calls.push({ command, args });
+            return Promise.resolve(applied);
+        },
+        (id) => trees.push(id),
+    );
+    return { reviews, calls, trees };
+}
+
+describe('search review (diff flow)', () => {
+    beforeEach(() => fake.reset());
+
+    it('opens the current file against the best variant, served from a tritonsmith-search: document', async () => {
+        const { reviews } = setup();
+        fake.messageAnswers.push(undefined); // the notification is dismissed
+        await reviews.receive(payload());
+        const diff = fake.executed.find((call) => call.command === 'vscode.diff');
+        assert.ok(diff, 'vscode.diff was executed');
+        const [left, right, title] = diff.args as [Uri, Uri, string];
+        assert.equal(left.toString(), FILE, 'the current file on the left');
+        assert.equal(right.scheme, TOOL_CONFIG.searchScheme);
+        assert.ok(right.toString().endsWith('/best/slow_add.py'), right.toString());
+        assert.match(title, /add_kernel: current ↔ faster \(3\.50× faster \(interpreter time\)/);
+        assert.equal(reviews.provideTextDocumentContent(right as never), BEST);
+        assert.equal(
+            reviews.provideTextDocumentContent(searchDocUri({ searchId: 'ts-20260101-000000-abcdef', uri: FILE }, 'original') as never),
+            ORIGINAL,
+        );
+        const message = fake.messages.at(-1);
+        assert.deepEqual(message?.items, [ACCEPT, REJECT, SHOW_TREE]);
+        assert.match(message?.text ?? '', /add_kernel: 3\.50× faster \(interpreter time\), 2 candidates/);
+        assert.equal(reviews.isPending('ts-20260101-000000-abcdef'), true);
+    });
+
+    it('accept calls tritonsmith.server.applySearchResult(searchId) and closes the diff once applied', async () => {
+        const { reviews, calls } = setup(true);
+        fake.messageAnswers.push(ACCEPT);
+        const id = 'ts-20260101-000000-abcdef';
+        const tab = { input: new TabInputTextDiff(Uri.parse(FILE), searchDocUri({ searchId: id, uri: FILE }, 'best') as never) };
+        fake.tabs.push(tab, { input: 'another editor' });
+        await reviews.receive(payload());
+        await settle();
+        assert.deepEqual(calls, [{ command: TOOL_CONFIG.serverCommands.applySearchResult, args: [id] }]);
+        assert.ok(!TOOL_CONFIG.commands.acceptSearchResult.startsWith(TOOL_CONFIG.serverCommandPrefix));
+        assert.deepEqual(fake.closedTabs, [tab]);
+        assert.equal(reviews.isPending(id), false);
+        assert.equal(reviews.results().length, 1, 'kept for the search view');
+    });
+
+    it('keeps the result pending when the server did not apply it (buffer changed, dismissed)', async () => {
+        const { reviews, calls } = setup(false);
+        fake.messageAnswers.push(undefined);
+        await reviews.receive(payload());
+        assert.equal(await reviews.accept(), false, 'no argument: the latest pending result');
+        assert.equal(calls.length, 1);
+        assert.equal(reviews.isPending('ts-20260101-000000-abcdef'), true);
+        assert.deepEqual(fake.closedTabs, []);
+    });
+
+    it('reject applies nothing; editor-title actions pass the virtual document URI', async () => {
+        const { reviews, calls } = setup();
+        fake.messageAnswers.push(undefined, undefined);
+        await reviews.receive(payload());
+        await reviews.receive(payload({ searchId: 'ts-2', kernel: 'other' }));
+        const uri = searchDocUri({ searchId: 'ts-20260101-000000-abcdef', uri: FILE }, 'best');
+        assert.deepEqual(parseSearchDocUri(uri), { searchId: 'ts-20260101-000000-abcdef', side: 'best' });
+        assert.equal(reviews.resolveId(uri), 'ts-20260101-000000-abcdef');
+        await reviews.reject(uri);
+        assert.equal(calls.length, 0);
+        assert.equal(reviews.isPending('ts-20260101-000000-abcdef'), false);
+        assert.equal(reviews.isPending('ts-2'), true);
+    });
+
+    it('"Show search tree" opens the view on that search; a malformed notification is ignored', async () => {
+        const { reviews, trees } = setup();
+        fake.messageAnswers.push(SHOW_TREE);
+        await reviews.receive(payload());
+        assert.deepEqual(trees, ['ts-20260101-000000-abcdef']);
+        await reviews.receive({ searchId: 3 });
+        assert.equal(reviews.results().length, 1);
+        assert.match(reviews.provideTextDocumentContent(Uri.parse('tritonsmith-search:/gone/best/x.py') as never), /no longer kept/);
+    });
+});

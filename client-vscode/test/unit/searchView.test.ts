@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { COLORS, layoutTree, measuredLabel, parseSearchResult, summarize, type SearchNode } from '../../src/searchResult';
+import { parseViewMessage, renderSearchHtml } from '../../src/searchView';
+import { payload } from './fixtures';
+
+const node = (id: number, parent: number | null, kind: SearchNode['kind'], outcome: SearchNode['outcome'], speedup: number | null = null): SearchNode => ({
+    id,
+    parent,
+    kind,
+    outcome,
+    speedup,
+    message: '',
+});
+
+describe('search tree model', () => {
+    it('parses the notification and says how speedups were measured', () => {
+        const result = parseSearchResult(payload());
+        assert.ok(result);
+        assert.equal(result.tree.length, 3);
+        assert.deepEqual(result.spread, [3.2, 3.8]);
+        assert.equal(measuredLabel('interpreter'), 'interpreter time');
+        assert.equal(measuredLabel('gpu'), 'GPU time');
+        assert.equal(summarize(result), 'add_kernel: 3.50× faster (interpreter time), 2 candidates');
+        assert.equal(parseSearchResult({ searchId: 'x' }), undefined);
+    });
+
+    it('lays the original out first, children one column right, regenerated heads off the original', () => {
+        const tree = [
+            node(0, null, 'root', 'correct', 1),
+            node(1, 0, 'refine', 'correct', 1.5),
+            node(2, 1, 'refine', 'wrong'),
+            node(3, 1, 'refine', 'correct', 2.1),
+            node(4, null, 'regenerate', 'not_compiled'),
+        ];
+        const layout = layoutTree(tree, 3);
+        const at = new Map(layout.nodes.map((n) => [n.id, n]));
+        assert.equal(at.get(0)?.depth, 0);
+        assert.equal(at.get(1)?.depth, 1);
+        assert.equal(at.get(2)?.depth, 2);
+        assert.equal(at.get(4)?.depth, 1, 'a regenerated head hangs off the original');
+        assert.equal(at.get(1)?.y, ((at.get(2)?.y ?? 0) + (at.get(3)?.y ?? 0)) / 2, 'a parent sits between its children');
+        assert.ok(at.get(3)?.best && !at.get(2)?.best);
+        assert.deepEqual(
+            layout.edges.map((e) => [e.from, e.to, e.kind]),
+            [
+                [0, 1, 'refine'],
+                [1, 2, 'refine'],
+                [1, 3, 'refine'],
+                [0, 4, 'regenerate'],
+            ],
+        );
+        const ys = layout.nodes.map((n) => n.y);
+        assert.ok(Math.max(...ys) <= layout.height);
+    });
+
+    it('survives broken trees: unknown parents become tops, cycles are drawn once', () => {
+        const layout = layoutTree([node(5, 9, 'refine', 'correct'), node(6, 7, 'refine', null), node(7, 6, 'refine', null)]);
+        assert.equal(layout.nodes.length, 1);
+        assert.equal(layout.nodes[0]?.id, 5);
+    });
+
+    it('renders nodes coloured by outcome, regenerate edges dashed, the measurement, and escapes text', () => {
+        const result = parseSearchResult(
+            payload({
+                kernel: '<img src=x>',
+                tree: [
+                    { id: 0, parent: null, kind: 'root', outcome: 'correct', speedup: 1, message: '' },
+                    { id: 1, parent: null, kind: 'regenerate', outcome: 'wrong', speedup: null, message: '</script><b>' },
+                    { id: 2, parent: 0, kind: 'refine', outcome: 'correct', speedup: 3.5, message: '' },
+                ],
+            }),
+        );
+        const html = renderSearchHtml({ result, running: [{ title: 'Optimizing k', kernel: 'k', message: 'step 1/3', percentage: 33 }], pending: true }, 'NONCE', 'vscode-csp');
+        assert.ok(!html.includes('<img src=x>'));
+        assert.ok(html.includes('&lt;img src=x&gt;'));
+        assert.ok(!html.includes('</script><b>'), 'node messages cannot close the script');
+        assert.match(html, /script-src 'nonce-NONCE'/);
+        assert.match(html, /<script nonce="NONCE">/);
+        assert.ok(html.includes(`fill="${COLORS.correct}"`) && html.includes(`fill="${COLORS.wrong}"`));
+        assert.match(html, /class="edge regenerate"[^>]*stroke-dasharray/);
+        assert.match(html, /class="edge refine"/);
+        assert.ok(html.includes('interpreter time') && !html.includes('GPU time'));
+        assert.ok(html.includes('data-action="accept"') && html.includes('step 1/3'));
+        assert.ok(html.includes('3.50×'));
+        const decided = renderSearchHtml({ result, running: [], pending: false }, 'N', 'c');
+        assert.ok(!decided.includes('data-action="accept"'));
+        assert.match(renderSearchHtml({ result: undefined, running: [], pending: false }, 'N', 'c'), /No search result yet/);
+    });
+
+    it('accepts only the messages the page sends', () => {
+        assert.deepEqual(parseViewMessage({ type: 'node', id: 2 }), { type: 'node', id: 2 });
+        assert.deepEqual(parseViewMessage({ type: 'accept' }), { type: 'accept' });
+        assert.equal(parseViewMessage({ type: 'node', id: '2' }), undefined);
+        assert.equal(parseViewMessage({ type: 'run', command: 'rm' }), undefined);
+        assert.equal(parseViewMessage(null), undefined);
+    });
+});
