@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from ..analysis.index import Kernel, ModuleIndex, index_module
-from .checks import CHECKS, NEEDLES, Check, Hit
+from .checks import CHECKS, NEEDLES, RULE_CHECKS, Check, Hit
 from .context import KernelContext
 from .findings import Finding, Span
 from .model import Rule
@@ -77,18 +77,24 @@ class Matcher:
             r for r in select_rules(all_rules, select=select, ignore=ignore)
             if r.check and r.applies_to(version)
         ]
-        unknown = [r for r in self.rules if r.check not in CHECKS]
+        unknown = [r for r in self.rules if r.check not in CHECKS and r.check not in RULE_CHECKS]
         for rule in unknown:
             log.warning("rule %s names an unknown check %r; it is skipped", rule.code, rule.check)
-        self.rules = [r for r in self.rules if r.check in CHECKS]
         # Each rule with its check and pre-filter, looked up once rather than per kernel; and
         # every distinct needle, so a kernel's text is searched once per needle, not per rule.
-        self._plan: list[tuple[Rule, Check, tuple[bytes, ...] | None]] = [
-            (r, CHECKS[r.check or ""], NEEDLES.get(r.check or "")) for r in self.rules
-        ]
+        self._plan: list[tuple[Rule, Check, tuple[bytes, ...] | None]] = []
+        for r in self.rules:
+            if r.check in CHECKS:
+                self._plan.append((r, CHECKS[r.check or ""], NEEDLES.get(r.check or "")))
+            elif r.check in RULE_CHECKS:  # a generic check bound to the rule (its stored query)
+                try:
+                    self._plan.append((r, *RULE_CHECKS[r.check or ""](r)))
+                except ValueError as error:
+                    log.warning("rule %s is skipped: %s", r.code, error)
+        self.rules = [r for r, _, _ in self._plan]
         self._needles = sorted({n for _, _, needles in self._plan for n in needles or ()})
         self._cache: dict[bytes, list[Finding]] = {}
-        self._identity = repr((version, [r.code + r.severity.value + r.title for r in self.rules])).encode()
+        self._identity = repr((version, [(r.code, r.severity.value, r.title, r.query) for r in self.rules])).encode()
 
     # -- public ----------------------------------------------------------------------------
 

@@ -3,6 +3,10 @@
 A rule in a pack names its check (`check = "arange_pow2"`); the check is a function that takes
 the `KernelContext` of one kernel and yields `Hit`s. The matcher turns hits into findings with the
 rule's code, severity and message. Checks live in one module per catalogue category.
+
+A few checks are generic and need the rule itself: `RULE_CHECKS` maps their names to a function
+that binds one rule (its stored tree-sitter query, say) into a check plus its pre-filter, once
+per matcher (`query.py`, the check of graduated learned rules).
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from tree_sitter import Node
 
 from ..context import KernelContext
 from ..findings import Edit, Fix, Related, Span
+from ..model import Rule
 
-__all__ = ["CHECKS", "NEEDLES", "Check", "Hit", "check", "did_you_mean", "edit", "fix", "related"]
+__all__ = ["CHECKS", "NEEDLES", "RULE_CHECKS", "Check", "Hit", "RuleCheck", "check", "did_you_mean", "edit", "fix",
+           "related", "rule_check"]
 
 
 @dataclass
@@ -38,6 +44,22 @@ def check(name: str) -> Callable[[Check], Check]:
         if name in CHECKS:
             raise ValueError(f"duplicate check name {name}")
         CHECKS[name] = function
+        return function
+
+    return register
+
+
+# A generic check bound to one rule: (check, pre-filter needles or None); raises ValueError with
+# the reason when the rule cannot be checked this way.
+RuleCheck = Callable[[Rule], "tuple[Check, tuple[bytes, ...] | None]"]
+RULE_CHECKS: dict[str, RuleCheck] = {}
+
+
+def rule_check(name: str) -> Callable[[RuleCheck], RuleCheck]:
+    def register(function: RuleCheck) -> RuleCheck:
+        if name in CHECKS or name in RULE_CHECKS:
+            raise ValueError(f"duplicate check name {name}")
+        RULE_CHECKS[name] = function
         return function
 
     return register
@@ -142,6 +164,7 @@ from . import (  # noqa: E402, F401
     dot,
     launch,
     memory,
+    query,
     reshape,
     shapes,
     types,

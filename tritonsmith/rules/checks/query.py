@@ -1,0 +1,175 @@
+"""The generic check of graduated rules: a rule's own tree-sitter query, run over each kernel.
+
+A learned rule that graduated into a live check (`tritonsmith.adapt.graduate`) names the check
+`query` and carries `query`: a tree-sitter query in the tree-sitter-python grammar whose `@flag`
+capture is where the finding goes, for example
+
+    ((call function: (_) @fn arguments: (argument_list (float))) @flag
+     (#ts-qualified? @fn "triton.language.arange"))
+
+Besides tree-sitter's own predicates (`#eq?`, `#not-eq?`, `#match?`, `#not-match?`, `#any-of?`,
+`#not-any-of?` and their `any-` forms), a query may use a small fixed vocabulary that asks the
+kernel's context what a node means (`PREDICATES`); a query is data and never runs code. Anything
+else (an unknown predicate, a directive, no `@flag`, a query that does not compile) is refused
+with a reason by `compile_query`, and a rule whose query is refused is skipped by the matcher with
+that reason logged.
+
+Each rule's check is built once per matcher (`bind`), with its compiled query (cached by text)
+and a pre-filter derived from the query's literal names (`#eq? @f "full"` needs `full` in the
+kernel), so a graduated rule costs a substring search on kernels it cannot match, and rules
+without a query cost nothing at all: they never name this check.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Literal
+
+from tree_sitter import Node, Query, QueryCursor, QueryError
+
+from ...analysis.document import PY_LANGUAGE
+from ..context import KernelContext
+from ..model import Rule
+from . import Check, Hit, rule_check
+
+if TYPE_CHECKING:
+    from tree_sitter import QueryPredicate
+
+__all__ = ["FLAG", "PREDICATES", "QUERY_CHECK", "QueryProblem", "bind", "compile_query", "query_needles"]
+
+QUERY_CHECK = "query"
+FLAG = "flag"  # the capture a finding goes to
+MAX_QUERY = 4000  # characters
+
+# The predicates a query may use beyond tree-sitter's own; each takes one capture.
+PREDICATES = {
+    "ts-qualified?": "the captured expression names one of the given Triton/Python names through the module's "
+                     'imports, e.g. (#ts-qualified? @fn "triton.language.full") matches `tl.full` and `triton.language.full`',
+    "ts-block?": "the captured expression is a block tensor (from tl.arange, tl.zeros, ... through assignments)",
+    "ts-scalar?": "the captured expression is not known to be a block tensor",
+    "ts-constexpr?": "the captured expression is a compile-time constant (a literal, a constexpr parameter, ...)",
+    "ts-runtime?": "the captured expression is not a compile-time constant",
+}
+_BUILTIN_PREDICATES = frozenset(
+    f"{prefix}{name}" for prefix in ("", "not-", "any-", "any-not-") for name in ("eq?", "match?")
+) | {"any-of?", "not-any-of?"}
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_PREDICATE = re.compile(r"\(\s*#([^\s()]+)")
+_COMPILED: dict[str, Query] = {}
+
+
+class QueryProblem(ValueError):
+    """A rule's query cannot be used as a check (the message says why)."""
+
+
+def _strip(text: str) -> str:
+    """The query without its string literals and comments, for scanning its structure."""
+    text = _STRING.sub('""', text)
+    return "\n".join(line.split(";", 1)[0] for line in text.splitlines())
+
+
+def compile_query(text: str) -> Query:
+    """The compiled query, or QueryProblem saying why it cannot be a check."""
+    cached = _COMPILED.get(text)
+    if cached is not None:
+        return cached
+    if not text.strip():
+        raise QueryProblem("the query is empty")
+    if len(text) > MAX_QUERY:
+        raise QueryProblem(f"the query is longer than {MAX_QUERY} characters")
+    for name in _PREDICATE.findall(_strip(text)):
+        if name not in _BUILTIN_PREDICATES and name not in PREDICATES:
+            allowed = ", ".join(f"#{p}" for p in sorted(_BUILTIN_PREDICATES | set(PREDICATES)))
+            raise QueryProblem(f"unknown predicate #{name} (allowed: {allowed})")
+    try:
+        query = Query(PY_LANGUAGE, text)
+    except QueryError as error:
+        raise QueryProblem(f"not a tree-sitter-python query: {error}") from None
+    names = {query.capture_name(i) for i in range(query.capture_count)}
+    if FLAG not in names:
+        raise QueryProblem(f"the query captures no @{FLAG} node (where the finding goes)")
+    if len(_COMPILED) > 256:
+        _COMPILED.clear()
+    _COMPILED[text] = query
+    return query
+
+
+def _qualified(value: str) -> str:
+    return "triton.language." + value[3:] if value.startswith("tl.") else value
+
+
+def query_needles(text: str, query: Query) -> tuple[bytes, ...] | None:
+    """Byte strings one of which a kernel must contain for the query to match, or None when the
+    query gives none for sure (several patterns, an optional capture, no literal name)."""
+    if query.pattern_count != 1:
+        return None
+    quantifiers = {query.capture_name(i): query.capture_quantifier(0, i) for i in range(query.capture_count)}
+    for match in re.finditer(r'\(\s*#(eq\?|any-of\?|ts-qualified\?)\s+@([\w.-]+)((?:\s+"(?:[^"\\]|\\.)*")+)\s*\)', text):
+        predicate, capture, values = match.groups()
+        if quantifiers.get(capture, "?") != "":
+            continue
+        words = [v[1:-1] for v in _STRING.findall(values)]
+        if predicate == "ts-qualified?":
+            words = [_qualified(w).rsplit(".", 1)[-1] for w in words]
+        needles = tuple(w.encode() for w in words if w and "\\" not in w)
+        if needles and len(needles) == len(words):
+            return needles
+    return None
+
+
+def _predicate(ctx: KernelContext) -> QueryPredicate:
+    def holds(predicate: str, args: list[tuple[str, Literal["capture", "string"]]], pattern_index: int,
+              captures: dict[str, list[Node]]) -> bool:
+        name = predicate
+        if not args or args[0][1] != "capture":
+            return False
+        nodes = captures.get(args[0][0], [])
+        if not nodes:
+            return False
+        node = nodes[0]
+        if name == "ts-qualified?":
+            wanted = {_qualified(value) for value, kind in args[1:] if kind == "string"}
+            return ctx.qualify(node) in wanted
+        if name == "ts-block?":
+            return ctx.is_block(node)
+        if name == "ts-scalar?":
+            return not ctx.is_block(node)
+        if name == "ts-constexpr?":
+            return ctx.is_constexpr_expr(node)
+        if name == "ts-runtime?":
+            return not ctx.is_constexpr_expr(node)
+        return False
+
+    return holds
+
+
+def run_query(query: Query, ctx: KernelContext) -> Iterator[Node]:
+    """The `@flag` nodes of the query's matches inside the kernel's body, in order, once each."""
+    body = ctx.kernel.body
+    if body is None:
+        return
+    cursor = QueryCursor(query, match_limit=256)
+    seen: set[tuple[int, int]] = set()
+    for _, captures in cursor.matches(body, _predicate(ctx)):
+        for node in captures.get(FLAG, []):
+            key = (node.start_byte, node.end_byte)
+            if key not in seen and ctx.in_body(node):
+                seen.add(key)
+                yield node
+
+
+@rule_check(QUERY_CHECK)
+def bind(rule: Rule) -> tuple[Check, tuple[bytes, ...] | None]:
+    """The check of one rule with a query, and its pre-filter; QueryProblem when the rule has no
+    usable query."""
+    if not rule.query:
+        raise QueryProblem(f"rule {rule.code} names the {QUERY_CHECK!r} check but has no query")
+    query = compile_query(rule.query)
+    message = rule.statement.rstrip(".") if rule.statement.startswith("You cannot") else None
+
+    def check(ctx: KernelContext) -> Iterator[Hit]:
+        for node in run_query(query, ctx):
+            yield Hit(node, message)
+
+    return check, query_needles(rule.query, query)
