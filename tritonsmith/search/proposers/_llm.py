@@ -212,6 +212,12 @@ class LLMProposer:
         reply = self._ask(prompts.repair_prompt(self._context, source, violations), "repair", self.max_tokens)
         return self._parse(reply, prompts.parse_file)
 
+    def ask(self, system: str, user: str, *, purpose: str, max_tokens: int | None = None) -> str:
+        """One prompt outside a search step (rule induction, matcher proposals): the answer's
+        text, with the same retries, spending cap and cost accounting as the search's calls."""
+        prompt = prompts.Prompt(system=(system,), user=user)
+        return self._ask(prompt, purpose, max_tokens or self.max_tokens).text
+
     # -- what subclasses implement ---------------------------------------------------------------
 
     def _send(self, prompt: prompts.Prompt, max_tokens: int) -> Reply:
