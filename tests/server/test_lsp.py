@@ -320,3 +320,26 @@ async def test_a_learned_rule_in_the_workspace_pack_goes_live_and_off_without_a_
     diagnostics = await _wait_for(client, uri, lambda d: d is not None and "TSL001" not in _codes(d))
     assert _codes(diagnostics) == ["TS102", "TS109"]
     assert 'status = "rejected"' in (root / ".tritonsmith" / "rules.toml").read_text()
+
+
+async def test_a_graduated_learned_rule_warns_in_an_open_document_without_a_restart(client: LanguageClient):
+    from tritonsmith.adapt.learned import update_learned
+    from tritonsmith.rules import Rule, Severity
+
+    text = BAD.replace("x = tl.load(x_ptr + offs, mask=offs < n)", "x = tl.load(x_ptr + offs, mask=offs < n)\n    top = tl.max(x).item()")
+    uri = await _open(client, "graduated.py", text)
+    await _wait_for(client, uri, lambda d: d and len(d) >= 2)
+    # A learned rule with the matcher graduation accepted, as `tritonsmith adapt graduate` writes it.
+    rule = Rule(code="TSL007", name="tensor-item", title="'tensor' object has no attribute 'item'",
+                statement="You cannot call `.item()` on a tensor inside a Triton kernel.", severity=Severity.WARNING,
+                category="AttributeError", check="query",
+                query='((call function: (attribute attribute: (identifier) @m)) @flag (#eq? @m "item"))',
+                provenance="learned with an LLM from the failure log: 3 failures in 2 kernels", count=3,
+                status="active", template="AttributeError: <name> object has no attribute 'item'", kernels=("a", "b"),
+                failures=(1, 2, 3), bad="    s = tl.sum(x).item()")
+    update_learned(Path(client.root), lambda rules: [*rules, rule])
+    diagnostics = await _wait_for(client, uri, lambda d: d is not None and "TSL007" in _codes(d))
+    [learned] = [d for d in diagnostics if d.code == "TSL007"]
+    assert learned.severity == types.DiagnosticSeverity.Warning
+    assert learned.range.start == types.Position(line=8, character=10)
+    assert learned.message.startswith("You cannot call `.item()` on a tensor")

@@ -1,12 +1,18 @@
 """The command line of adaptation: `tritonsmith adapt induce` and `tritonsmith rules review`.
 
     tritonsmith adapt induce [PATH] [--min-count N] [--min-kernels N] [--format text|json]
+                             [--llm --allow-upload [--model M] [--spending-cap USD] [--limit N]]
+    tritonsmith adapt graduate CODE [PATH] [--llm --allow-upload [--model M]] [--format text|json]
     tritonsmith rules review [PATH] [--all] [--accept CODE] [--reject CODE] [--format text|json]
 
 `adapt induce` runs offline induction over the workspace's failure log now and prints the rules
-it learned or updated. `rules review` lists the pending learned rules with their provenance;
-`--accept` makes a rule active, `--reject` keeps it as rejected (so it is not learned again).
-`register` adds both to the main parser (`tritonsmith/cli.py`).
+it learned or updated; with `--llm` (and consent to send failing snippets and messages to
+Anthropic, `--allow-upload`; the key from ANTHROPIC_API_KEY) it runs LLM induction instead
+(`llm_induce.py`). `adapt graduate` finds a matcher for a learned rule and stores it, so the rule
+becomes a live check (`graduate.py`). `rules review` lists the pending learned rules with their
+provenance; `--accept` makes a rule active (and a graduated rule an error, no longer a warning),
+`--reject` keeps it as rejected (so it is not learned again). `register` adds these to the main
+parser (`tritonsmith/cli.py`).
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..rules import Rule
+from ..rules import Rule, Severity
+from ..rules.checks.query import QUERY_CHECK
 from ..settings import find_workspace_root
 from .induce import Learned, Thresholds, induce
 from .learned import learned_path, load_learned, update_learned
@@ -38,6 +45,14 @@ def register(commands: Any, rules_commands: Any) -> None:
     induce_parser.add_argument("--min-kernels", type=int, default=Thresholds.kernels, metavar="N",
                                help=f"distinct kernels before a rule is active (default {Thresholds.kernels})")
     induce_parser.add_argument("--format", choices=("text", "json"), default="text")
+    _llm_arguments(induce_parser)
+    induce_parser.add_argument("--limit", type=int, metavar="N", help="with --llm: extract at most N failures this run")
+    graduate_parser = adapt_commands.add_parser(
+        "graduate", help="find a matcher for a learned rule so that it becomes a live check")
+    graduate_parser.add_argument("code", metavar="CODE", help="the learned rule (TSL...)")
+    graduate_parser.add_argument("path", nargs="?", default=".", metavar="PATH", help="a folder of the workspace")
+    graduate_parser.add_argument("--format", choices=("text", "json"), default="text")
+    _llm_arguments(graduate_parser)
     adapt.set_defaults(handler=cmd_adapt)
 
     review = rules_commands.add_parser("review", help="review learned rules: list pending ones, accept or reject")
@@ -48,6 +63,26 @@ def register(commands: Any, rules_commands: Any) -> None:
     review.add_argument("--all", action="store_true", help="list every learned rule, not only pending ones")
     review.add_argument("--format", choices=("text", "json"), default="text")
     review.set_defaults(handler=cmd_rules_review)
+
+
+def _llm_arguments(parser: Any) -> None:
+    parser.add_argument("--llm", action="store_true", help="use Anthropic's models (key from ANTHROPIC_API_KEY)")
+    parser.add_argument("--allow-upload", action="store_true",
+                        help="consent to sending failing snippets and error messages to the model's provider")
+    parser.add_argument("--model", help="the Anthropic model (default: the `model` setting's default)")
+    parser.add_argument("--spending-cap", type=float, default=2.0, metavar="USD", help="stop spending above this")
+
+
+def _text_model(args: argparse.Namespace) -> Any:
+    """The model for `--llm`, after the consent check; None without `--llm`."""
+    if not args.llm:
+        return None
+    if not args.allow_upload:
+        raise UsageError("--llm sends failing kernel snippets and error messages to Anthropic: "
+                         "consent with --allow-upload")
+    from .llm_induce import anthropic_model
+
+    return anthropic_model(model=args.model, spending_cap_usd=args.spending_cap)
 
 
 def _root(args: argparse.Namespace) -> Path:
@@ -64,14 +99,30 @@ def _json(rule: Rule) -> dict[str, Any]:
         "severity": rule.severity.value, "count": rule.count, "kernels": len(rule.kernels),
         "first_seen": rule.first_seen, "last_seen": rule.last_seen, "failures": list(rule.failures),
         "signatures": list(rule.signatures), "template": rule.template, "examples": list(rule.examples),
+        "query": rule.query if rule.check == QUERY_CHECK else None,
     }
 
 
 def cmd_adapt(args: argparse.Namespace) -> int:
+    if args.adapt_command == "graduate":
+        return cmd_graduate(args)
     root = _root(args)
     if args.min_count < 1 or args.min_kernels < 1:
         raise UsageError("--min-count and --min-kernels must be at least 1")
-    learned = induce(root, thresholds=Thresholds(count=args.min_count, kernels=args.min_kernels))
+    thresholds = Thresholds(count=args.min_count, kernels=args.min_kernels)
+    model = _text_model(args)
+    if model is not None:
+        from .llm_induce import induce_with_llm
+
+        report = induce_with_llm(root, model, thresholds=thresholds, limit=args.limit)
+        learned = report.learned
+        if args.format == "text":
+            print(f"{report.extraction_calls} extraction and {report.judge_calls} judge calls "
+                  f"({model.usage.summary()}); {len(report.discarded)} failures gave no guidance; merged "
+                  f"{report.signature_merges} by signature, {report.lexical_merges} lexically, "
+                  f"{report.judged_merges} by the judge")
+    else:
+        learned = induce(root, thresholds=thresholds)
     if args.format == "json":
         print(json.dumps([_json(item.rule) | {"new": item.new, "added": item.added} for item in learned], indent=2))
         return 0
@@ -93,6 +144,29 @@ def _learned_line(item: Learned) -> str:
     return line + (f"\n    held: {rule.hold}" if rule.hold else "")
 
 
+def cmd_graduate(args: argparse.Namespace) -> int:
+    from .graduate import graduate
+
+    root = _root(args)
+    result = graduate(root, args.code, model=_text_model(args))
+    if args.format == "json":
+        print(json.dumps({
+            "code": args.code, "accepted": result.accepted, "origin": result.origin, "query": result.query,
+            "tried": [{"origin": o, "query": q, "accepted": v.accepted, "reason": v.reason} for o, q, v in result.tried],
+        }, indent=2))
+        return 0 if result.accepted else 1
+    for origin, query, verdict in result.tried:
+        first = " ".join(query.split())[:120] if query else "(none)"
+        print(f"{origin:<8} {'accepted' if verdict.accepted else 'refused '}  {verdict.reason}\n    {first}")
+    if not result.accepted:
+        print(f"{args.code}: no matcher accepted; the rule stays a prompt hint")
+        return 1
+    live = "in force as a warning" if result.rule.active else f"stored; in force once active ({result.rule.hold})"
+    print(f"{args.code} graduated ({result.origin} matcher): {live}; "
+          f"`tritonsmith rules review --accept {args.code}` makes it an error")
+    return 0
+
+
 def _describe(rule: Rule) -> str:
     kernels = len(rule.kernels)
     lines = [
@@ -108,6 +182,8 @@ def _describe(rule: Rule) -> str:
         lines.append("    failures: " + ", ".join(str(f) for f in rule.failures))
     for signature in rule.signatures:
         lines.append(f"    signature: {signature}")
+    if rule.check == QUERY_CHECK and rule.query:
+        lines.append("    matcher: " + rule.query.replace("\n", "\n             "))
     for example in rule.examples[:1]:
         lines.append("    example: " + example.replace("\n", "\n             "))
     return "\n".join(lines)
@@ -122,7 +198,9 @@ def _decide(rules: list[Rule], accept: list[str], reject: list[str]) -> list[Rul
     out = []
     for rule in rules:
         if rule.code in accept:
-            rule = replace(rule, status="active", reviewed=True, hold=None)
+            # A graduated rule shows as a warning until a person accepts it: then an error.
+            severity = Severity.ERROR if rule.check == QUERY_CHECK and rule.query else rule.severity
+            rule = replace(rule, status="active", reviewed=True, hold=None, severity=severity)
         elif rule.code in reject:
             rule = replace(rule, status="rejected", reviewed=True, hold=None)
         out.append(rule)
@@ -138,7 +216,8 @@ def cmd_rules_review(args: argparse.Namespace) -> int:
         rules = update_learned(root, lambda rules: _decide(rules, args.accept, args.reject))
         for rule in rules:
             if rule.code in args.accept or rule.code in args.reject:
-                print(f"{rule.code} {'accepted: active' if rule.code in args.accept else 'rejected'}  {rule.name}")
+                verdict = f"accepted: active ({rule.severity.value})" if rule.code in args.accept else "rejected"
+                print(f"{rule.code} {verdict}  {rule.name}")
         return 0
     rules = [r for r in load_learned(root) if r.template or r.code.startswith("TSL")]
     shown = rules if args.all else [r for r in rules if r.status == "pending"]

@@ -1,0 +1,345 @@
+"""Graduation: a learned rule gets a matcher and becomes a live static check.
+
+A matcher is a tree-sitter query over a kernel's body (`rules/checks/query.py`: tree-sitter-python
+grammar, the finding at the `@flag` capture, predicates from a small fixed vocabulary; data,
+never code). It is proposed
+
+- offline, derived where the pattern allows: when every failing example calls the same
+  `triton.language` function, a query for that call, most specific first (a literal argument
+  kind at a position or keyword all the examples share, then the keyword, then the bare call);
+- or by the LLM (one call; the rule, its failing snippets, the grammar and the vocabulary in the
+  prompt; a JSON answer with the query, or "no matcher").
+
+A proposal is accepted only if it compiles, flags every failing example of the rule's cluster
+(its `bad` snippet and the snippets of its failures in the log) and nothing in the known-good
+code: the builtin rules' good examples, `tests/fixtures/do_not_flag/` and `examples/*.py` of a
+source checkout (not `examples/mistakes/`), and any extra good sources the caller has (verified
+kernels). Otherwise it is refused with the reason.
+
+An accepted matcher is stored with the rule in the workspace pack (`check = "query"`,
+`query = "..."`, written through `learned.update_learned`, under its lock) with severity
+warning: an active graduated rule shows in open editors at once as a warning, and
+`tritonsmith rules review --accept` makes it an error.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sqlite3
+import textwrap
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ..analysis.document import Document
+from ..analysis.index import index_module
+from ..errors import UsageError
+from ..rules import Matcher, Rule, Severity, load_rules, pack_paths
+from ..rules.checks.query import PREDICATES, QUERY_CHECK, QueryProblem, compile_query
+from ..rules.context import KernelContext
+from .learned import learned_path, load_learned, update_learned
+from .llm_induce import TextModel
+
+__all__ = [
+    "GRADUATE_SYSTEM",
+    "Graduation",
+    "Verdict",
+    "derive_queries",
+    "failing_examples",
+    "graduate",
+    "known_good",
+    "parse_proposal",
+    "verify_query",
+]
+
+log = logging.getLogger(__name__)
+
+_REPO = Path(__file__).resolve().parents[2]
+_LITERALS = ("float", "integer", "string", "true", "false", "none", "tuple", "list", "dictionary")
+_WRAPPER = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def learned_example_kernel(x_ptr, n, BLOCK: tl.constexpr):
+{body}
+"""
+
+GRADUATE_SYSTEM = f"""\
+You write static checks for Triton GPU kernels as tree-sitter queries in the tree-sitter-python
+grammar. Given a validity rule and the code of kernels that broke it, write one query that matches
+the construct the rule prohibits in every one of those kernels and nothing in correct kernels.
+
+- The query runs over the body of each @triton.jit function. Capture the node to flag as @flag.
+- Use tree-sitter-python's node types and fields: call (function:, arguments:), attribute
+  (object:, attribute:), identifier, argument_list, keyword_argument (name:, value:), integer,
+  float, string, true, false, none, tuple, list, subscript, binary_operator, comparison_operator,
+  if_statement, for_statement, else_clause, return_statement, assignment, ...
+- Predicates: tree-sitter's #eq?, #not-eq?, #match?, #not-match?, #any-of?, #not-any-of?, and
+  these (each takes one capture):
+{chr(10).join(f"  #{name} {text}" for name, text in PREDICATES.items())}
+  No other predicate, no directive.
+- If no query can tell the prohibited construct from correct code, answer exactly: no matcher
+
+Otherwise answer with one JSON object and nothing else:
+{{"query": "the query", "reason": "one sentence: what it matches"}}"""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a query may be a rule's check, and why not."""
+
+    accepted: bool
+    reason: str
+    flagged: int = 0  # failing examples it flags
+    examples: int = 0  # failing examples there are
+
+
+@dataclass
+class Graduation:
+    """What graduating one rule did: the rule as written (or as it was), the query accepted (or
+    None), and each proposal tried with its verdict."""
+
+    rule: Rule
+    query: str | None = None
+    origin: str | None = None  # "derived" or "llm"
+    tried: list[tuple[str, str, Verdict]] = field(default_factory=list)  # (origin, query, verdict)
+
+    @property
+    def accepted(self) -> bool:
+        return self.query is not None
+
+
+# -- examples ---------------------------------------------------------------------------------
+
+
+def as_kernel(snippet: str) -> str:
+    """A failing snippet as a file with one jit kernel (a whole file is kept as it is)."""
+    if "@triton.jit" in snippet or "@jit" in snippet:
+        return snippet
+    body = textwrap.indent(textwrap.dedent(snippet).strip("\n"), "    ")
+    return _WRAPPER.format(body=body or "    pass")
+
+
+def _logged_snippets(root: Path, ids: Sequence[int]) -> list[str]:
+    """The snippets the failure log holds for these failures (none when there is no log)."""
+    path = root / ".tritonsmith" / "state.db"
+    if not ids or not path.exists():
+        return []
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+        try:
+            marks = ",".join("?" * len(ids))
+            rows = db.execute(f"SELECT snippet FROM failures WHERE id IN ({marks}) ORDER BY id", list(ids)).fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error as error:
+        log.warning("failure log not read for graduation: %s", error)
+        return []
+    return [str(row[0]) for row in rows if row[0]]
+
+
+def failing_examples(rule: Rule, root: Path | None = None) -> list[str]:
+    """The failing examples of a rule's cluster, as kernel files: its bad example and the
+    snippets of its failures in the log, each once."""
+    snippets = [rule.bad] if rule.bad else []
+    if root is not None:
+        snippets += _logged_snippets(root, rule.failures)
+    out: list[str] = []
+    for snippet in snippets:
+        source = as_kernel(snippet)
+        if source not in out:
+            out.append(source)
+    return out
+
+
+def known_good(extra: Iterable[tuple[str, str]] = ()) -> list[tuple[str, str]]:
+    """Correct code a matcher must stay silent on, as (label, source): the builtin rules' good
+    examples, the do-not-flag corpus and the examples of a source checkout, and `extra`."""
+    out: list[tuple[str, str]] = []
+    for rule in load_rules(pack_paths(None, include_user=False)):
+        if rule.good:
+            out.append((f"{rule.code} good example", rule.good))
+    folders = [_REPO / "tests" / "fixtures" / "do_not_flag", _REPO / "examples"]
+    for folder in folders:
+        if folder.is_dir():
+            for path in sorted(folder.glob("*.py")):  # not recursive: examples/mistakes/ is bad code
+                out.append((str(path.relative_to(_REPO)), path.read_text(encoding="utf-8")))
+    out.extend(extra)
+    return out
+
+
+# -- verification -----------------------------------------------------------------------------
+
+
+def verify_query(rule: Rule, query: str, failing: Sequence[str], good: Sequence[tuple[str, str]]) -> Verdict:
+    """Accept `query` as `rule`'s check only if it flags every failing example and no good code."""
+    if not failing:
+        return Verdict(False, "the rule has no failing example to check a matcher against")
+    try:
+        compile_query(query)
+    except QueryProblem as error:
+        return Verdict(False, f"malformed query: {error}", 0, len(failing))
+    candidate = replace(rule, check=QUERY_CHECK, query=query, status="active")
+    matcher = Matcher([candidate], version=None)
+    if not matcher.rules:
+        return Verdict(False, "the query cannot run as a check", 0, len(failing))
+    flagged = sum(1 for source in failing if matcher.check_source(source))
+    if flagged < len(failing):
+        return Verdict(False, f"flags {flagged} of {len(failing)} failing examples", flagged, len(failing))
+    for label, source in good:
+        findings = matcher.check_source(source)
+        if findings:
+            line = findings[0].span.start[0] + 1
+            return Verdict(False, f"fires on known-good code: {label}, line {line}", flagged, len(failing))
+    return Verdict(True, f"flags all {len(failing)} failing examples and none of {len(good)} known-good files",
+                   flagged, len(failing))
+
+
+# -- offline derivation -----------------------------------------------------------------------
+
+
+@dataclass
+class _Call:
+    name: str  # the triton.language function's short name
+    positional: list[str]  # node type of each positional argument
+    keywords: dict[str, str]  # keyword -> node type of its value
+
+
+def _calls(source: str) -> list[_Call]:
+    document = Document(source)
+    index = index_module(document.root)
+    out: list[_Call] = []
+    for kernel in index.kernels:
+        context = KernelContext(kernel, index, document.source, None)
+        try:
+            for call in context.nodes("call"):
+                name = context.call_name(call)
+                if not name or not name.startswith("triton.language.") or not context.in_body(call):
+                    continue
+                positional, keywords = context.args(call)
+                out.append(_Call(name.rsplit(".", 1)[1], [n.type for n in positional],
+                                 {key: value.type for key, (_, value) in keywords.items()}))
+        finally:
+            context.close()
+    return out
+
+
+def _query(name: str, arguments: str = "", predicates: str = "") -> str:
+    args = f"\n   arguments: (argument_list{arguments})" if arguments else ""
+    return (f"((call\n   function: (_) @fn{args}) @flag\n"
+            f' (#ts-qualified? @fn "triton.language.{name}"){predicates})')
+
+
+def derive_queries(failing: Sequence[str]) -> list[str]:
+    """Candidate queries for what every failing example shares, most specific first: a call of
+    the same `triton.language` function with a literal argument kind at a position or keyword,
+    then with the keyword, then the bare call."""
+    per_example = [_calls(source) for source in failing]
+    if not per_example or not all(per_example):
+        return []
+    shared = set.intersection(*({c.name for c in calls} for calls in per_example))
+    candidates: list[str] = []
+    general: list[str] = []
+    for name in sorted(shared):
+        calls = [[c for c in calls if c.name == name] for calls in per_example]
+        # Literal kinds at a position that some call of every example has.
+        positions = set.intersection(*({(i, kind) for c in cs for i, kind in enumerate(c.positional)
+                                        if kind in _LITERALS} for cs in calls))
+        for position, kind in sorted(positions):
+            candidates.append(_query(name, " . " + " . ".join(["(_)"] * position + [f"({kind})"])))
+        keywords = set.intersection(*({(k, kind) for c in cs for k, kind in c.keywords.items()} for cs in calls))
+        for keyword, kind in sorted(keywords):
+            if kind in _LITERALS:
+                candidates.append(_query(name, f" (keyword_argument name: (identifier) @_kw value: ({kind}))",
+                                         f' (#eq? @_kw "{keyword}")'))
+        for keyword in sorted({k for k, _ in keywords}):
+            general.append(_query(name, " (keyword_argument name: (identifier) @_kw)", f' (#eq? @_kw "{keyword}")'))
+        general.append(_query(name))
+    return candidates + general
+
+
+# -- the LLM's proposal -----------------------------------------------------------------------
+
+
+def graduate_prompt(rule: Rule, failing: Sequence[str]) -> str:
+    shown = "\n\n".join(f"### Failing kernel {i}\n```python\n{source.strip()}\n```"
+                        for i, source in enumerate(failing[:5], start=1))
+    messages = "\n".join(f"- {example}" for example in rule.examples[:3])
+    return (f"## Rule\n{rule.statement}\n\n## Error messages\n{messages or '(none recorded)'}\n\n{shown}\n")
+
+
+def parse_proposal(answer: str) -> str | None:
+    """The query in the model's answer: the JSON's "query", else a fenced block; None for
+    "no matcher" or an answer without a query."""
+    text = answer.strip()
+    if re.fullmatch(r"no matcher\.?", text, re.IGNORECASE):
+        return None
+    match = re.search(r"\{.*\}", text, re.DOTALL)
+    if match:
+        try:
+            data = json.loads(match.group(0))
+        except json.JSONDecodeError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("query"), str) and data["query"].strip():
+            return str(data["query"]).strip()
+    fenced = re.search(r"```(?:query|scheme|tsq)?\s*\n(.*?)```", text, re.DOTALL)
+    return fenced.group(1).strip() if fenced else None
+
+
+# -- graduation -------------------------------------------------------------------------------
+
+
+def _graduated(rule: Rule, query: str) -> Rule:
+    return replace(rule, check=QUERY_CHECK, query=query, severity=Severity.WARNING)
+
+
+def graduate(root: Path, code: str, *, model: TextModel | None = None, extra_good: Iterable[tuple[str, str]] = (),
+             proposals: Sequence[str] = ()) -> Graduation:
+    """Find a matcher for learned rule `code` and store it with the rule when one is accepted.
+
+    Tried in order: `proposals` (queries from the caller), the offline derivations, then (with a
+    model) the LLM's proposal. The first accepted one is written to the workspace pack.
+
+    Raises UsageError for a code the pack has no learned rule of, RulePackError for a malformed
+    pack; a model's errors (ProposalError, ProposerStopped) propagate.
+    """
+    rule = next((r for r in load_learned(root) if r.code == code), None)
+    if rule is None or not rule.code.startswith("TSL"):
+        raise UsageError(f"no learned rule {code} in {learned_path(root)}; "
+                         "`tritonsmith rules review --all` lists the learned rules")
+    if rule.status == "rejected":
+        raise UsageError(f"{code} was rejected in review; a rejected rule does not graduate")
+    failing = failing_examples(rule, root)
+    good = known_good(extra_good)
+    result = Graduation(rule)
+
+    def attempt(origin: str, query: str) -> bool:
+        verdict = verify_query(rule, query, failing, good)
+        result.tried.append((origin, query, verdict))
+        log.info("%s: %s matcher %s: %s", code, origin, "accepted" if verdict.accepted else "refused", verdict.reason)
+        if verdict.accepted:
+            result.query, result.origin = query, origin
+        return verdict.accepted
+
+    accepted = any(attempt("given", q) for q in proposals) or any(attempt("derived", q) for q in derive_queries(failing))
+    if not accepted and model is not None and failing:
+        answer = model.ask(GRADUATE_SYSTEM, graduate_prompt(rule, failing), purpose="matcher proposal",
+                           max_tokens=2048)
+        query = parse_proposal(answer)
+        if query is None:
+            result.tried.append(("llm", "", Verdict(False, "the model proposed no matcher")))
+        else:
+            attempt("llm", query)
+    if result.query is not None:
+        query = result.query
+
+        def store(rules: list[Rule]) -> list[Rule]:
+            return [_graduated(r, query) if r.code == code else r for r in rules]
+
+        written = update_learned(root, store)
+        result.rule = next(r for r in written if r.code == code)
+    return result
