@@ -352,3 +352,14 @@ def test_a_second_search_gets_the_first_ones_demonstrations(tmp_path: Path, monk
         assert "x + y" in demos[0] and "add_reference" not in demos[0]
     with search(add) as again:  # its own task is left out
         assert again.search.options.demonstrations == ()
+
+
+def test_verified_kernels_are_known_good_code_for_graduation(tmp_path: Path) -> None:
+    """`tritonsmith adapt graduate` refuses matchers that would flag a verified kernel."""
+    from tritonsmith.adapt.cli import _verified_kernels
+
+    memory = ExperienceMemory(tmp_path)
+    memory.record_solution(_task(_harness(ADD)), _harness(ADD), 2.0, "interpreter")
+    memory.close()
+    [(label, source)] = _verified_kernels(tmp_path)
+    assert label.startswith("experience: ") and "tl.load" in source

@@ -144,11 +144,24 @@ def _learned_line(item: Learned) -> str:
     return line + (f"\n    held: {rule.hold}" if rule.hold else "")
 
 
+def _verified_kernels(root: Path) -> list[tuple[str, str]]:
+    """Every verified kernel in the experience memory, as (label, source): known-good code a
+    graduating matcher must not flag."""
+    from .experience import ExperienceMemory
+
+    memory = ExperienceMemory(root)
+    try:
+        return [(f"experience: {task.description}", solution.source)
+                for task in memory.tasks() for solution in memory.solutions(task.key)]
+    finally:
+        memory.close()
+
+
 def cmd_graduate(args: argparse.Namespace) -> int:
     from .graduate import graduate
 
     root = _root(args)
-    result = graduate(root, args.code, model=_text_model(args))
+    result = graduate(root, args.code, model=_text_model(args), extra_good=_verified_kernels(root))
     if args.format == "json":
         print(json.dumps({
             "code": args.code, "accepted": result.accepted, "origin": result.origin, "query": result.query,
