@@ -197,6 +197,14 @@ def test_the_guardian_wires_the_llm_repair():
     assert note == "repaired by the proposer" and repaired == NEW_FILE
 
 
+def test_a_temperature_reaches_the_request_body():
+    server = Server(ok(PROPOSER_TEXT))
+    prop, _ = proposer(server, temperature=0.7)
+    prop.regenerate(CONTEXT)
+    (body,) = server.bodies()
+    assert body["temperature"] == 0.7
+
+
 def test_stable_system_blocks_carry_cache_control():
     server = Server(ok(PROPOSER_TEXT))
     prop, _ = proposer(server)

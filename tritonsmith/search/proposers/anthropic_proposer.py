@@ -188,7 +188,9 @@ class AnthropicProposer(LLMProposer):
             "messages": [{"role": "user", "content": prompt.user}],
         }
         if self.temperature is not None:
-            request["temperature"] = self.temperature
+            # The 2.x SDK's `messages.create` has no `temperature` parameter; the API still takes
+            # it for models that allow it, so it goes in the body.
+            request["extra_body"] = {"temperature": self.temperature}
         return request
 
     def _send(self, prompt: prompts.Prompt, max_tokens: int) -> Reply:
