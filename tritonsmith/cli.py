@@ -380,6 +380,38 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Run the search on every problem of a folder; write JSON, Markdown, plots and HTML."""
+    from .benchmark.report import write_report
+    from .benchmark.runner import find_problems, run_suite
+
+    folder = Path(args.problems)
+    if not folder.is_dir():
+        raise UsageError(f"{args.problems}: not a folder of problems")
+    if not find_problems(folder):
+        raise UsageError(f"{args.problems}: no KernelBench-format problem or harnessed kernel in it")
+    mode = _verify_mode(args.device)
+
+    def progress(problem: object) -> None:
+        from .benchmark.runner import ProblemResult
+
+        assert isinstance(problem, ProblemResult)
+        speed = f"{problem.speedup:.2f}x" if problem.speedup is not None else "no correct candidate"
+        print(f"{problem.name}: {problem.error or speed} ({problem.candidates} candidates, {problem.seconds} s)",
+              file=sys.stderr, flush=True)
+
+    suite = run_suite(folder, steps=args.steps, device=mode, proposer=args.proposer, protocol=args.protocol,
+                      seed=args.seed, max_problems=args.max_problems, allow_upload=args.allow_upload,
+                      progress=progress)
+    files = write_report(suite, Path(args.out))
+    m = suite.metrics
+    print(f"{len(suite.problems)} problems · accuracy {m.accuracy:.0%} · mean speedup {m.mean_speedup:.2f}x "
+          f"(10x cap, incorrect = 0) · Fast@1.2 {m.fast_1_2:.0%} · Fast@2 {m.fast_2:.0%} · GM(10) {m.gm10:.2f}x "
+          f"· speedups {suite.unit}")
+    print(f"report: {files['html']}")
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from .server import serve
 
@@ -463,6 +495,19 @@ def build_parser() -> argparse.ArgumentParser:
     optimize.add_argument("--resume", metavar="ID", help="continue a search from its journal")
     optimize.add_argument("--out", metavar="PATCH", help="where to write the patch (default .tritonsmith/<id>.patch)")
     optimize.set_defaults(handler=cmd_optimize)
+
+    bench = commands.add_parser("bench", help="run the search on a folder of KernelBench-format problems")
+    bench.add_argument("problems", metavar="PROBLEMS_DIR")
+    bench.add_argument("--steps", type=int, default=10, help="candidates per problem (default 10)")
+    bench.add_argument("--proposer", choices=("auto", "offline", "anthropic", "openai"), default="offline")
+    bench.add_argument("--allow-upload", action="store_true", help="consent to sending kernels to a model")
+    bench.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
+    bench.add_argument("--protocol", choices=("tritonsmith", "kernelbench", "adaexplore"), default="tritonsmith",
+                       help="verification tolerances, trials and timing to match a published protocol")
+    bench.add_argument("--max-problems", type=int, metavar="N")
+    bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--out", default="bench-report", metavar="DIR", help="where the report goes")
+    bench.set_defaults(handler=cmd_bench)
 
     serve = commands.add_parser("serve", help="run the language server (stdio by default)")
     serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")

@@ -38,9 +38,12 @@ class CandidateEvaluator:
     """
 
     def __init__(self, task: Task, spec: Spec, *, rounds: int | None = None, runs: int | None = None,
+                 trials: int = 3, tolerances: dict[str, float] | None = None,
                  failure_log: FailureLog | None = None, cancel: threading.Event | None = None) -> None:
         self.task = task
         self.spec = spec
+        self.trials = trials
+        self.tolerances = tolerances
         gpu = task.device == "gpu"
         self.rounds = rounds or (10 if gpu else 2)
         self.runs = runs or (10 if gpu else 3)
@@ -76,7 +79,7 @@ class CandidateEvaluator:
         verdict = verify_spec(
             self.spec, mode="gpu" if task.device == "gpu" else "interpreter", candidate_source=source,
             rounds=self.rounds, runs=self.runs, interpreter_timing=True, pools=self._verify_pools,
-            cancel=self.cancel,
+            cancel=self.cancel, trials=self.trials, tolerances=self.tolerances,
         )
         if self.failure_log is not None and not verdict.ok:
             log_verdict(self.failure_log, task.path, verdict, source=source, stage_prefix="search", kernel=task.kernel)
@@ -90,7 +93,8 @@ class CandidateEvaluator:
         speedup = self.baseline_ms / max(time_ms, 1e-12)
         spread = (self.baseline_ms / max(max(rounds), 1e-12), self.baseline_ms / max(min(rounds), 1e-12))
         return Evaluation(Outcome.CORRECT, speedup=speedup, spread=spread, time_ms=time_ms,
-                          message=verdict.summary(), resources=resources)
+                          message=verdict.summary(), resources=resources,
+                          reference_speedup=timing.speedup if task.device == "gpu" else None)
 
     def close(self) -> None:
         self._compile_pool.close()

@@ -93,6 +93,7 @@ class Evaluation:
     message: str = ""  # compile error, verification failure, or the verdict summary
     resources: list[dict[str, Any]] = field(default_factory=list)  # per config × target
     seconds: float = 0.0  # how long the evaluation took
+    reference_speedup: float | None = None  # on a GPU: against the spec's PyTorch reference (KernelBench's sense)
 
     def feedback(self) -> str:
         """Execution feedback for the next prompt: one short paragraph."""

@@ -57,6 +57,11 @@ class SearchRequest:
     spending_cap_usd: float | None = 10.0
     target: str = "sm_90"
     source: str | None = None  # the buffer's text, when it differs from the file on disk
+    # The verification and timing protocol (tritonsmith bench can match a published one).
+    trials: int = 3
+    tolerances: dict[str, float] | None = None
+    rounds: int | None = None
+    runs: int | None = None
 
 
 def pick_spec(path: Path, source: str, kernel: str) -> Spec:
@@ -177,7 +182,8 @@ def open_search(request: SearchRequest, *, resume: str | None = None,
     options = SearchOptions(steps=request.steps, wall_time_s=request.wall_time_s, concurrency=request.concurrency,
                             mode=request.mode, seed=request.seed, tree=TreeSettings(), pitfalls=pitfalls(workspace, log),
                             demonstrations=tuple(memory.demonstrations(exclude_task=task)))
-    evaluator = CandidateEvaluator(task, spec, failure_log=log, cancel=cancel)
+    evaluator = CandidateEvaluator(task, spec, failure_log=log, cancel=cancel, trials=request.trials,
+                                   tolerances=request.tolerances, rounds=request.rounds, runs=request.runs)
     try:
         relative = str(path.relative_to(root))
     except ValueError:

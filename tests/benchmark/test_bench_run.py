@@ -1,0 +1,47 @@
+"""`tritonsmith bench` end to end on the CPU: two KernelBench-format problems, every output."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.compiler
+def test_a_small_bench_run_writes_every_output(tmp_path: Path) -> None:
+    pytest.importorskip("triton")
+    pytest.importorskip("numpy")
+    problems = tmp_path / "problems"
+    problems.mkdir()
+    for name in ("kernelbench_relu.py", "kernelbench_fused.py"):
+        shutil.copy2(ROOT / "examples" / name, problems / name)
+    (problems / "notes.py").write_text("x = 1\n")  # not a problem: skipped
+    out = tmp_path / "report"
+    run = subprocess.run([sys.executable, "-m", "tritonsmith", "bench", str(problems), "--steps", "2",
+                          "--device", "cpu", "--out", str(out)], capture_output=True, text=True, timeout=600,
+                         cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "accuracy 100%" in run.stdout and "interpreter time" in run.stdout
+    results = json.loads((out / "results.json").read_text())
+    assert [p["name"] for p in results["problems"]] == ["kernelbench_fused", "kernelbench_relu"]
+    assert all(p["start_ok"] and len(p["steps"]) == 2 for p in results["problems"])
+    assert results["metrics"]["tasks"] == 2 and results["protocol"]["name"] == "tritonsmith"
+    markdown = (out / "report.md").read_text()
+    assert "| accuracy |" in markdown and "kernelbench_relu" in markdown
+    html = (out / "report.html").read_text()
+    assert html.startswith("<!doctype html>") and "<table>" in html
+    if (out / "speedup-vs-steps.png").exists():  # matplotlib installed
+        assert html.count("data:image/png;base64,") == 2
+        assert (out / "speedup-distribution.png").stat().st_size > 1000
+
+
+def test_an_empty_folder_is_a_usage_error(tmp_path: Path) -> None:
+    run = subprocess.run([sys.executable, "-m", "tritonsmith", "bench", str(tmp_path), "--device", "cpu"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "no KernelBench-format problem" in run.stderr
