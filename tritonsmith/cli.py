@@ -2,7 +2,7 @@
 
     tritonsmith check PATH... [--format text|json|sarif] [--select ...] [--ignore ...] [--fix]
     tritonsmith rules list | show ID | import FILE | docs [--check] | review [--accept|--reject CODE]
-    tritonsmith adapt induce [PATH]
+    tritonsmith adapt induce [PATH] | graduate CODE | run [TASKS] [--steps N] [--synthesize N] ...
     tritonsmith verify FILE [--device auto|gpu|cpu] ...
     tritonsmith optimize FILE --kernel NAME [--steps N] [--proposer ...] [--resume ID] [--out PATCH]
     tritonsmith serve [--tcp HOST:PORT]

@@ -3,6 +3,8 @@
     tritonsmith adapt induce [PATH] [--min-count N] [--min-kernels N] [--format text|json]
                              [--llm --allow-upload [--model M] [--spending-cap USD] [--limit N]]
     tritonsmith adapt graduate CODE [PATH] [--llm --allow-upload [--model M]] [--format text|json]
+    tritonsmith adapt run [TASKS] [--steps N] [--max-tasks N] [--time-limit S] [--synthesize N]
+                          [--compare halves|baseline] [--proposer P] [--device D] [--format text|json]
     tritonsmith rules review [PATH] [--all] [--accept CODE] [--reject CODE] [--format text|json]
 
 `adapt induce` runs offline induction over the workspace's failure log now and prints the rules
@@ -11,8 +13,10 @@ Anthropic, `--allow-upload`; the key from ANTHROPIC_API_KEY) it runs LLM inducti
 (`llm_induce.py`). `adapt graduate` finds a matcher for a learned rule and stores it, so the rule
 becomes a live check (`graduate.py`). `rules review` lists the pending learned rules with their
 provenance; `--accept` makes a rule active (and a graduated rule an error, no longer a warning),
-`--reject` keeps it as rejected (so it is not learned again). `register` adds these to the main
-parser (`tritonsmith/cli.py`).
+`--reject` keeps it as rejected (so it is not learned again). `adapt run` is the adapt stage:
+search a folder of tasks (or LLM-synthesised ones) with the memory updated after each, and report
+what was learned and pass@1 / fast_1 before and after (`run.py`). `register` adds these to the
+main parser (`tritonsmith/cli.py`).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from ..settings import find_workspace_root
 from .induce import Learned, Thresholds, induce
 from .learned import learned_path, load_learned, update_learned
 
-__all__ = ["cmd_adapt", "cmd_rules_review", "register"]
+__all__ = ["cmd_adapt", "cmd_rules_review", "cmd_run", "register"]
 
 
 def register(commands: Any, rules_commands: Any) -> None:
@@ -53,6 +57,7 @@ def register(commands: Any, rules_commands: Any) -> None:
     graduate_parser.add_argument("path", nargs="?", default=".", metavar="PATH", help="a folder of the workspace")
     graduate_parser.add_argument("--format", choices=("text", "json"), default="text")
     _llm_arguments(graduate_parser)
+    _run_arguments(adapt_commands)
     adapt.set_defaults(handler=cmd_adapt)
 
     review = rules_commands.add_parser("review", help="review learned rules: list pending ones, accept or reject")
@@ -106,6 +111,8 @@ def _json(rule: Rule) -> dict[str, Any]:
 def cmd_adapt(args: argparse.Namespace) -> int:
     if args.adapt_command == "graduate":
         return cmd_graduate(args)
+    if args.adapt_command == "run":
+        return cmd_run(args)
     root = _root(args)
     if args.min_count < 1 or args.min_kernels < 1:
         raise UsageError("--min-count and --min-kernels must be at least 1")
@@ -244,4 +251,85 @@ def cmd_rules_review(args: argparse.Namespace) -> int:
     if not args.all:
         print(f"\n{len(shown)} pending; accept with `tritonsmith rules review --accept CODE`, "
               "reject with `--reject CODE`")
+    return 0
+
+
+# -- adapt run --------------------------------------------------------------------------------
+
+
+def _run_arguments(adapt_commands: Any) -> None:
+    from .run import COMPARE_MODES, DEFAULT_STEPS
+
+    run = adapt_commands.add_parser(
+        "run", help="search a folder of tasks (or synthesised ones) with the memory learning after each; "
+        "report the rules learned and pass@1 / fast_1 before and after")
+    run.add_argument("tasks", nargs="?", metavar="TASKS",
+                     help="a folder of KernelBench-format tasks with a Triton ModelNew each "
+                     "(default: bench/problems/ of this checkout); with --synthesize, the seed problems")
+    run.add_argument("--workspace", metavar="DIR",
+                     help="the workspace whose memory learns (default: the current one)")
+    run.add_argument("--steps", type=int, default=DEFAULT_STEPS, help=f"candidates per task (default {DEFAULT_STEPS})")
+    run.add_argument("--max-tasks", type=int, metavar="N", help="stop after N tasks")
+    run.add_argument("--time-limit", type=float, metavar="SECONDS", help="stop starting tasks after this long")
+    run.add_argument("--synthesize", type=int, default=0, metavar="N",
+                     help="ask Claude for N new tasks (seeded by TASKS) and run those; needs --allow-upload "
+                     "and ANTHROPIC_API_KEY")
+    run.add_argument("--compare", choices=COMPARE_MODES, default="halves",
+                     help="before/after: the first half of the tasks against the second (default), or each "
+                     "task searched first in a fresh workspace without memory (twice the cost)")
+    run.add_argument("--proposer", choices=("auto", "offline", "anthropic", "openai"), default="auto",
+                     help="who writes candidates (auto: a model when a key is set and --allow-upload is given)")
+    run.add_argument("--allow-upload", action="store_true",
+                     help="consent to sending kernels and seed problems to the model's provider")
+    run.add_argument("--model", help="the model (anthropic, or the OpenAI-compatible server's)")
+    run.add_argument("--base-url", help="an OpenAI-compatible endpoint for --proposer openai")
+    run.add_argument("--spending-cap", type=float, default=10.0, metavar="USD",
+                     help="for the whole run: synthesis and searches (default 10)")
+    run.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
+    run.add_argument("--no-induce", action="store_true", help="record failures but learn no rules")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import os
+    import sys
+
+    from ..cli import _verify_mode
+    from ..search.setup import SetupError
+    from .run import RunOptions, adapt_run, default_tasks_folder
+
+    tasks = Path(args.tasks) if args.tasks else default_tasks_folder()
+    if tasks is None:
+        raise UsageError("adapt run: give a folder of tasks (KernelBench-format files with a Triton ModelNew); "
+                         "bench/problems/ is the default only inside a tritonsmith checkout")
+    if not tasks.is_dir():
+        raise UsageError(f"{tasks}: not a folder")
+    if args.steps < 1 or (args.max_tasks is not None and args.max_tasks < 1) or args.synthesize < 0:
+        raise UsageError("--steps and --max-tasks must be at least 1, --synthesize not negative")
+    if args.synthesize:
+        if not args.allow_upload:
+            raise UsageError("--synthesize sends seed problems to Anthropic: consent with --allow-upload")
+        if not os.environ.get("ANTHROPIC_API_KEY"):
+            raise UsageError("--synthesize needs an Anthropic API key: set ANTHROPIC_API_KEY")
+    workspace = Path(args.workspace) if args.workspace else find_workspace_root(Path.cwd())
+    options = RunOptions(
+        tasks=tasks, workspace=workspace, steps=args.steps, device=_verify_mode(args.device), proposer=args.proposer,
+        allow_upload=args.allow_upload, model=args.model, base_url=args.base_url, spending_cap_usd=args.spending_cap,
+        synthesize=args.synthesize, max_tasks=args.max_tasks, time_limit_s=args.time_limit, compare=args.compare,
+        seed=args.seed, induce=not args.no_induce)
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    try:
+        report = adapt_run(options, progress=progress)
+    except SetupError as error:
+        raise UsageError(error.user_message) from None
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if args.format == "json":
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(report.text())
     return 0
