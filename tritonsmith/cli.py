@@ -332,6 +332,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         path=path, kernel=args.kernel, device=mode, proposer=args.proposer, steps=args.steps,
         wall_time_s=args.time_limit, concurrency=args.concurrency, seed=args.seed, allow_upload=args.allow_upload,
         model=args.model, base_url=args.base_url, spending_cap_usd=args.spending_cap, target=args.target,
+        ray_address=args.ray,
     )
     console = Console(stderr=True, highlight=False)
     cancel = threading.Event()
@@ -402,7 +403,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     suite = run_suite(folder, steps=args.steps, device=mode, proposer=args.proposer, protocol=args.protocol,
                       seed=args.seed, max_problems=args.max_problems, allow_upload=args.allow_upload,
-                      progress=progress)
+                      progress=progress, ray_address=args.ray)
     files = write_report(suite, Path(args.out))
     m = suite.metrics
     print(f"{len(suite.problems)} problems · accuracy {m.accuracy:.0%} · mean speedup {m.mean_speedup:.2f}x "
@@ -493,6 +494,8 @@ def build_parser() -> argparse.ArgumentParser:
     optimize.add_argument("--concurrency", type=int, default=1, help="candidates evaluated at once")
     optimize.add_argument("--seed", type=int, default=0)
     optimize.add_argument("--resume", metavar="ID", help="continue a search from its journal")
+    optimize.add_argument("--ray", metavar="ADDRESS", help="evaluate on a Ray cluster, one actor per GPU "
+                          "(e.g. auto or ray://head:10001; needs tritonsmith[ray])")
     optimize.add_argument("--out", metavar="PATCH", help="where to write the patch (default .tritonsmith/<id>.patch)")
     optimize.set_defaults(handler=cmd_optimize)
 
@@ -506,6 +509,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="verification tolerances, trials and timing to match a published protocol")
     bench.add_argument("--max-problems", type=int, metavar="N")
     bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--ray", metavar="ADDRESS", help="evaluate on a Ray cluster, one actor per GPU (needs tritonsmith[ray])")
     bench.add_argument("--out", default="bench-report", metavar="DIR", help="where the report goes")
     bench.set_defaults(handler=cmd_bench)
 

@@ -106,7 +106,8 @@ def _kernel(source: str) -> str | None:
 
 
 def run_problem(path: Path, *, steps: int, device: str, proposer: str, protocol: Protocol, seed: int,
-                allow_upload: bool = False, cancel: threading.Event | None = None) -> ProblemResult:
+                allow_upload: bool = False, cancel: threading.Event | None = None,
+                ray_address: str | None = None) -> ProblemResult:
     began = time.perf_counter()
     source = path.read_text(encoding="utf-8")
     kernel = _kernel(source)
@@ -124,7 +125,7 @@ def run_problem(path: Path, *, steps: int, device: str, proposer: str, protocol:
         request = SearchRequest(path=copy, kernel=kernel, device=device, proposer=proposer, steps=steps, seed=seed,
                                 allow_upload=allow_upload, trials=protocol.trials, tolerances=protocol.tolerances,
                                 rounds=protocol.rounds if device == "gpu" else None,
-                                runs=protocol.runs if device == "gpu" else None)
+                                runs=protocol.runs if device == "gpu" else None, ray_address=ray_address)
         try:
             with open_search(request, cancel=cancel) as opened:
                 search = opened.search.run()
@@ -157,7 +158,7 @@ def run_problem(path: Path, *, steps: int, device: str, proposer: str, protocol:
 def run_suite(folder: Path, *, steps: int, device: str, proposer: str = "offline", protocol: str = "tritonsmith",
               seed: int = 0, max_problems: int | None = None, allow_upload: bool = False,
               progress: Callable[[ProblemResult], None] | None = None,
-              cancel: threading.Event | None = None) -> SuiteResult:
+              cancel: threading.Event | None = None, ray_address: str | None = None) -> SuiteResult:
     """Search every problem of `folder` in turn; never raises for a bad problem (its row says why)."""
     chosen = PROTOCOLS[protocol]
     began = time.perf_counter()
@@ -166,7 +167,7 @@ def run_suite(folder: Path, *, steps: int, device: str, proposer: str = "offline
         if cancel is not None and cancel.is_set():
             break
         problem = run_problem(path, steps=steps, device=device, proposer=proposer, protocol=chosen, seed=seed,
-                              allow_upload=allow_upload, cancel=cancel)
+                              allow_upload=allow_upload, cancel=cancel, ray_address=ray_address)
         suite.problems.append(problem)
         if progress is not None:
             progress(problem)

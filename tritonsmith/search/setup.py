@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..adapt import ExperienceMemory, FailureLog
 from ..analysis import Document, index_module
@@ -26,6 +27,9 @@ from .guardian import RuleGuardian
 from .journal import Journal
 from .model import Proposer, Task
 from .tree import TreeSettings
+
+if TYPE_CHECKING:  # ray is imported only when a cluster address is given
+    from .distributed import RayEvaluator
 
 __all__ = ["PITFALL_THRESHOLD", "SearchRequest", "SetupError", "open_search", "pick_spec", "pitfalls"]
 
@@ -62,6 +66,9 @@ class SearchRequest:
     tolerances: dict[str, float] | None = None
     rounds: int | None = None
     runs: int | None = None
+    # A Ray cluster: evaluations run on its actors, one per GPU (search/distributed.py); the
+    # concurrency is then the number of actors unless set above 1.
+    ray_address: str | None = None
 
 
 def pick_spec(path: Path, source: str, kernel: str) -> Spec:
@@ -137,7 +144,7 @@ def _proposer(request: SearchRequest, rng: random.Random) -> tuple[Proposer, Cal
 class OpenSearch:
     """A ready search and what it holds open; close it (or use `with`) when done."""
 
-    def __init__(self, search: Search, evaluator: CandidateEvaluator, journal: Journal, log: FailureLog,
+    def __init__(self, search: Search, evaluator: CandidateEvaluator | RayEvaluator, journal: Journal, log: FailureLog,
                  memory: ExperienceMemory | None = None) -> None:
         self.search, self.evaluator, self.journal, self.log = search, evaluator, journal, log
         self.memory = memory
@@ -179,11 +186,24 @@ def open_search(request: SearchRequest, *, resume: str | None = None,
     # Experience memory: verified kernels of other tasks become the prompts' demonstrations,
     # and this search's outcomes are recorded into it (engine.Search._finish).
     memory = ExperienceMemory(root)
-    options = SearchOptions(steps=request.steps, wall_time_s=request.wall_time_s, concurrency=request.concurrency,
+    evaluator: CandidateEvaluator | RayEvaluator
+    concurrency = request.concurrency
+    if request.ray_address is not None:
+        from .distributed import RayEvaluator, RayUnavailable
+
+        try:
+            evaluator = RayEvaluator(task, spec, address=request.ray_address, failure_log=log, cancel=cancel,
+                                     actors=concurrency if concurrency > 1 else None, trials=request.trials,
+                                     tolerances=request.tolerances, rounds=request.rounds, runs=request.runs)
+        except RayUnavailable as error:
+            raise SetupError(error.user_message) from error
+        concurrency = evaluator.size
+    else:
+        evaluator = CandidateEvaluator(task, spec, failure_log=log, cancel=cancel, trials=request.trials,
+                                       tolerances=request.tolerances, rounds=request.rounds, runs=request.runs)
+    options = SearchOptions(steps=request.steps, wall_time_s=request.wall_time_s, concurrency=concurrency,
                             mode=request.mode, seed=request.seed, tree=TreeSettings(), pitfalls=pitfalls(workspace, log),
                             demonstrations=tuple(memory.demonstrations(exclude_task=task)))
-    evaluator = CandidateEvaluator(task, spec, failure_log=log, cancel=cancel, trials=request.trials,
-                                   tolerances=request.tolerances, rounds=request.rounds, runs=request.runs)
     try:
         relative = str(path.relative_to(root))
     except ValueError:
