@@ -19,8 +19,11 @@
 
 It runs for real when a key is set (`--proposer anthropic --allow-upload`, ANTHROPIC_API_KEY), on
 a GPU when there is one (`--device auto`). With the offline proposer it runs anywhere, but that
-proposer reads no prompt, so both arms must come out the same: a check of the harness, not of
-the memory. tests/adapt/test_adapt_run.py runs the pieces with recorded LLM responses.
+proposer reads no prompt, so both arms propose the same candidates (same seed): pass@1 must come
+out equal, and fast_1 differs only by timing noise, which under the interpreter on a busy
+machine is large (a check of the harness, not of the memory). `--spending-cap` applies to the
+training run and to each held-out search separately. tests/adapt/test_adapt_run.py runs the
+pieces: the split, the metrics on hand-made search results, synthesis with recorded responses.
 """
 
 from __future__ import annotations
