@@ -68,9 +68,11 @@ cat > "$RUN/ud/User/settings.json" <<EOF
   "window.commandCenter": false
 }
 EOF
-# The workspace: a small project with a kernel that breaks TS102 and TS101.
+# The workspace: a small project with a kernel that breaks TS102 and TS101...
 WS=$RUN/ws
 cp examples/mistakes/softmax.py "$WS/softmax.py"
+# ...and a vector add launched with a block far too small, with a harness: the search test.
+cp tests/search/fixtures/slow_add.py "$WS/slow_add.py"
 printf '[project]\nname = "e2e-kernels"\nversion = "0.0.0"\n\n[tool.tritonsmith]\n' > "$WS/pyproject.toml"
 
 CS_BIN=$E2E/server/node_modules/.bin/code-server

@@ -10,7 +10,10 @@
 //      and TS102 leaves the Problems panel;
 //   4. `"tritonsmith.ignore": ["TS101"]` in .vscode/settings.json makes TS101 go away;
 //   5. removing it brings TS101 back (the server is alive and the setting did it);
-//   6. no warning or error notification from Tritonsmith came up during all that.
+//   6. slow_add.py (a vector add launched with BLOCK_SIZE=16): "Tritonsmith: Optimize this
+//      kernel…" with the offline proposer (budget 3, on the CPU), its progress, the result in
+//      the diff editor, the search tree view, Accept, and the file without BLOCK_SIZE=16;
+//   7. no warning or error notification from Tritonsmith came up during all that.
 //
 // Env: CS_URL, CS_WS, CS_TOOLS (folder with node_modules/playwright-core), CS_OUT (artifacts),
 //      CS_USER_DATA (code-server's --user-data-dir, for logs on failure), CHROMIUM.
@@ -31,6 +34,8 @@ const { chromium } = require('playwright-core');
 
 const FILE = 'softmax.py';
 const FILE_PATH = path.join(WS, FILE);
+const SEARCH_FILE = 'slow_add.py'; // tests/search/fixtures/slow_add.py: BLOCK_SIZE=16, with a harness
+const SEARCH_PATH = path.join(WS, SEARCH_FILE);
 const FIX_TITLE = "Annotate 'BLOCK' as tl.constexpr (TS102)";
 const FIXED_TEXT = 'BLOCK: tl.constexpr';
 const WAIT_MS = 60_000;
@@ -287,13 +292,139 @@ try {
   await until('TS101 back in the Problems panel', async () => (await problemsText()).includes('TS101'));
   await shot('05-setting-removed-ts101-back.png');
 
-  // ---------------------------------------------------------------- 4. no warnings
+  // ---------------------------------------------------------------- 4. optimize and review
+  step = 'set up a search: offline proposer, budget 3, on the CPU';
+  writeWorkspaceSettings({
+    'tritonsmith.ignore': [],
+    'tritonsmith.proposer': 'offline',
+    'tritonsmith.budget': 3,
+    'tritonsmith.device': 'cpu',
+    'tritonsmith.verifyOnSave': 'off',
+  });
+  step = `open ${SEARCH_FILE} from the explorer`;
+  // One editor group with one editor: goTo() and the checks below read "the" editor.
+  await runCommand('View: Close All Editors', /Close All Editors/);
+  // And no Problems panel: room for the diff editor and the search view.
+  await runCommand('View: Hide Panel', /Hide Panel/).catch(() => page.keyboard.press('Escape'));
+  await page.locator('.editor-instance .monaco-editor').first().waitFor({ state: 'detached', timeout: 10_000 }).catch(() => {});
+  const addRow = page.locator('.explorer-folders-view .monaco-list-row', { hasText: SEARCH_FILE }).first();
+  await addRow.waitFor({ timeout: WAIT_MS });
+  await addRow.dblclick();
+  await page.locator('.editor-instance .monaco-editor .view-lines', { hasText: 'add_kernel' }).first()
+    .waitFor({ timeout: 30_000 });
+  const addSrc = fs.readFileSync(SEARCH_PATH, 'utf8').split('\n');
+  const inKernel = addSrc.findIndex((l) => l.includes('tl.program_id'));
+  if (inKernel < 0) throw new Error(`no tl.program_id line in ${SEARCH_PATH}`);
+
+  step = 'run "Tritonsmith: Optimize this kernel…" and pick the offline proposer and the auto mode';
+  // The proposer pick: its first row is "settings default" (placeholders are not text).
+  const proposerPick = page.locator('.quick-input-list .monaco-list-row', { hasText: 'settings default' }).first();
+  for (let attempt = 0, end = Date.now() + WAIT_MS; ; attempt++) {
+    await goTo(inKernel + 1, 5);
+    await runCommand('Tritonsmith: Optimize this kernel', /Optimize this kernel/);
+    try {
+      await proposerPick.waitFor({ timeout: 8_000 });
+      break;
+    } catch {
+      // The server answers code actions once it has indexed the file (and imported triton).
+      const toasts = norm(await page.locator('.notifications-toasts').first().innerText({ timeout: 1_000 }).catch(() => ''));
+      if (Date.now() > end) throw new Error(`no proposer pick after ${WAIT_MS / 1000}s; notifications: ${toasts.replace(/\s+/g, ' ')}`);
+      log(`optimize attempt ${attempt + 1}: no proposer pick yet (${toasts.replace(/\s+/g, ' ').slice(0, 200)}); again`);
+      await page.keyboard.press('Escape');
+      await page.waitForTimeout(1_000);
+    }
+  }
+  await shot('06-optimize-proposer-pick.png');
+  await quickInput.fill('offline');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'offline' }).first().waitFor({ timeout: 5_000 });
+  await page.keyboard.press('Enter');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'refinement' }).first().waitFor({ timeout: 10_000 });
+  log(`mode pick: ${norm(await page.locator('.quick-input-list').first().innerText()).replace(/\s+/g, ' ')}`);
+  await quickInput.fill('auto');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'auto' }).first().waitFor({ timeout: 5_000 });
+  await page.keyboard.press('Enter');
+  const searchStarted = Date.now();
+
+  step = 'watch the search progress (notification and status bar)';
+  const progressToast = page.locator('.notification-toast', { hasText: 'Optimizing add_kernel' }).first();
+  const activity = page.locator('.statusbar-item', { hasText: /add_kernel:/ }).first();
+  const diffEditor = page.locator('.monaco-diff-editor').first();
+  const seenProgress = await until('the search progress, or its result', async () => {
+    if (await progressToast.isVisible().catch(() => false)) return 'notification';
+    if (await diffEditor.isVisible().catch(() => false)) return 'result';
+    return false;
+  }, 90_000);
+  if (seenProgress === 'notification') {
+    const text = norm(await progressToast.innerText().catch(() => '')).replace(/\s+/g, ' ');
+    log(`progress notification: ${text}`);
+    await shot('07-optimize-progress.png');
+  } else {
+    log('the search finished before its progress notification was seen');
+  }
+  log(`status bar: ${norm(await activity.innerText({ timeout: 2_000 }).catch(() => '(no activity item)')).trim()}`);
+
+  step = 'see the result in the diff editor (current file against the faster variant)';
+  await diffEditor.waitFor({ timeout: 120_000 });
+  const diffTab = page.locator('.tabs-container .tab', { hasText: 'current ↔ faster' }).first();
+  await diffTab.waitFor({ timeout: 10_000 });
+  log(`diff editor: "${norm(await diffTab.innerText()).trim()}" after ${((Date.now() - searchStarted) / 1000).toFixed(1)}s`);
+  await page.locator('.monaco-diff-editor .editor.modified .view-lines', { hasText: 'BLOCK_SIZE=' }).first()
+    .waitFor({ timeout: 10_000 }).catch(() => {});
+  const reviewToast = page.locator('.notification-toast', { hasText: 'Apply the faster kernel?' }).first();
+  await reviewToast.waitFor({ timeout: 10_000 }).catch(() => log('(the review notification is not showing)'));
+  log(`status bar: ${norm(await activity.innerText({ timeout: 2_000 }).catch(() => '(no activity item)')).trim()}`);
+  await shot('08-diff-editor.png');
+
+  step = 'open the search view and see the tree';
+  await runCommand('Tritonsmith: Show search tree', /Show search tree/);
+  const treeFrame = await until('the search tree in the webview', async () => {
+    for (const frame of page.frames()) {
+      if (await frame.locator('svg.tree g.node').count().catch(() => 0)) return frame;
+    }
+    return false;
+  }, 30_000);
+  const nodeCount = await treeFrame.locator('svg.tree g.node').count();
+  const header = norm(await treeFrame.locator('header h1').innerText()).trim();
+  log(`search view: "${header}", ${nodeCount} nodes`);
+  if (!/interpreter time/.test(header)) throw new Error(`the search view does not say "interpreter time": ${header}`);
+  await treeFrame.locator('svg.tree g.node.best').first().click();
+  const details = norm(await treeFrame.locator('#details').innerText()).trim();
+  log(`clicked the best node: ${details.replace(/\s+/g, ' ')}`);
+  await shot('09-search-view.png');
+
+  step = 'accept the faster kernel and see the file change';
+  if (fs.readFileSync(SEARCH_PATH, 'utf8').includes('BLOCK_SIZE=16') === false) {
+    throw new Error(`${SEARCH_FILE} changed before accept`);
+  }
+  await treeFrame.locator('button[data-action="accept"]').click();
+  // The edit goes to the buffer; the diff editor closes. Check the editor, then save.
+  const addEditor = page.locator('.editor-instance .monaco-editor .view-lines', { hasText: 'add_kernel[grid]' }).first();
+  await until('the accepted kernel in the editor (no BLOCK_SIZE=16)', async () => {
+    const t = norm(await addEditor.innerText().catch(() => ''));
+    return t.includes('add_kernel[grid]') && !t.includes('BLOCK_SIZE=16') && t;
+  }, 30_000);
+  await addEditor.click();
+  await page.keyboard.press('Control+S');
+  await until(`${SEARCH_FILE} saved without BLOCK_SIZE=16`, async () => {
+    const t = fs.readFileSync(SEARCH_PATH, 'utf8');
+    return !t.includes('BLOCK_SIZE=16') && t;
+  }, 15_000).catch(async () => {
+    await runCommand('File: Save', /^File: Save/);
+    await until(`${SEARCH_FILE} saved without BLOCK_SIZE=16`, async () => !fs.readFileSync(SEARCH_PATH, 'utf8').includes('BLOCK_SIZE=16'), 15_000);
+  });
+  const launch = fs.readFileSync(SEARCH_PATH, 'utf8').split('\n').find((l) => l.includes('add_kernel[grid]'));
+  log(`saved: ${launch.trim()}`);
+  const launchLine = fs.readFileSync(SEARCH_PATH, 'utf8').split('\n').findIndex((l) => l.includes('add_kernel[grid]'));
+  await goTo(launchLine + 1, 5).catch(() => {});
+  await shot('10-accepted.png');
+
+  // ---------------------------------------------------------------- 5. no warnings
   step = 'no warning or error notification from Tritonsmith during the run';
   const notes = await notifications();
   for (const n of notes) log(`notification (${n.severity}): ${n.text}`);
   const bad = notes.filter((n) => n.severity !== 'info' && /tritonsmith/i.test(n.text));
   if (bad.length) {
-    await shot('06-unexpected-notifications.png');
+    await shot('99-unexpected-notifications.png');
     throw new Error(`Tritonsmith showed ${bad.length} warning/error notification(s): ` +
       bad.map((n) => `[${n.severity}] ${n.text}`).join(' | '));
   }
@@ -304,6 +435,7 @@ try {
   const toasts = await page.locator('.notifications-toasts').first().innerText({ timeout: 1_000 }).catch(() => '');
   if (toasts.trim()) console.error(`notifications: ${toasts.replace(/\s+/g, ' ')}`);
   console.error(`${FILE} on disk:\n${fs.readFileSync(FILE_PATH, 'utf8')}`);
+  if (fs.existsSync(SEARCH_PATH)) console.error(`${SEARCH_FILE} on disk:\n${fs.readFileSync(SEARCH_PATH, 'utf8')}`);
   const failShot = path.join(OUT, 'failure.png');
   await page.screenshot({ path: failShot }).then(() => shots.push(failShot)).catch(() => {});
   if (consoleErrors.length) {

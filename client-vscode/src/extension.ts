@@ -6,7 +6,7 @@ import * as vscode from 'vscode';
 import { openRuleDocs, registerCommands, setApiKey } from './commands';
 import { TOOL_CONFIG } from './config';
 import { pythonEnvironmentsApi } from './interpreter';
-import { SettingsOverride, optimizeCommand, verifyNow } from './optimize';
+import { SettingsOverride, optimizeCommand, verifyNow, type ActionLike } from './optimize';
 import { ProgressTracker } from './progress';
 import { Debouncer, needsRestart } from './restart';
 import { SearchReviews } from './review';
@@ -30,8 +30,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         isPending: (id) => reviews.isPending(id),
         accept: (id) => reviews.accept(id),
         reject: (id) => reviews.reject(id),
-        openDiff: (result) => reviews.openDiff(result),
-        openOriginal: (result) => reviews.openOriginal(result),
+        openDiff: (result, column) => reviews.openDiff(result, column),
+        openOriginal: (result, column) => reviews.openOriginal(result, column),
         running: () => progress.running(),
     });
     const server = new ServerManager({
@@ -74,7 +74,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
             setApiKey: async () => (await setApiKey(context.secrets)) && keyRestart.trigger(),
             installServer: () => server.install(),
             verifyNow: () => verifyNow(execute),
-            optimize: () => optimizeCommand({ execute, overrides, settingsChanged: () => server.settingsChanged(), log }),
+            optimize: () =>
+                optimizeCommand({
+                    execute,
+                    overrides,
+                    settingsChanged: () => server.settingsChanged(),
+                    log,
+                    codeActions: (uri, line, character) =>
+                        server.codeActions(uri, line, character, TOOL_CONFIG.optimizeActionKind) as Promise<ActionLike[] | undefined>,
+                }),
             acceptSearchResult: (arg) => reviews.accept(arg),
             rejectSearchResult: (arg) => reviews.reject(arg),
             showSearch: () => pickSearch(reviews.results(), view),

@@ -1,7 +1,7 @@
 /**
  * "Tritonsmith: Optimize this kernel…" and "Tritonsmith: Verify now".
  *
- * Which kernels can be optimised is the server's call: the command asks for its "Optimize this
+ * Which kernels can be optimised is the server's call: the command asks it for its "Optimize this
  * kernel" code actions (arguments [uri, kernel, mode], or a disabled one with the reason) at the
  * cursor, or at each `@triton.jit` kernel of the file when the cursor is in none. Then a proposer
  * (the setting's, or one for this search only) and a mode, and `tritonsmith.server.optimize`.
@@ -22,7 +22,7 @@ export interface KernelOffer {
     readonly cancelSearchId?: string;
 }
 
-interface ActionLike {
+export interface ActionLike {
     readonly title?: string;
     readonly kind?: { value: string } | string;
     readonly disabled?: { reason: string };
@@ -146,16 +146,25 @@ export interface OptimizeDeps {
     /** Sends didChangeConfiguration so that the server pulls the settings again. */
     readonly settingsChanged: () => void;
     readonly log: (line: string) => void;
+    /**
+     * The server's `textDocument/codeAction` answer for the optimize kind at a position, raw:
+     * VS Code's `vscode.executeCodeActionProvider` drops disabled actions, and their reason is
+     * what the user needs to read.
+     */
+    readonly codeActions: (uri: string, line: number, character: number) => Promise<ActionLike[] | undefined>;
 }
 
 const DEFAULT_PROPOSER = 'settings default';
 
-async function offerAt(document: vscode.TextDocument, position: vscode.Position): Promise<KernelOffer | undefined> {
-    const actions = await vscode.commands.executeCommand<ActionLike[] | undefined>(
-        'vscode.executeCodeActionProvider',
-        document.uri,
-        new vscode.Range(position, position),
-        TOOL_CONFIG.optimizeActionKind,
+async function offerAt(
+    deps: OptimizeDeps,
+    document: vscode.TextDocument,
+    position: vscode.Position,
+): Promise<KernelOffer | undefined> {
+    const actions = await deps.codeActions(document.uri.toString(), position.line, position.character);
+    deps.log(
+        `optimize actions at ${position.line + 1}:${position.character + 1}: ` +
+            JSON.stringify((actions ?? []).map((a) => [a.title, typeof a.command === 'object' ? a.command.command : a.command, a.disabled?.reason])),
     );
     return offerFromActions(actions);
 }
@@ -168,7 +177,7 @@ export async function optimizeCommand(deps: OptimizeDeps): Promise<string | unde
         return undefined;
     }
     const document = editor.document;
-    let offer = await offerAt(document, editor.selection.active);
+    let offer = await offerAt(deps, document, editor.selection.active);
     if (!offer) {
         const kernels = findKernels(document.getText());
         let target = kernels[0];
@@ -186,7 +195,7 @@ export async function optimizeCommand(deps: OptimizeDeps): Promise<string | unde
             void vscode.window.showInformationMessage(`${TOOL_CONFIG.displayName}: no @triton.jit kernel in this file.`);
             return undefined;
         }
-        offer = await offerAt(document, new vscode.Position(target.line, 0));
+        offer = await offerAt(deps, document, new vscode.Position(target.line, 0));
     }
     if (!offer) {
         void vscode.window.showWarningMessage(

@@ -105,6 +105,9 @@ export class SearchReviews implements vscode.TextDocumentContentProvider, vscode
             REJECT,
             SHOW_TREE,
         );
+        if ((choice === ACCEPT || choice === REJECT) && !this.pending.has(result.searchId)) {
+            return; // already decided elsewhere (the diff editor's title, the search view)
+        }
         if (choice === ACCEPT) {
             await this.accept(result.searchId);
         } else if (choice === REJECT) {
@@ -114,20 +117,22 @@ export class SearchReviews implements vscode.TextDocumentContentProvider, vscode
         }
     }
 
-    /** Current file on the left, the best variant on the right. */
-    async openDiff(result: SearchResult): Promise<void> {
+    /** Current file on the left, the best variant on the right (`column`: where, e.g. beside the search view). */
+    async openDiff(result: SearchResult, column?: vscode.ViewColumn): Promise<void> {
         await vscode.commands.executeCommand(
             'vscode.diff',
             vscode.Uri.parse(result.uri),
             searchDocUri(result, 'best'),
             `${result.kernel}: current ↔ faster (${summarize(result).split(': ')[1] ?? ''})`,
-            { preview: false, preserveFocus: false },
+            { preview: false, preserveFocus: column !== undefined, ...(column === undefined ? {} : { viewColumn: column }) },
         );
     }
 
-    async openOriginal(result: SearchResult): Promise<void> {
+    /** The original as the search saw it, against the best. */
+    async openOriginal(result: SearchResult, column?: vscode.ViewColumn): Promise<void> {
         await vscode.commands.executeCommand('vscode.diff', searchDocUri(result, 'original'), searchDocUri(result, 'best'),
-            `${result.kernel}: original ↔ best (as searched)`, { preview: true });
+            `${result.kernel}: original ↔ best (as searched)`, { preview: true, preserveFocus: column !== undefined,
+                ...(column === undefined ? {} : { viewColumn: column }) });
     }
 
     /** The search id an accept or reject is about: an id, a `tritonsmith-search:` URI (editor title), else the latest pending. */

@@ -187,8 +187,8 @@ export interface SearchViewHost {
     isPending(searchId: string): boolean;
     accept(searchId: string): Promise<unknown>;
     reject(searchId: string): Promise<unknown>;
-    openDiff(result: SearchResult): Promise<unknown>;
-    openOriginal(result: SearchResult): Promise<unknown>;
+    openDiff(result: SearchResult, column?: vscode.ViewColumn): Promise<unknown>;
+    openOriginal(result: SearchResult, column?: vscode.ViewColumn): Promise<unknown>;
     running(): readonly RunningSearch[];
 }
 
@@ -268,13 +268,14 @@ export class SearchView implements vscode.Disposable {
                 this.render();
                 break;
             case 'diff':
-                await this.host.openDiff(result);
+                await this.host.openDiff(result, vscode.ViewColumn.One);
                 break;
             case 'node':
+                // Beside the view (in the first column), which stays visible.
                 if (message.id === result.bestId) {
-                    await this.host.openDiff(result);
+                    await this.host.openDiff(result, vscode.ViewColumn.One);
                 } else if (message.id === 0) {
-                    await this.host.openOriginal(result);
+                    await this.host.openOriginal(result, vscode.ViewColumn.One);
                 }
                 break;
         }

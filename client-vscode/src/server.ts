@@ -7,6 +7,8 @@
  */
 import * as vscode from 'vscode';
 import {
+    CodeActionRequest,
+    CodeActionTriggerKind,
     DidChangeConfigurationNotification,
     LanguageClient,
     RevealOutputChannelOn,
@@ -153,6 +155,21 @@ export class ServerManager implements vscode.Disposable {
     /** Tells the server its settings changed (it pulls them again). */
     settingsChanged(): void {
         void this.client?.sendNotification(DidChangeConfigurationNotification.type, { settings: null });
+    }
+
+    /** The server's code actions of one kind at a position (raw LSP: disabled ones included); undefined when no server runs. */
+    async codeActions(uri: string, line: number, character: number, kind: string): Promise<unknown[] | undefined> {
+        const client = this.client;
+        if (!client?.isRunning()) {
+            return undefined;
+        }
+        const position = { line, character };
+        const result = await client.sendRequest(CodeActionRequest.type, {
+            textDocument: { uri },
+            range: { start: position, end: position },
+            context: { diagnostics: [], only: [kind], triggerKind: CodeActionTriggerKind.Invoked },
+        });
+        return result ?? [];
     }
 
     /** The interpreter the running server uses, else the one it would use. */

@@ -78,6 +78,7 @@ describe('optimize', () => {
                 return Promise.resolve('ts-1');
             },
             log: () => undefined,
+            codeActions: () => Promise.resolve([]),
         };
         const offer = { uri: FILE, kernel: 'add_kernel', modes: ['auto'] };
         assert.equal(await startSearch(deps, offer, 'refine', 'offline'), 'ts-1');

@@ -89,6 +89,27 @@ describe('search review (diff flow)', () => {
         assert.equal(reviews.isPending('ts-2'), true);
     });
 
+    it('a late answer to the notification does nothing once the result was decided elsewhere', async () => {
+        const { reviews, calls } = setup(true);
+        let answer: (value: string | undefined) => void = () => undefined;
+        const original = fake.messageAnswers;
+        const pendingAnswer = new Promise<string | undefined>((resolve) => (answer = resolve));
+        const window = (await import('./fake/vscode')).window;
+        const show = window.showInformationMessage;
+        window.showInformationMessage = () => pendingAnswer;
+        try {
+            const received = reviews.receive(payload());
+            await settle();
+            assert.equal(await reviews.accept('ts-20260101-000000-abcdef'), true);
+            answer(ACCEPT);
+            await received;
+            assert.equal(calls.length, 1, 'applied once');
+        } finally {
+            window.showInformationMessage = show;
+            assert.equal(fake.messageAnswers, original);
+        }
+    });
+
     it('"Show search tree" opens the view on that search; a malformed notification is ignored', async () => {
         const { reviews, trees } = setup();
         fake.messageAnswers.push(SHOW_TREE);
