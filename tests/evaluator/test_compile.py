@@ -148,6 +148,35 @@ def test_vector_add_compiles_without_running_host_code(compile_file: Any) -> Non
     assert entry["resources"]["blocks_per_sm"] > 0
 
 
+GLU = textwrap.dedent('''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def glu_kernel(x_ptr, out_ptr, n_elements, half, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    row = offsets // half
+    col = offsets % half
+    a = tl.load(x_ptr + row * (2 * half) + col, mask=mask, other=0.0)
+    b = tl.load(x_ptr + row * (2 * half) + half + col, mask=mask, other=0.0)
+    tl.store(out_ptr + offsets, a * tl.sigmoid(b), mask=mask)
+
+
+def glu(x, out, n, half):
+    glu_kernel[(triton.cdiv(n, 16),)](x, out, n, half, BLOCK_SIZE=16)
+''')
+
+
+def test_an_integer_added_into_an_address_is_not_taken_for_a_pointer(compile_file: Any) -> None:
+    """`x_ptr + ... + half + col`: only `x_ptr` is the pointer, `half` an integer."""
+    result = compile_file(GLU, "glu_kernel", ("sm_90",))
+    assert result["ok"], result["error"] or result["results"]
+    [entry] = result["results"]
+    assert entry["signature"]["x_ptr"] == "*fp32" and entry["signature"]["half"] == "i32"
+
+
 def test_matmul_reports_resources_per_config_and_target(compile_file: Any) -> None:
     result = compile_file(MATMUL, "matmul_kernel", ("sm_80", "sm_90"))
     assert result["ok"], result

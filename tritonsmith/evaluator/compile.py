@@ -284,6 +284,7 @@ def _pointer_params(kernel: Kernel, index: ModuleIndex) -> set[str]:
         for key in ("pointer", "base"):
             if key in keywords:
                 base = keywords[key][1]
+        candidates: list[Node] = []
         terms = [(base, 0)]
         while terms:
             term, depth = terms.pop()
@@ -297,8 +298,15 @@ def _pointer_params(kernel: Kernel, index: ModuleIndex) -> set[str]:
             elif term.type == "identifier":
                 name = text(term)
                 if name in names and name not in assigned:
-                    found.add(name)
+                    candidates.append(term)
                 terms.extend((value, depth + 1) for value in assigned.get(name, []))
+        # One pointer per address: `x_ptr + row * w + half + col` adds the integer `half` too. A
+        # name that says it is a pointer wins; otherwise the leftmost term is the base.
+        named = {text(c) for c in candidates if "ptr" in text(c).lower() or "pointer" in text(c).lower()}
+        if named:
+            found |= named
+        elif candidates:
+            found.add(text(min(candidates, key=lambda c: c.start_byte)))
     return found
 
 
