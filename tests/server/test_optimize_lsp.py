@@ -63,6 +63,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory, request):
     lsp_client.root = root
     lsp_client.set_configuration({}, section="tritonsmith")
     lsp_client.results = []
+    lsp_client.steps = []  # tritonsmith/searchProgress
     lsp_client.edits = []
     lsp_client.questions = []
     lsp_client.answers = []  # titles to pick, in order; the first choice when empty
@@ -70,6 +71,10 @@ async def client(lsp_client: LanguageClient, tmp_path_factory, request):
     @lsp_client.feature("tritonsmith/searchResult")
     def search_result(params):
         lsp_client.results.append(_plain(params))
+
+    @lsp_client.feature("tritonsmith/searchProgress")
+    def search_progress(params):
+        lsp_client.steps.append(_plain(params))
 
     @lsp_client.feature(types.WORKSPACE_APPLY_EDIT)
     def apply_edit(params: types.ApplyWorkspaceEditParams):
@@ -135,10 +140,10 @@ def _line_of(text: str, needle: str) -> int:
     return next(i for i, line in enumerate(text.splitlines()) if needle in line)
 
 
-async def _optimize(client: LanguageClient, uri: str, mode: str = "auto") -> str:
+async def _optimize(client: LanguageClient, uri: str, mode: str = "auto", options: dict | None = None) -> str:
     began = time.monotonic()
     search_id = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="tritonsmith.server.optimize", arguments=[uri, "add_kernel", mode]))
+        command="tritonsmith.server.optimize", arguments=[uri, "add_kernel", mode] + ([options] if options else [])))
     assert isinstance(search_id, str) and search_id
     assert time.monotonic() - began < 2.0, "the command must return at once"
     return search_id
@@ -260,6 +265,69 @@ async def test_optimize_reports_progress_and_offers_the_faster_kernel_for_review
     assert edit.range.start == types.Position(0, 0) and edit.range.end == types.Position(len(text.splitlines()), 0)
     assert params.edit.change_annotations[edit.annotation_id].needs_confirmation
     assert edit.new_text == result["best"] and "BLOCK_SIZE=16" not in edit.new_text
+    assert result["improved"] is True
+
+    # The live tree: one tritonsmith/searchProgress per evaluated node, the node alone.
+    steps = client.steps
+    assert [s["step"] for s in steps] == [0, 1, 2, 3] and all(s["steps"] == 3 for s in steps)
+    assert {s["searchId"] for s in steps} == {search_id} and {s["journalId"] for s in steps} == {result["journalId"]}
+    assert all(s["uri"] == uri and s["kernel"] == "add_kernel" for s in steps)
+    by_id = {n["id"]: n for n in tree}
+    assert sorted(s["node"]["id"] for s in steps) == sorted(by_id)
+    for step in steps:
+        node = step["node"]
+        assert set(node) == {"id", "parent", "kind", "outcome", "speedup"}
+        assert {k: by_id[node["id"]][k] for k in node} == node
+
+    # The journal, for views: listSearches, searchTree, searchNode.
+    journal_id = result["journalId"]
+    listed = await _command(client, "tritonsmith.server.listSearches")
+    [entry] = [e for e in listed if e["id"] == journal_id]
+    assert entry["kernel"] == "add_kernel" and entry["nodes"] == 4 and entry["status"]
+    assert Path(entry["path"]) == Path(client.root, "slow_add.py").resolve()
+    assert entry["bestSpeedup"] == pytest.approx(max(n["speedup"] for n in tree if n["outcome"] == "correct"))
+    assert [e["id"] for e in await _command(client, "tritonsmith.server.listSearches", uri)] == [journal_id]
+    assert await _command(client, "tritonsmith.server.listSearches", Path(client.root, "other.py").as_uri()) == []
+    past = await _command(client, "tritonsmith.server.searchTree", journal_id)
+    assert past["tree"] == tree and past["original"] == text and past["bestId"] == result["bestId"]
+    assert past["best"] == result["best"] and past["kernel"] == "add_kernel" and past["edit"] is None
+    node = await _command(client, "tritonsmith.server.searchNode", journal_id, result["bestId"])
+    assert node["source"] == result["best"] and node["outcome"] == "correct" and node["speedup"] == result["speedup"]
+    assert node["kind"] in ("refine", "regenerate") and "message" in node
+    root = await _command(client, "tritonsmith.server.searchNode", journal_id, 0)
+    assert root["source"] == text and root["kind"] == "root"
+    assert await _command(client, "tritonsmith.server.searchNode", journal_id, 99) is None
+    assert await _command(client, "tritonsmith.server.searchTree", "s-nope") is None
+
+
+async def _command(client: LanguageClient, command: str, *arguments):
+    return _plain(await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=command, arguments=list(arguments))))
+
+
+@pytest.mark.compiler
+@needs_compiler
+@pytest.mark.parametrize("client", [{"proposer": "anthropic"}], indirect=True)
+async def test_a_proposer_for_one_search_overrides_the_setting_and_no_improvement_still_sends_the_tree(
+        client: LanguageClient):
+    # The original fails its own harness: the search ends after one node, without improvement.
+    text = FIXTURE.read_text().replace("x + y, mask=mask", "x - y, mask=mask")
+    uri = _open(client, "broken_add.py", text)
+    search_id = await _optimize(client, uri, "refine", {"proposer": "offline"})
+    await _until(lambda: client.results, 60, "tritonsmith/searchResult")
+    assert not client.questions, "an offline search asks no consent, whatever the setting"
+    assert not (Path(client.root) / ".tritonsmith" / "consent.json").exists()
+    [result] = client.results
+    assert result["searchId"] == search_id and result["improved"] is False and result["edit"] is None
+    assert result["stopped"] == "original-fails" and result["costUsd"] == 0
+    assert [n["id"] for n in result["tree"]] == [0] and result["tree"][0]["outcome"] != "correct"
+    assert [s["node"]["id"] for s in client.steps] == [0]
+    await asyncio.sleep(0.3)
+    assert not client.edits and not client.shown_documents, "no edit for a search without improvement"
+    # An unknown proposer starts nothing.
+    refused = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="tritonsmith.server.optimize", arguments=[uri, "add_kernel", "auto", {"proposer": "nope"}]))
+    assert refused is None
 
 
 @pytest.mark.compiler

@@ -61,8 +61,13 @@ __all__ = [
     "CONSENT_CANCEL",
     "CONSENT_OFFLINE",
     "MODES",
+    "PROPOSERS",
+    "SEARCH_PROGRESS",
     "SEARCH_RESULT",
     "Searches",
+    "list_searches",
+    "search_node",
+    "search_tree",
     "hosted_provider",
     "merge3",
     "read_consent",
@@ -72,7 +77,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 SEARCH_RESULT = "tritonsmith/searchResult"
+SEARCH_PROGRESS = "tritonsmith/searchProgress"
 MODES = ("auto", "refine", "regenerate")
+PROPOSERS = ("offline", "anthropic", "openai", "auto")
 CONSENT_ALLOW = "Allow for this workspace"
 CONSENT_OFFLINE = "Use offline proposer"
 CONSENT_CANCEL = "Cancel"
@@ -101,6 +108,7 @@ class _Search:
     journal_id: str | None = None
     closed: bool = False  # its document was closed: nothing is offered any more
     task: asyncio.Future[None] | None = None
+    proposer: str | None = None  # this search's proposer, overriding the setting
 
 
 @dataclass
@@ -227,14 +235,18 @@ class Searches:
     def find(self, uri: str, kernel: str) -> _Search | None:
         return next((s for s in self.running.values() if s.uri == uri and s.kernel == kernel), None)
 
-    def start(self, uri: str, kernel: str, mode: str = "auto") -> str | None:
+    def start(self, uri: str, kernel: str, mode: str = "auto", proposer: str | None = None) -> str | None:
         """Start a search on `kernel` in the open document `uri`; returns its id at once.
 
-        None when the document is not open or the mode is unknown. A kernel already being
-        searched is not searched twice: the running search's id comes back, and the user is told.
+        `proposer` overrides the `proposer` setting for this search. None when the document is
+        not open, or the mode or proposer is unknown. A kernel already being searched is not
+        searched twice: the running search's id comes back, and the user is told.
         """
         if mode not in MODES:
             self._show(types.MessageType.Error, f"unknown search mode {mode!r} ({', '.join(MODES)})")
+            return None
+        if proposer is not None and proposer not in PROPOSERS:
+            self._show(types.MessageType.Error, f"unknown proposer {proposer!r} ({', '.join(PROPOSERS)})")
             return None
         state = self.server.documents.get(uri)
         if state is None:
@@ -246,7 +258,7 @@ class Searches:
                                                "(its progress, or the code action) to start another")
             return existing.id
         search = _Search(id=f"ts-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}", uri=uri, kernel=kernel,
-                         mode=mode, original=state.document.text, version=state.version)
+                         mode=mode, original=state.document.text, version=state.version, proposer=proposer)
         self.running[search.id] = search
         search.task = asyncio.ensure_future(self._run(search))
         return search.id
@@ -289,7 +301,7 @@ class Searches:
         path = Path(to_fs_path(search.uri) or search.uri)
         root = find_workspace_root(path.resolve())
         search.device = {"cpu": "interpreter", "cuda": "gpu"}.get(settings.device) or default_mode()
-        proposer = settings.proposer
+        proposer = search.proposer or settings.proposer
         if proposer == "auto":
             proposer = "anthropic" if os.environ.get("ANTHROPIC_API_KEY") else (
                 "openai" if settings.base_url else "offline")
@@ -314,10 +326,14 @@ class Searches:
         search.token = await self._begin_progress(search)
         loop = asyncio.get_running_loop()
 
-        def progress(update: Progress) -> None:  # on the search's thread
-            loop.call_soon_threadsafe(self._report, search, update)
+        engine: list[Any] = []  # the engine's search, once open: its tree names each step's node
 
-        worker = asyncio.ensure_future(asyncio.to_thread(self._search_blocking, request, progress, search.cancel))
+        def progress(update: Progress) -> None:  # on the search's thread
+            node = _progress_node(engine[0].tree if engine else None, update.last)
+            loop.call_soon_threadsafe(self._report, search, update, node)
+
+        worker = asyncio.ensure_future(
+            asyncio.to_thread(self._search_blocking, request, progress, search.cancel, engine))
         while not worker.done():
             await asyncio.wait({worker}, timeout=_POLL_S)
             if self._token_cancelled(search.token):
@@ -340,10 +356,11 @@ class Searches:
             await self._deliver(search, result)
 
     @staticmethod
-    def _search_blocking(request: Any, progress: Any, cancel: threading.Event) -> SearchResult:
+    def _search_blocking(request: Any, progress: Any, cancel: threading.Event, engine: list[Any]) -> SearchResult:
         from ..search.setup import open_search
 
         with open_search(request, progress=progress, cancel=cancel) as opened:
+            engine.append(opened.search)
             return opened.search.run()
 
     @staticmethod
@@ -393,8 +410,12 @@ class Searches:
             return None
         return token
 
-    def _report(self, search: _Search, update: Progress) -> None:
+    def _report(self, search: _Search, update: Progress, node: dict[str, Any] | None = None) -> None:
         search.journal_id = update.search_id
+        if node is not None:
+            self.server.protocol.notify(SEARCH_PROGRESS, {
+                "searchId": search.id, "journalId": update.search_id, "uri": search.uri, "kernel": search.kernel,
+                "step": update.step, "steps": update.steps, "node": node})
         if search.token is None:
             return
         percentage = min(100, int(100 * update.step / max(1, update.steps)))
@@ -419,6 +440,8 @@ class Searches:
         if not result.improved or result.best is None:
             if self._cancelled(search, result):
                 return
+            # The tree of a search that found nothing better, for views; never an edit.
+            self.server.protocol.notify(SEARCH_RESULT, self._payload(search, result, None))
             if result.stopped.startswith("proposer stopped"):
                 self._show(types.MessageType.Warning, f"the search on {search.kernel} {result.stopped} "
                                                       f"(no faster verified variant, {count} candidates)")
@@ -450,25 +473,9 @@ class Searches:
                 log.warning("window/showDocument of %s failed", patch)
         await self.apply(search.id, confirm=True)
 
-    def _payload(self, search: _Search, result: SearchResult, edit: types.WorkspaceEdit) -> dict[str, Any]:
-        from ..search.tree import ROOT_ID
-
+    def _payload(self, search: _Search, result: SearchResult, edit: types.WorkspaceEdit | None) -> dict[str, Any]:
         best = result.best
         evaluation = best.evaluation if best is not None else None
-        tree = []
-        for node in result.tree.evaluated():
-            ev = node.evaluation
-            entry: dict[str, Any] = {
-                "id": node.id,
-                "parent": None if node.parent in (None, ROOT_ID) else node.parent,
-                "kind": node.kind.value,
-                "outcome": ev.outcome.value if ev is not None else None,
-                "speedup": ev.speedup if ev is not None else None,
-                "message": (ev.message.splitlines() or [""])[0][:200] if ev is not None else "",
-            }
-            if node.reward is not None:
-                entry["reward"] = node.reward
-            tree.append(entry)
         return {
             "uri": search.uri,
             "kernel": search.kernel,
@@ -484,8 +491,9 @@ class Searches:
             "stopped": result.stopped,
             "costUsd": result.cost_usd,
             "diff": result.diff,
-            "tree": tree,
-            "edit": self.server.protocol._converter.unstructure(edit),
+            "tree": tree_entries(result.tree),
+            "improved": bool(result.improved and edit is not None),
+            "edit": self.server.protocol._converter.unstructure(edit) if edit is not None else None,
         }
 
     def _client_shows_results(self) -> bool:
@@ -591,3 +599,158 @@ class Searches:
             log.exception("window/showMessageRequest failed")
             return None
         return answer.title if answer is not None else None
+
+
+# -- the journal, for views ------------------------------------------------------------------
+
+
+def _node_entry(node: Any, *, full_message: bool = False) -> dict[str, Any]:
+    from ..search.tree import ROOT_ID
+
+    ev = node.evaluation
+    message = ev.message if ev is not None else ""
+    entry: dict[str, Any] = {
+        "id": node.id,
+        "parent": None if node.parent in (None, ROOT_ID) else node.parent,
+        "kind": node.kind.value,
+        "outcome": ev.outcome.value if ev is not None else None,
+        "speedup": ev.speedup if ev is not None else None,
+        "message": message if full_message else (message.splitlines() or [""])[0][:200],
+    }
+    if node.reward is not None:
+        entry["reward"] = node.reward
+    return entry
+
+
+def tree_entries(tree: Any) -> list[dict[str, Any]]:
+    """Every evaluated node of `tree` as `tritonsmith/searchResult` lists them."""
+    return [_node_entry(node) for node in tree.evaluated()]
+
+
+def _progress_node(tree: Any, last: str) -> dict[str, Any] | None:
+    """The node a progress update is about (its `last` line starts "#<id> "), without its
+    message: one node, cheap."""
+    if tree is None or not last.startswith("#"):
+        return None
+    try:
+        node = tree.nodes.get(int(last[1:].split(" ", 1)[0]))
+    except ValueError:
+        return None
+    if node is None or node.evaluation is None:
+        return None
+    entry = _node_entry(node)
+    entry.pop("message", None)
+    entry.pop("reward", None)
+    return entry
+
+
+def _journal_db(root: Path) -> Path:
+    return root / ".tritonsmith" / "state.db"
+
+
+def _open_journal(root: Path) -> Any:
+    """The workspace's journal, or None when it has none (reading never creates one)."""
+    from ..search.journal import Journal
+
+    return Journal(root) if _journal_db(root).is_file() else None
+
+
+def list_searches(roots: list[Path], path: Path | None = None) -> list[dict[str, Any]]:
+    """The searches in the journals of `roots` (newest first), those of the file `path` only
+    when given."""
+    found: list[tuple[float, dict[str, Any]]] = []
+    wanted = str(path.resolve()) if path is not None else None
+    for root in dict.fromkeys(roots):
+        journal = _open_journal(root)
+        if journal is None:
+            continue
+        try:
+            summaries = journal.searches()
+        finally:
+            journal.close()
+        for summary in summaries:
+            if wanted is not None and summary.path != wanted:
+                continue
+            found.append((summary.started, {
+                "id": summary.id, "path": summary.path, "uri": from_fs_path(summary.path) or summary.path,
+                "kernel": summary.kernel, "status": summary.status, "started": summary.started,
+                "finished": summary.finished, "nodes": summary.nodes, "bestSpeedup": summary.best_speedup,
+                "costUsd": summary.cost_usd,
+            }))
+    return [entry for _, entry in sorted(found, key=lambda item: -item[0])]
+
+
+def _load(roots: list[Path], journal_id: str) -> tuple[Any, dict[str, Any], Any] | None:
+    from ..errors import TritonsmithError
+
+    for root in dict.fromkeys(roots):
+        journal = _open_journal(root)
+        if journal is None:
+            continue
+        try:
+            return journal.load(journal_id)  # type: ignore[no-any-return]
+        except TritonsmithError:
+            continue
+        finally:
+            journal.close()
+    return None
+
+
+def search_node(roots: list[Path], journal_id: str, node_id: int) -> dict[str, Any] | None:
+    """One evaluated node of a journaled search: its whole source and its evaluation."""
+    loaded = _load(roots, journal_id)
+    if loaded is None:
+        return None
+    node = loaded[2].nodes.get(node_id)
+    if node is None or node.evaluation is None:
+        return None
+    entry = _node_entry(node, full_message=True)
+    entry["source"] = node.source
+    return entry
+
+
+def search_tree(roots: list[Path], journal_id: str) -> dict[str, Any] | None:
+    """A journaled search as a `tritonsmith/searchResult` payload (without `edit`), so that a
+    view draws a past search as it draws one that just ended."""
+    from ..search.model import Outcome, StepKind
+
+    loaded = _load(roots, journal_id)
+    if loaded is None:
+        return None
+    task, settings, tree = loaded
+    nodes = list(tree.evaluated())
+    root = next((n for n in nodes if n.kind is StepKind.ROOT), None)
+    correct = [n for n in nodes if n.kind is not StepKind.ROOT and n.evaluation is not None
+               and n.evaluation.outcome is Outcome.CORRECT and n.evaluation.speedup is not None]
+    best = max(correct, key=lambda n: n.evaluation.speedup or 0.0, default=None)
+    improved = False
+    if best is not None and root is not None and root.evaluation is not None:
+        low = best.evaluation.spread[0] if best.evaluation.spread else best.evaluation.speedup or 0.0
+        root_high = root.evaluation.spread[1] if root.evaluation.spread else 1.0
+        improved = low > max(1.0, root_high) and best.source != task.source
+    summary = next((s for s in list_searches(roots) if s["id"] == journal_id), None)
+    diff = ""
+    if best is not None and improved:
+        name = Path(task.path).name
+        diff = "".join(difflib.unified_diff(task.source.splitlines(keepends=True), best.source.splitlines(keepends=True),
+                                            f"a/{name}", f"b/{name}"))
+    return {
+        "uri": from_fs_path(task.path) or task.path,
+        "kernel": task.kernel,
+        "searchId": journal_id,
+        "journalId": journal_id,
+        "mode": str(settings.get("mode", "auto")),
+        "original": task.source,
+        "best": best.source if best is not None else "",
+        "bestId": best.id if best is not None else None,
+        "speedup": best.evaluation.speedup if best is not None else None,
+        "spread": list(best.evaluation.spread) if best is not None and best.evaluation.spread else None,
+        "measuredOn": task.device,
+        "stopped": summary["status"] if summary is not None else "",
+        "costUsd": max((n.cost_usd for n in nodes), default=0.0),
+        "diff": diff,
+        "tree": tree_entries(tree),
+        "improved": improved,
+        "edit": None,
+    }
+

@@ -1,7 +1,8 @@
 """"Optimize this kernel": the code actions on a `@triton.jit` kernel, and the commands
-`tritonsmith.server.optimize`, `tritonsmith.server.cancelSearch` and
-`tritonsmith.server.applySearchResult` (docs/lsp-extensions.md; the searches themselves are in
-`server/searches.py`).
+`tritonsmith.server.optimize`, `tritonsmith.server.cancelSearch`,
+`tritonsmith.server.applySearchResult`, and the journal's searches for views
+(`tritonsmith.server.listSearches`, `searchTree`, `searchNode`) (docs/lsp-extensions.md; the
+searches themselves are in `server/searches.py`).
 
 pygls allows one `textDocument/codeAction` handler, so `code_actions.py` calls
 `optimize_actions` from its handler. The actions are offered on the kernel under the cursor
@@ -12,22 +13,28 @@ shows disabled actions.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from pathlib import Path
+from typing import Any
 
 from lsprotocol import types
 from pygls.capabilities import get_capability
 from pygls.uris import to_fs_path
 
-from ..searches import MODES
+from ...settings import find_workspace_root
+from ..searches import MODES, list_searches, search_node, search_tree
 from ..server import OpenDocument, TritonsmithServer
 
 __all__ = [
     "APPLY_RESULT_COMMAND",
     "CANCEL_SEARCH_COMMAND",
+    "LIST_SEARCHES_COMMAND",
     "OPTIMIZE_COMMAND",
     "OPTIMIZE_KIND",
+    "SEARCH_NODE_COMMAND",
+    "SEARCH_TREE_COMMAND",
     "TITLES",
     "optimize_actions",
     "register",
@@ -39,6 +46,9 @@ OPTIMIZE_KIND = "refactor.rewrite.optimize.tritonsmith"
 OPTIMIZE_COMMAND = "tritonsmith.server.optimize"
 CANCEL_SEARCH_COMMAND = "tritonsmith.server.cancelSearch"
 APPLY_RESULT_COMMAND = "tritonsmith.server.applySearchResult"
+SEARCH_NODE_COMMAND = "tritonsmith.server.searchNode"
+LIST_SEARCHES_COMMAND = "tritonsmith.server.listSearches"
+SEARCH_TREE_COMMAND = "tritonsmith.server.searchTree"
 TITLES = {
     "auto": "Optimize this kernel",
     "refine": "Optimize this kernel by refinement",
@@ -114,11 +124,59 @@ def optimize_actions(
     ]
 
 
+def _options(value: object) -> dict[str, object]:
+    """The optional options argument (pygls may hand a JSON object over as a named tuple)."""
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return value
+    as_dict = getattr(value, "_asdict", None)
+    return dict(as_dict()) if callable(as_dict) else {}
+
+
+def _path(uri: str) -> Path:
+    return Path(to_fs_path(uri) or uri)
+
+
+def _roots(ls: TritonsmithServer, uri: str | None = None) -> list[Path]:
+    """The workspace roots whose journals to read: `uri`'s alone when given, else the
+    server's, each open document's, and each workspace folder's."""
+    if uri:
+        return [find_workspace_root(_path(uri).resolve())]
+    roots: list[Path] = [ls.root] if ls.root is not None else []
+    for folder in (getattr(ls.workspace, "folders", None) or {}).values():
+        roots.append(find_workspace_root(_path(folder.uri).resolve()))
+    for open_uri in list(ls.documents):
+        roots.append(find_workspace_root(_path(open_uri).resolve()))
+    return list(dict.fromkeys(roots))
+
+
 def register(server: TritonsmithServer) -> None:
     @server.command(OPTIMIZE_COMMAND)
-    def optimize(ls: TritonsmithServer, uri: str, kernel: str, mode: str = "auto") -> str | None:
-        """Start a search and return its id at once (progress and the result come later)."""
-        return ls.searches.start(uri, kernel, mode)
+    def optimize(ls: TritonsmithServer, uri: str, kernel: str, *rest: Any) -> str | None:
+        """(uri, kernel, mode?, options?): start a search and return its id at once (progress
+        and the result come later). `options`: {"proposer": ...} overrides the setting for this
+        search. (Optional arguments are `*rest`: pygls refuses fewer arguments than parameters.)"""
+        mode = str(rest[0]) if rest and rest[0] is not None else "auto"
+        proposer = _options(rest[1] if len(rest) > 1 else None).get("proposer")
+        return ls.searches.start(uri, kernel, mode, None if proposer is None else str(proposer))
+
+    @server.command(SEARCH_NODE_COMMAND)
+    async def search_node_(ls: TritonsmithServer, journal_id: str, node_id: int) -> dict[str, object] | None:
+        """One node of a journaled search: {source, kind, outcome, speedup, message, ...}."""
+        return await asyncio.to_thread(search_node, _roots(ls), str(journal_id), int(node_id))
+
+    @server.command(LIST_SEARCHES_COMMAND)
+    async def list_searches_(ls: TritonsmithServer, *rest: Any) -> list[dict[str, object]]:
+        """(uri?): the journal's searches, newest first (those of `uri` only, when given)."""
+        uri = str(rest[0]) if rest and rest[0] else None
+        path = _path(uri) if uri else None
+        return await asyncio.to_thread(list_searches, _roots(ls, uri), path)
+
+    @server.command(SEARCH_TREE_COMMAND)
+    async def search_tree_(ls: TritonsmithServer, journal_id: str) -> dict[str, object] | None:
+        """A journaled search as a `tritonsmith/searchResult` payload (no edit)."""
+        return await asyncio.to_thread(search_tree, _roots(ls), str(journal_id))
 
     @server.command(CANCEL_SEARCH_COMMAND)
     def cancel_search(ls: TritonsmithServer, search_id: str) -> bool:
