@@ -60,16 +60,24 @@ export const TOOL_CONFIG = {
     serverCommands: {
         /** (uri): compile (and verify) the document's kernels now. */
         verify: 'tritonsmith.server.verify',
-        /** (uri, kernel, mode) → search id | null. */
+        /** (uri, kernel, mode, {proposer}?) → search id | null. */
         optimize: 'tritonsmith.server.optimize',
         /** (searchId) → whether it was running. */
         cancelSearch: 'tritonsmith.server.cancelSearch',
         /** (searchId) → whether the edit was applied (the server asks first if the buffer changed). */
         applySearchResult: 'tritonsmith.server.applySearchResult',
+        /** (journalId, nodeId) → {source, kind, outcome, speedup, message, ...} | null. */
+        searchNode: 'tritonsmith.server.searchNode',
+        /** (uri?) → [{id, path, uri, kernel, status, started, finished, nodes, bestSpeedup, costUsd}], newest first. */
+        listSearches: 'tritonsmith.server.listSearches',
+        /** (journalId) → a searchResult payload (edit null) | null. */
+        searchTree: 'tritonsmith.server.searchTree',
     },
     /** Server → client notifications. */
     notifications: {
         searchResult: 'tritonsmith/searchResult',
+        /** After each evaluated node: {searchId, journalId, uri, kernel, step, steps, node}. */
+        searchProgress: 'tritonsmith/searchProgress',
     },
     /**
      * `capabilities.experimental` at initialize: this client reviews search results itself (diff
@@ -90,7 +98,7 @@ export const TOOL_CONFIG = {
         { proposer: 'anthropic', detail: 'an Anthropic model (asks before sending code)' },
         { proposer: 'openai', detail: 'the OpenAI-compatible endpoint of tritonsmith.baseUrl' },
     ],
-    /** The setting a per-search proposer choice overrides in the client's configuration answers. */
+    /** The proposer setting (shown as the default); a per-search choice goes in optimize's options. */
     proposerSetting: 'proposer',
     /**
      * Work-done progress titles: a search's begins with this (`Optimizing <kernel>`, cancellable);

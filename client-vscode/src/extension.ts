@@ -6,7 +6,7 @@ import * as vscode from 'vscode';
 import { openRuleDocs, registerCommands, setApiKey } from './commands';
 import { TOOL_CONFIG } from './config';
 import { pythonEnvironmentsApi } from './interpreter';
-import { SettingsOverride, optimizeCommand, verifyNow, type ActionLike } from './optimize';
+import { optimizeCommand, verifyNow, type ActionLike } from './optimize';
 import { ProgressTracker } from './progress';
 import { Debouncer, needsRestart } from './restart';
 import { SearchReviews } from './review';
@@ -23,7 +23,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const log = (line: string) => output.info(line);
     const execute = (command: string, ...args: unknown[]) => vscode.commands.executeCommand(command, ...args);
     const progress = new ProgressTracker();
-    const overrides = new SettingsOverride();
     const reviews: SearchReviews = new SearchReviews(execute, (id) => view.show(id), log);
     const view: SearchView = new SearchView({
         results: () => reviews.results(),
@@ -32,6 +31,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         reject: (id) => reviews.reject(id),
         openDiff: (result, column) => reviews.openDiff(result, column),
         openOriginal: (result, column) => reviews.openOriginal(result, column),
+        openNode: (result, nodeId, column) => reviews.openNode(result, nodeId, column),
         running: () => progress.running(),
     });
     const server = new ServerManager({
@@ -42,7 +42,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         hooks: {
             onSearchResult: (params) => void reviews.receive(params),
             onProgress: (token, value, cancel) => progress.handle(token, value, cancel),
-            configurationAnswer: (value) => overrides.apply(value),
+            onSearchProgress: (params) => reviews.progress(params),
             onStopped: () => progress.clear(),
         },
     });
@@ -77,15 +77,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
             optimize: () =>
                 optimizeCommand({
                     execute,
-                    overrides,
-                    settingsChanged: () => server.settingsChanged(),
                     log,
                     codeActions: (uri, line, character) =>
                         server.codeActions(uri, line, character, TOOL_CONFIG.optimizeActionKind) as Promise<ActionLike[] | undefined>,
                 }),
             acceptSearchResult: (arg) => reviews.accept(arg),
             rejectSearchResult: (arg) => reviews.reject(arg),
-            showSearch: () => pickSearch(reviews.results(), view),
+            showSearch: () => pickSearch(reviews, view),
             learnRules: () => learnRules(rulesCli, folder(), rules),
             refreshRules: () => rules.refresh(),
             acceptRule: (arg) => decideRule(rulesCli, folder(), rules, arg, 'accept'),

@@ -5,9 +5,8 @@
  * kernel" code actions (arguments [uri, kernel, mode], or a disabled one with the reason) at the
  * cursor, or at each `@triton.jit` kernel of the file when the cursor is in none. Then a proposer
  * (the setting's, or one for this search only) and a mode, and `tritonsmith.server.optimize`.
- * A proposer chosen for one search reaches the server as that search's settings: the client
- * answers the server's `workspace/configuration` pull with it (SettingsOverride), then sends the
- * command, then drops it again; the user's settings are never written.
+ * A proposer chosen for one search is the command's 4th argument, `{proposer}`; the user's
+ * settings are never written.
  */
 import * as vscode from 'vscode';
 import { TOOL_CONFIG } from './config';
@@ -96,55 +95,8 @@ export function findKernels(text: string): { name: string; line: number }[] {
     return kernels;
 }
 
-/**
- * Settings the client answers `workspace/configuration` with, on top of the user's, for one
- * search; `pulled` resolves at the next pull (the server re-reads settings on
- * didChangeConfiguration).
- */
-export class SettingsOverride {
-    private overrides: Record<string, unknown> | undefined;
-    private waiters: (() => void)[] = [];
-
-    set(overrides: Record<string, unknown> | undefined): void {
-        this.overrides = overrides;
-    }
-
-    get active(): boolean {
-        return this.overrides !== undefined;
-    }
-
-    /** A configuration answer for the `tritonsmith` section, with the overrides applied. */
-    apply(value: unknown): unknown {
-        const waiters = this.waiters;
-        this.waiters = [];
-        waiters.forEach((resolve) => resolve());
-        if (!this.overrides || typeof value !== 'object' || value === null) {
-            return value;
-        }
-        return { ...(value as Record<string, unknown>), ...this.overrides };
-    }
-
-    /** Resolves true at the next pull, false after `timeoutMs`. */
-    nextPull(timeoutMs: number): Promise<boolean> {
-        return new Promise((resolve) => {
-            const timer = setTimeout(() => {
-                this.waiters = this.waiters.filter((w) => w !== done);
-                resolve(false);
-            }, timeoutMs);
-            const done = () => {
-                clearTimeout(timer);
-                resolve(true);
-            };
-            this.waiters.push(done);
-        });
-    }
-}
-
 export interface OptimizeDeps {
     readonly execute: (command: string, ...args: unknown[]) => PromiseLike<unknown>;
-    readonly overrides: SettingsOverride;
-    /** Sends didChangeConfiguration so that the server pulls the settings again. */
-    readonly settingsChanged: () => void;
     readonly log: (line: string) => void;
     /**
      * The server's `textDocument/codeAction` answer for the optimize kind at a position, raw:
@@ -238,33 +190,20 @@ export async function optimizeCommand(deps: OptimizeDeps): Promise<string | unde
     return startSearch(deps, offer, mode.mode, proposer.proposer);
 }
 
-/** Starts the search, with `proposer` for this search only when given. */
+/** Starts the search, with `proposer` for this search only when given (optimize's options argument). */
 export async function startSearch(
-    deps: OptimizeDeps,
+    deps: Pick<OptimizeDeps, 'execute' | 'log'>,
     offer: KernelOffer,
     mode: string,
     proposer: string | undefined,
 ): Promise<string | undefined> {
+    const args: unknown[] = [offer.uri, offer.kernel, mode];
     if (proposer !== undefined) {
-        deps.overrides.set({ [TOOL_CONFIG.proposerSetting]: proposer });
-        const pulled = deps.overrides.nextPull(5000);
-        deps.settingsChanged();
-        if (!(await pulled)) {
-            deps.log('the server did not pull the settings; the search uses the proposer setting');
-        }
-        // The server reloads its settings after the answer arrives: give it a moment.
-        await new Promise((resolve) => setTimeout(resolve, 150));
+        args.push({ proposer });
     }
-    try {
-        const id = await deps.execute(TOOL_CONFIG.serverCommands.optimize, offer.uri, offer.kernel, mode);
-        deps.log(`optimize ${offer.kernel} (${mode}, proposer ${proposer ?? 'from the settings'}): search ${String(id)}`);
-        return typeof id === 'string' ? id : undefined;
-    } finally {
-        if (proposer !== undefined) {
-            deps.overrides.set(undefined);
-            deps.settingsChanged();
-        }
-    }
+    const id = await deps.execute(TOOL_CONFIG.serverCommands.optimize, ...args);
+    deps.log(`optimize ${offer.kernel} (${mode}, proposer ${proposer ?? 'from the settings'}): search ${String(id)}`);
+    return typeof id === 'string' ? id : undefined;
 }
 
 /** "Verify now": compile (and verify) the active document's kernels now. */

@@ -4,14 +4,18 @@
  * Reject in a notification and in the diff editor's title. Accept calls
  * `tritonsmith.server.applySearchResult(searchId)`: the server applies its versioned edit, and
  * first asks (apply anyway, rebase, re-run, dismiss) when the buffer changed since the search
- * started. Reject forgets the result. Results of this window are kept for the search view.
+ * started. Reject forgets the result. Results of this window are kept for the search view: a
+ * running search's tree grows with each `tritonsmith/searchProgress`, a search that ended without
+ * improvement keeps its tree (nothing to accept), and past searches come back from the journal
+ * (`tritonsmith.server.listSearches`, `searchTree`). Any node's source is fetched with
+ * `tritonsmith.server.searchNode` and shown against the original in the diff editor.
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { TOOL_CONFIG } from './config';
-import { parseSearchResult, summarize, type SearchResult } from './searchResult';
+import { parseSearchProgress, parseSearchResult, summarize, withProgress, type SearchResult } from './searchResult';
 
-export type Side = 'best' | 'original';
+export type Side = 'best' | 'original' | `node-${number}`;
 
 /** `tritonsmith-search:/<searchId>/<side>/<file name>`: the name keeps the language (Python). */
 export function searchDocUri(result: Pick<SearchResult, 'searchId' | 'uri'>, side: Side): vscode.Uri {
@@ -25,10 +29,10 @@ export function parseSearchDocUri(uri: { scheme: string; path: string }): { sear
         return undefined;
     }
     const [, id, side] = uri.path.split('/');
-    if (!id || (side !== 'best' && side !== 'original')) {
+    if (!id || !side || (side !== 'best' && side !== 'original' && !/^node-\d+$/.test(side))) {
         return undefined;
     }
-    return { searchId: decodeURIComponent(id), side };
+    return { searchId: decodeURIComponent(id), side: side as Side };
 }
 
 /** Runs a server command (vscode-languageclient registers them as VS Code commands). */
@@ -38,12 +42,49 @@ export const ACCEPT = 'Accept';
 export const REJECT = 'Reject';
 export const SHOW_TREE = 'Show search tree';
 
+/** One search of the journal, as `tritonsmith.server.listSearches` lists it. */
+export interface PastSearch {
+    readonly id: string;
+    readonly uri: string;
+    readonly kernel: string;
+    readonly status: string;
+    readonly started: number;
+    readonly nodes: number;
+    readonly bestSpeedup: number | null;
+}
+
+export function parsePastSearches(value: unknown): PastSearch[] {
+    if (!Array.isArray(value)) {
+        return [];
+    }
+    return value.flatMap((item: unknown): PastSearch[] => {
+        const v = item as Record<string, unknown> | null;
+        if (!v || typeof v !== 'object' || typeof v.id !== 'string') {
+            return [];
+        }
+        const n = (x: unknown): number | null => (typeof x === 'number' && Number.isFinite(x) ? x : null);
+        return [
+            {
+                id: v.id,
+                uri: typeof v.uri === 'string' ? v.uri : '',
+                kernel: typeof v.kernel === 'string' ? v.kernel : 'kernel',
+                status: typeof v.status === 'string' ? v.status : '',
+                started: n(v.started) ?? 0,
+                nodes: n(v.nodes) ?? 0,
+                bestSpeedup: n(v.bestSpeedup),
+            },
+        ];
+    });
+}
+
 /** Keeps at most this many results per window. */
 const KEEP = 20;
 
 export class SearchReviews implements vscode.TextDocumentContentProvider, vscode.Disposable {
     private readonly byId = new Map<string, SearchResult>();
     private readonly pending = new Set<string>();
+    /** Node sources fetched from the server, by their `tritonsmith-search:` URI. */
+    private readonly nodeSources = new Map<string, string>();
     private readonly changed = new vscode.EventEmitter<string>();
     /** Fires a search id when a result arrives or is decided. */
     readonly onDidChangeResult = this.changed.event;
@@ -72,19 +113,16 @@ export class SearchReviews implements vscode.TextDocumentContentProvider, vscode
     provideTextDocumentContent(uri: vscode.Uri): string {
         const parsed = parseSearchDocUri(uri);
         const result = parsed && this.byId.get(parsed.searchId);
+        if (parsed?.side.startsWith('node-')) {
+            return this.nodeSources.get(uri.toString()) ?? '# This candidate\'s source is no longer kept in this window.\n';
+        }
         if (!parsed || !result) {
             return '# This search result is no longer kept in this window.\n';
         }
         return parsed.side === 'best' ? result.best : result.original;
     }
 
-    /** The notification's handler: keep the result, open the diff, ask accept or reject. */
-    async receive(params: unknown): Promise<void> {
-        const result = parseSearchResult(params);
-        if (!result) {
-            this.log(`ignored a malformed ${TOOL_CONFIG.notifications.searchResult} notification`);
-            return;
-        }
+    private store(result: SearchResult): void {
         this.byId.delete(result.searchId);
         this.byId.set(result.searchId, result);
         while (this.byId.size > KEEP) {
@@ -94,6 +132,42 @@ export class SearchReviews implements vscode.TextDocumentContentProvider, vscode
             }
             this.byId.delete(oldest);
             this.pending.delete(oldest);
+        }
+    }
+
+    /** `tritonsmith/searchProgress`: add the node to its running search's tree (the view redraws). */
+    progress(params: unknown): void {
+        const update = parseSearchProgress(params);
+        if (!update) {
+            this.log(`ignored a malformed ${TOOL_CONFIG.notifications.searchProgress} notification`);
+            return;
+        }
+        const previous = this.byId.get(update.searchId);
+        if (previous && !previous.live) {
+            return; // the result arrived already
+        }
+        const next = withProgress(previous, update);
+        if (previous) {
+            this.byId.set(update.searchId, next); // keeps its place
+        } else {
+            this.store(next);
+        }
+        this.changed.fire(update.searchId);
+    }
+
+    /** The notification's handler: keep the result, open the diff, ask accept or reject. */
+    async receive(params: unknown): Promise<void> {
+        const result = parseSearchResult(params);
+        if (!result) {
+            this.log(`ignored a malformed ${TOOL_CONFIG.notifications.searchResult} notification`);
+            return;
+        }
+        this.store(result);
+        if (!result.improved) {
+            // Nothing to accept: the tree is kept for the view (the server says why in a message).
+            this.log(`search ${result.searchId} (${result.journalId ?? 'no journal'}): ${summarize(result)}`);
+            this.changed.fire(result.searchId);
+            return;
         }
         this.pending.add(result.searchId);
         this.log(`search ${result.searchId} (${result.journalId ?? 'no journal'}): ${summarize(result)}`);
@@ -133,6 +207,85 @@ export class SearchReviews implements vscode.TextDocumentContentProvider, vscode
         await vscode.commands.executeCommand('vscode.diff', searchDocUri(result, 'original'), searchDocUri(result, 'best'),
             `${result.kernel}: original ↔ best (as searched)`, { preview: true, preserveFocus: column !== undefined,
                 ...(column === undefined ? {} : { viewColumn: column }) });
+    }
+
+    /** A candidate's source: the best one from the result, any other from the journal (`searchNode`). */
+    async nodeUri(result: SearchResult, nodeId: number): Promise<vscode.Uri | undefined> {
+        const uri = searchDocUri(result, `node-${nodeId}`);
+        if (this.nodeSources.has(uri.toString())) {
+            return uri;
+        }
+        let source: string | undefined = nodeId === result.bestId && result.best ? result.best : undefined;
+        if (source === undefined && nodeId === 0 && result.original) {
+            source = result.original;
+        }
+        if (source === undefined) {
+            if (!result.journalId) {
+                return undefined;
+            }
+            try {
+                const node = (await this.execute(TOOL_CONFIG.serverCommands.searchNode, result.journalId, nodeId)) as { source?: unknown } | null;
+                source = typeof node?.source === 'string' ? node.source : undefined;
+            } catch (error) {
+                this.log(`searchNode(${result.journalId}, ${nodeId}) failed: ${String(error)}`);
+            }
+        }
+        if (source === undefined) {
+            return undefined;
+        }
+        this.nodeSources.set(uri.toString(), source);
+        this.docChanged.fire(uri);
+        return uri;
+    }
+
+    /** The original as the search saw it ↔ node `nodeId`'s source (fetched from the server's journal). */
+    async openNode(result: SearchResult, nodeId: number, column?: vscode.ViewColumn): Promise<boolean> {
+        const right = await this.nodeUri(result, nodeId);
+        const left = result.original ? searchDocUri(result, 'original') : await this.nodeUri(result, 0);
+        if (!right || !left) {
+            void vscode.window.showInformationMessage(
+                `${TOOL_CONFIG.displayName}: the source of candidate #${nodeId} is not available (no journal for this search).`,
+            );
+            return false;
+        }
+        await vscode.commands.executeCommand('vscode.diff', left, right, `${result.kernel}: original ↔ #${nodeId}`, {
+            preview: true,
+            preserveFocus: column !== undefined,
+            ...(column === undefined ? {} : { viewColumn: column }),
+        });
+        return true;
+    }
+
+    /** The journal's searches (`tritonsmith.server.listSearches`), newest first; [] without a server. */
+    async listPast(): Promise<PastSearch[]> {
+        try {
+            return parsePastSearches(await this.execute(TOOL_CONFIG.serverCommands.listSearches));
+        } catch (error) {
+            this.log(`listSearches failed: ${String(error)}`);
+            return [];
+        }
+    }
+
+    /** Reads a past search back (`tritonsmith.server.searchTree`) and keeps it; returns its id here. */
+    async openPast(journalId: string): Promise<string | undefined> {
+        const known = [...this.byId.values()].find((r) => r.journalId === journalId && !r.live);
+        if (known) {
+            return known.searchId;
+        }
+        let payload: unknown;
+        try {
+            payload = await this.execute(TOOL_CONFIG.serverCommands.searchTree, journalId);
+        } catch (error) {
+            this.log(`searchTree(${journalId}) failed: ${String(error)}`);
+        }
+        const result = parseSearchResult(payload);
+        if (!result) {
+            void vscode.window.showWarningMessage(`${TOOL_CONFIG.displayName}: search ${journalId} is not in the journal.`);
+            return undefined;
+        }
+        this.store(result); // never pending: a past result is applied, if at all, by re-running
+        this.changed.fire(result.searchId);
+        return result.searchId;
     }
 
     /** The search id an accept or reject is about: an id, a `tritonsmith-search:` URI (editor title), else the latest pending. */

@@ -19,7 +19,12 @@ export interface SearchNode {
     readonly reward?: number;
 }
 
-/** What the server sends when a search found a faster verified variant. */
+/**
+ * What the server sends when a search ended: with a faster verified variant (`improved`), or
+ * without one (the tree only; `best` is the fastest correct candidate or ''). Also a search
+ * still running (`live`, its tree grown from `tritonsmith/searchProgress`), and a past search
+ * read back from the journal (`tritonsmith.server.searchTree`).
+ */
 export interface SearchResult {
     readonly uri: string;
     readonly kernel: string;
@@ -39,6 +44,67 @@ export interface SearchResult {
     readonly costUsd: number;
     readonly diff: string;
     readonly tree: readonly SearchNode[];
+    /** false: the search ended without a faster variant (nothing to accept). */
+    readonly improved: boolean;
+    /** Still running: the tree grows as nodes are evaluated; original and best are not known yet. */
+    readonly live?: boolean;
+}
+
+/** One `tritonsmith/searchProgress` notification: the node just evaluated. */
+export interface SearchProgress {
+    readonly searchId: string;
+    readonly journalId: string | null;
+    readonly uri: string;
+    readonly kernel: string;
+    readonly step: number;
+    readonly steps: number;
+    readonly node: SearchNode;
+}
+
+/** The notification's params, checked; undefined when malformed. */
+export function parseSearchProgress(value: unknown): SearchProgress | undefined {
+    if (!isRecord(value) || typeof value.searchId !== 'string' || typeof value.uri !== 'string') {
+        return undefined;
+    }
+    const node = parseNode(value.node);
+    if (!node) {
+        return undefined;
+    }
+    return {
+        searchId: value.searchId,
+        journalId: typeof value.journalId === 'string' ? value.journalId : null,
+        uri: value.uri,
+        kernel: str(value.kernel, 'kernel'),
+        step: num(value.step) ?? 0,
+        steps: num(value.steps) ?? 0,
+        node,
+    };
+}
+
+/** A running search's result so far: `previous` (if any) with `update`'s node added or replaced. */
+export function withProgress(previous: SearchResult | undefined, update: SearchProgress, measuredOn = 'interpreter'): SearchResult {
+    const tree = [...(previous?.tree ?? []).filter((n) => n.id !== update.node.id), update.node].sort((a, b) => a.id - b.id);
+    const correct = tree.filter((n) => n.kind !== 'root' && n.outcome === 'correct' && n.speedup !== null);
+    const best = correct.reduce<SearchNode | undefined>((top, n) => (top && (top.speedup ?? 0) >= (n.speedup ?? 0) ? top : n), undefined);
+    return {
+        uri: update.uri,
+        kernel: update.kernel,
+        searchId: update.searchId,
+        journalId: update.journalId ?? previous?.journalId ?? null,
+        mode: previous?.mode ?? 'auto',
+        original: previous?.original ?? '',
+        best: '',
+        bestId: best?.id ?? null,
+        speedup: best?.speedup ?? null,
+        spread: null,
+        measuredOn: previous?.measuredOn ?? measuredOn,
+        stopped: `step ${update.step}/${update.steps}`,
+        costUsd: previous?.costUsd ?? 0,
+        diff: '',
+        tree,
+        improved: false,
+        live: true,
+    };
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -94,6 +160,7 @@ export function parseSearchResult(value: unknown): SearchResult | undefined {
         costUsd: num(value.costUsd) ?? 0,
         diff: str(value.diff),
         tree,
+        improved: value.improved !== false,
     };
 }
 
@@ -110,6 +177,16 @@ export function formatSpeedup(speedup: number | null): string {
 export function summarize(result: SearchResult): string {
     const candidates = Math.max(0, result.tree.length - 1);
     const cost = result.costUsd > 0 ? `, $${result.costUsd.toFixed(2)}` : '';
+    if (result.live) {
+        return `${result.kernel}: running, ${result.stopped} (best ${formatSpeedup(result.speedup)} so far)`;
+    }
+    if (!result.improved) {
+        const best = result.speedup === null ? 'no correct candidate' : `best ${formatSpeedup(result.speedup)}`;
+        return (
+            `${result.kernel}: no faster verified variant (${best}, ${measuredLabel(result.measuredOn)}), ` +
+            `${candidates} candidate${candidates === 1 ? '' : 's'}${cost}`
+        );
+    }
     return (
         `${result.kernel}: ${formatSpeedup(result.speedup)} faster (${measuredLabel(result.measuredOn)}), ` +
         `${candidates} candidate${candidates === 1 ? '' : 's'}${cost}`

@@ -1,14 +1,16 @@
 /**
  * The search view: a webview panel that draws a search's tree (nodes coloured by outcome,
  * edges by refine or regenerate, speedups and how they were measured) and, above it, the
- * searches running now with their latest progress. Clicking a node shows its details; the
- * original and the best candidate open in the diff editor (the notification carries only those
- * two sources: see docs/ARCHITECTURE.md for what per-node diffs need from the server).
+ * searches running now with their latest progress. A running search's tree grows node by node
+ * (`tritonsmith/searchProgress`); a search that ended without improvement shows its tree too.
+ * Clicking a node shows its details and opens its source against the original in the diff editor
+ * (fetched with `tritonsmith.server.searchNode`); the best one opens against the current file.
  */
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import { TOOL_CONFIG } from './config';
 import type { RunningSearch } from './progress';
+import type { PastSearch } from './review';
 import {
     COLORS,
     formatSpeedup,
@@ -105,7 +107,9 @@ export function renderSearchHtml(state: ViewState, nonce: string, cspSource: str
             })
             .join('');
         const spread = result.spread ? ` (spread ${result.spread[0].toFixed(2)}–${result.spread[1].toFixed(2)}×)` : '';
-        const buttons = state.pending
+        const buttons = result.live || !result.improved
+            ? ''
+            : state.pending
             ? '<button data-action="accept">Accept</button> <button data-action="reject" class="secondary">Reject</button> '
             : '<span class="decided">decided</span> ';
         body =
@@ -114,7 +118,9 @@ export function renderSearchHtml(state: ViewState, nonce: string, cspSource: str
             `${result.measuredOn === 'gpu' ? '' : ' (the Triton interpreter on the CPU: not a GPU speedup)'}; ` +
             `mode ${escapeHtml(result.mode)}; stopped: ${escapeHtml(result.stopped)}` +
             (result.journalId ? `; journal <code>${escapeHtml(result.journalId)}</code>` : '') +
-            `</p><p>${buttons}<button data-action="diff" class="secondary">Open diff</button></p></header>` +
+            '</p>' +
+            (result.live || !result.improved ? '' : `<p>${buttons}<button data-action="diff" class="secondary">Open diff</button></p>`) +
+            '</header>' +
             `<svg class="tree" width="${layout.width}" height="${layout.height}" viewBox="0 0 ${layout.width} ${layout.height}">` +
             `${edges}${nodes}</svg>` +
             '<p class="legend">' +
@@ -164,9 +170,8 @@ function show(id) {
   let text = '#' + node.id + ' · ' + node.kind + (node.parent === null ? '' : ' of #' + node.parent) +
     ' · ' + (label[node.outcome] || 'not evaluated') + ' · ' + speed;
   if (node.message) text += '\\n' + node.message;
-  if (node.id === data.bestId) text += '\\nThe best candidate: its diff against the original is open.';
-  else if (node.id === 0) text += '\\nThe original kernel: opened beside.';
-  else text += '\\nThis candidate\\'s source is not in the search result (only the original and the best are).';
+  if (node.id === 0) text += '\\nThe original kernel: opened beside.';
+  else text += '\\nIts diff against the original is open beside.';
   details.textContent = text;
 }
 document.querySelectorAll('.node').forEach((el) => {
@@ -189,6 +194,8 @@ export interface SearchViewHost {
     reject(searchId: string): Promise<unknown>;
     openDiff(result: SearchResult, column?: vscode.ViewColumn): Promise<unknown>;
     openOriginal(result: SearchResult, column?: vscode.ViewColumn): Promise<unknown>;
+    /** The original ↔ node `nodeId`'s source (fetched from the server). */
+    openNode(result: SearchResult, nodeId: number, column?: vscode.ViewColumn): Promise<unknown>;
     running(): readonly RunningSearch[];
 }
 
@@ -252,7 +259,8 @@ export class SearchView implements vscode.Disposable {
         );
     }
 
-    private async onMessage(value: unknown): Promise<void> {
+    /** A message from the page (public for tests). */
+    async onMessage(value: unknown): Promise<void> {
         const message = parseViewMessage(value);
         const result = this.current();
         if (!message || !result) {
@@ -272,10 +280,12 @@ export class SearchView implements vscode.Disposable {
                 break;
             case 'node':
                 // Beside the view (in the first column), which stays visible.
-                if (message.id === result.bestId) {
+                if (message.id === result.bestId && result.improved && !result.live) {
                     await this.host.openDiff(result, vscode.ViewColumn.One);
-                } else if (message.id === 0) {
+                } else if (message.id === 0 && result.improved && !result.live) {
                     await this.host.openOriginal(result, vscode.ViewColumn.One);
+                } else {
+                    await this.host.openNode(result, message.id, vscode.ViewColumn.One);
                 }
                 break;
         }
@@ -287,17 +297,41 @@ export class SearchView implements vscode.Disposable {
     }
 }
 
-/** "Show search tree": the only result of this window, or a pick among them. */
-export async function pickSearch(results: readonly SearchResult[], view: SearchView): Promise<void> {
-    if (results.length <= 1) {
-        view.show(results[0]?.searchId);
+/** Where "Show search tree" finds searches: this window's results and the journal's past searches. */
+export interface SearchSource {
+    results(): readonly SearchResult[];
+    listPast(): Promise<readonly PastSearch[]>;
+    openPast(journalId: string): Promise<string | undefined>;
+}
+
+/** "Show search tree": this window's searches and the journal's past ones; a pick when more than one. */
+export async function pickSearch(source: SearchSource, view: SearchView): Promise<void> {
+    const results = source.results();
+    const here = new Set(results.map((r) => r.journalId).filter((id): id is string => id !== null));
+    const past = (await source.listPast()).filter((p) => !here.has(p.id));
+    const items = [
+        ...[...results].reverse().map((r) => ({ label: r.kernel, description: summarize(r), detail: r.searchId, id: r.searchId, past: false })),
+        ...past.map((p) => ({
+            label: p.kernel,
+            description: `${p.status}, ${p.nodes} node${p.nodes === 1 ? '' : 's'}, best ${formatSpeedup(p.bestSpeedup)} · ${new Date(p.started * 1000).toLocaleString()}`,
+            detail: `${p.id} (journal) · ${p.uri}`,
+            id: p.id,
+            past: true,
+        })),
+    ];
+    if (items.length === 0) {
+        view.show();
         return;
     }
-    const picked = await vscode.window.showQuickPick(
-        [...results].reverse().map((r) => ({ label: r.kernel, description: summarize(r), detail: r.searchId, id: r.searchId })),
-        { placeHolder: 'Which search? (the results this window received)' },
-    );
-    if (picked) {
-        view.show(picked.id);
+    const picked =
+        items.length === 1
+            ? items[0]
+            : await vscode.window.showQuickPick(items, { placeHolder: 'Which search? (this window\'s, then the journal\'s)' });
+    if (!picked) {
+        return;
+    }
+    const id = picked.past ? await source.openPast(picked.id) : picked.id;
+    if (id !== undefined) {
+        view.show(id);
     }
 }

@@ -41,10 +41,10 @@ import type { StatusItem } from './status';
 export interface ClientHooks {
     /** `tritonsmith/searchResult` params. */
     onSearchResult(params: unknown): void;
+    /** `tritonsmith/searchProgress` params: one evaluated node of a running search. */
+    onSearchProgress(params: unknown): void;
     /** A work-done progress value; returns whether vscode-languageclient's display should see it too. */
     onProgress(token: string | number, value: ProgressValue, cancel: () => void): boolean;
-    /** The `tritonsmith` section as answered to the server's `workspace/configuration`. */
-    configurationAnswer(value: unknown): unknown;
     /** The server stopped: forget its progress. */
     onStopped(): void;
 }
@@ -64,8 +64,7 @@ export const experimentalFeature: StaticFeature = {
 };
 
 /**
- * Middleware: progress goes to the hooks first, and the `tritonsmith` section of configuration
- * answers passes through `configurationAnswer` (a per-search proposer). `cancel(token)` sends
+ * Middleware: progress goes to the hooks first. `cancel(token)` sends
  * `window/workDoneProgress/cancel`.
  */
 export function buildMiddleware(hooks: ClientHooks, cancel: (token: string | number) => void): Middleware {
@@ -74,17 +73,6 @@ export function buildMiddleware(hooks: ClientHooks, cancel: (token: string | num
             if (hooks.onProgress(token, params, () => cancel(token))) {
                 next(token, params);
             }
-        },
-        workspace: {
-            async configuration(params, token, next) {
-                const answer: unknown = await next(params, token);
-                if (!Array.isArray(answer)) {
-                    return answer as unknown[];
-                }
-                return answer.map((value: unknown, index) =>
-                    params.items[index]?.section === TOOL_CONFIG.settingsSection ? hooks.configurationAnswer(value) : value,
-                );
-            },
         },
     };
 }
@@ -274,6 +262,7 @@ export class ServerManager implements vscode.Disposable {
         );
         client.registerFeature(experimentalFeature);
         client.onNotification(TOOL_CONFIG.notifications.searchResult, (params: unknown) => hooks.onSearchResult(params));
+        client.onNotification(TOOL_CONFIG.notifications.searchProgress, (params: unknown) => hooks.onSearchProgress(params));
         client.onDidChangeState((event) => {
             if (event.newState === State.Running) {
                 status.set('ready', interpreter.command);

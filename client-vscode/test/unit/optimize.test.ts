@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { TOOL_CONFIG } from '../../src/config';
-import { SettingsOverride, findKernels, offerFromActions, startSearch } from '../../src/optimize';
+import { findKernels, offerFromActions, startSearch } from '../../src/optimize';
 
 const FILE = 'file:///ws/slow_add.py';
 
@@ -51,46 +51,20 @@ describe('optimize', () => {
         ]);
     });
 
-    it('overrides the proposer in configuration answers only while set, and reports pulls', async () => {
-        const overrides = new SettingsOverride();
-        assert.deepEqual(overrides.apply({ proposer: 'auto', budget: 3 }), { proposer: 'auto', budget: 3 });
-        overrides.set({ proposer: 'offline' });
-        const pulled = overrides.nextPull(1000);
-        assert.deepEqual(overrides.apply({ proposer: 'auto', budget: 3 }), { proposer: 'offline', budget: 3 });
-        assert.equal(await pulled, true);
-        assert.equal(await overrides.nextPull(10), false);
-        overrides.set(undefined);
-        assert.deepEqual(overrides.apply({ proposer: 'auto' }), { proposer: 'auto' });
-    });
-
-    it('a per-search proposer: override, settings changed, pulled, optimize, then back to the settings', async () => {
-        const overrides = new SettingsOverride();
-        const events: string[] = [];
+    it("a per-search proposer is optimize's 4th argument; the settings default sends none", async () => {
+        const calls: unknown[][] = [];
         const deps = {
-            overrides,
-            settingsChanged: () => {
-                events.push(`changed(${overrides.active ? 'override' : 'settings'})`);
-                // The server pulls its settings on didChangeConfiguration.
-                setTimeout(() => events.push(`pulled ${JSON.stringify(overrides.apply({ proposer: 'auto' }))}`), 5);
-            },
             execute: (command: string, ...args: unknown[]) => {
-                events.push(`${command}(${args.join(', ')})`);
+                calls.push([command, ...args]);
                 return Promise.resolve('ts-1');
             },
             log: () => undefined,
-            codeActions: () => Promise.resolve([]),
         };
         const offer = { uri: FILE, kernel: 'add_kernel', modes: ['auto'] };
         assert.equal(await startSearch(deps, offer, 'refine', 'offline'), 'ts-1');
-        assert.deepEqual(events.slice(0, 3), [
-            'changed(override)',
-            'pulled {"proposer":"offline"}',
-            `tritonsmith.server.optimize(${FILE}, add_kernel, refine)`,
-        ]);
-        assert.equal(events[3], 'changed(settings)');
-        assert.equal(overrides.active, false);
-        events.length = 0;
+        assert.deepEqual(calls, [[TOOL_CONFIG.serverCommands.optimize, FILE, 'add_kernel', 'refine', { proposer: 'offline' }]]);
+        calls.length = 0;
         assert.equal(await startSearch(deps, offer, 'auto', undefined), 'ts-1');
-        assert.deepEqual(events, [`tritonsmith.server.optimize(${FILE}, add_kernel, auto)`], 'the settings default: no override');
+        assert.deepEqual(calls, [[TOOL_CONFIG.serverCommands.optimize, FILE, 'add_kernel', 'auto']], 'the settings default: no options');
     });
 });

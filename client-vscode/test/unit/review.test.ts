@@ -4,6 +4,7 @@ import { TOOL_CONFIG } from '../../src/config';
 import { ACCEPT, REJECT, SHOW_TREE, SearchReviews, parseSearchDocUri, searchDocUri } from '../../src/review';
 import { TabInputTextDiff, Uri, fake } from './fake/vscode';
 import { BEST, FILE, ORIGINAL, payload } from './fixtures';
+import { summarize } from '../../src/searchResult';
 
 
 async function settle(): Promise<void> {
@@ -118,5 +119,94 @@ describe('search review (diff flow)', () => {
         await reviews.receive({ searchId: 3 });
         assert.equal(reviews.results().length, 1);
         assert.match(reviews.provideTextDocumentContent(Uri.parse('tritonsmith-search:/gone/best/x.py') as never), /no longer kept/);
+    });
+});
+
+describe('search review: live trees, node diffs, past searches', () => {
+    beforeEach(() => fake.reset());
+
+    const step = (id: number, parent: number | null, outcome: string, speedup: number | null, n = id) => ({
+        searchId: 'ts-live',
+        journalId: 's-1',
+        uri: FILE,
+        kernel: 'add_kernel',
+        step: n,
+        steps: 3,
+        node: { id, parent, kind: id === 0 ? 'root' : 'refine', outcome, speedup },
+    });
+
+    it('grows a running search node by node, then keeps a result without improvement (no diff, nothing pending)', async () => {
+        const { reviews } = setup();
+        const fired: string[] = [];
+        reviews.onDidChangeResult((id) => fired.push(id));
+        reviews.progress(step(0, null, 'correct', 1));
+        reviews.progress(step(1, 0, 'correct', 0.8));
+        reviews.progress({ nonsense: true });
+        const live = reviews.get('ts-live');
+        assert.ok(live?.live);
+        assert.deepEqual(live.tree.map((n) => n.id), [0, 1]);
+        assert.equal(live.bestId, 1);
+        assert.match(summarize(live), /running, step 1\/3/);
+        assert.deepEqual(fired, ['ts-live', 'ts-live']);
+        await reviews.receive(payload({ searchId: 'ts-live', improved: false, best: '', bestId: null, speedup: null, edit: null }));
+        const done = reviews.get('ts-live');
+        assert.ok(done && !done.live && !done.improved);
+        assert.equal(reviews.isPending('ts-live'), false);
+        assert.equal(fake.executed.filter((c) => c.command === 'vscode.diff').length, 0, 'nothing to review');
+        assert.equal(fake.messages.length, 0);
+        assert.match(summarize(done), /no faster verified variant \(no correct candidate/);
+        reviews.progress(step(2, 1, 'wrong', null));
+        assert.equal(reviews.get('ts-live')?.live, undefined, 'a late progress does not undo the result');
+    });
+
+    it("fetches a node's source through tritonsmith.server.searchNode and diffs it against the original", async () => {
+        const { reviews, calls } = setup();
+        fake.messageAnswers.push(undefined);
+        await reviews.receive(payload());
+        const result = reviews.get('ts-20260101-000000-abcdef');
+        assert.ok(result);
+        const execute = (command: string, ...args: unknown[]) => {
+            calls.push({ command, args });
+            return Promise.resolve(command === TOOL_CONFIG.serverCommands.searchNode ? { source: 'NODE 1\n', kind: 'refine' } : undefined);
+        };
+        const fetching = new SearchReviews(execute, () => undefined);
+        fake.messageAnswers.push(undefined);
+        await fetching.receive(payload());
+        fake.executed.length = 0;
+        assert.equal(await fetching.openNode(result, 1), true);
+        assert.deepEqual(calls.at(-1), { command: TOOL_CONFIG.serverCommands.searchNode, args: ['j-1', 1] });
+        const [diff] = fake.executed.filter((c) => c.command === 'vscode.diff');
+        assert.ok(diff);
+        const [left, right, title] = diff.args as [Uri, Uri, string];
+        assert.ok(left.toString().endsWith('/original/slow_add.py'));
+        assert.ok(right.toString().endsWith('/node-1/slow_add.py'));
+        assert.deepEqual(parseSearchDocUri(right), { searchId: 'ts-20260101-000000-abcdef', side: 'node-1' });
+        assert.equal(fetching.provideTextDocumentContent(right as never), 'NODE 1\n');
+        assert.equal(fetching.provideTextDocumentContent(left as never), ORIGINAL);
+        assert.match(title, /original ↔ #1/);
+        const count = calls.length;
+        await fetching.openNode(result, 1);
+        assert.equal(calls.length, count, 'fetched once');
+        await fetching.openNode(result, 2);
+        assert.equal(calls.length, count, 'the best one is in the result already');
+        assert.equal(await fetching.openNode({ ...result, journalId: null }, 1 + 5), false);
+    });
+
+    it('lists past searches from the journal and reads one back with searchTree', async () => {
+        const calls: unknown[][] = [];
+        const reviews = new SearchReviews((command, ...args) => {
+            calls.push([command, ...args]);
+            if (command === TOOL_CONFIG.serverCommands.listSearches) {
+                return Promise.resolve([{ id: 's-old', uri: FILE, kernel: 'add_kernel', status: 'budget', started: 1, nodes: 4, bestSpeedup: 2 }, { bad: 1 }]);
+            }
+            return Promise.resolve(payload({ searchId: 's-old', journalId: 's-old', edit: null }));
+        }, () => undefined);
+        const past = await reviews.listPast();
+        assert.deepEqual(past.map((p) => [p.id, p.nodes, p.bestSpeedup]), [['s-old', 4, 2]]);
+        assert.equal(await reviews.openPast('s-old'), 's-old');
+        assert.deepEqual(calls.at(-1), [TOOL_CONFIG.serverCommands.searchTree, 's-old']);
+        assert.equal(reviews.isPending('s-old'), false);
+        assert.equal(await reviews.openPast('s-old'), 's-old');
+        assert.equal(calls.length, 2, 'read once');
     });
 });

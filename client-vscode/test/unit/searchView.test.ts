@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { COLORS, layoutTree, measuredLabel, parseSearchResult, summarize, type SearchNode } from '../../src/searchResult';
-import { parseViewMessage, renderSearchHtml } from '../../src/searchView';
+import { SearchView, parseViewMessage, renderSearchHtml } from '../../src/searchView';
 import { payload } from './fixtures';
 
 const node = (id: number, parent: number | null, kind: SearchNode['kind'], outcome: SearchNode['outcome'], speedup: number | null = null): SearchNode => ({
@@ -94,5 +94,29 @@ describe('search tree model', () => {
         assert.equal(parseViewMessage({ type: 'node', id: '2' }), undefined);
         assert.equal(parseViewMessage({ type: 'run', command: 'rm' }), undefined);
         assert.equal(parseViewMessage(null), undefined);
+    });
+
+    it('clicking a node opens its diff against the original; a result without improvement has no accept', async () => {
+        const result = parseSearchResult(payload());
+        assert.ok(result);
+        const opened: string[] = [];
+        const view = new SearchView({
+            results: () => [result],
+            isPending: () => true,
+            accept: () => Promise.resolve(),
+            reject: () => Promise.resolve(),
+            openDiff: () => Promise.resolve(opened.push('best')),
+            openOriginal: () => Promise.resolve(opened.push('original')),
+            openNode: (_r, id) => Promise.resolve(opened.push(`node ${id}`)),
+            running: () => [],
+        });
+        await view.onMessage({ type: 'node', id: 1 });
+        await view.onMessage({ type: 'node', id: 2 });
+        await view.onMessage({ type: 'node', id: 0 });
+        assert.deepEqual(opened, ['node 1', 'best', 'original']);
+        const none = parseSearchResult(payload({ improved: false, best: '', bestId: null, speedup: null }));
+        const html = renderSearchHtml({ result: none, running: [], pending: false }, 'N', 'c');
+        assert.ok(!html.includes('data-action="accept"') && !html.includes('data-action="diff"'));
+        assert.match(html, /no faster verified variant/);
     });
 });

@@ -55,7 +55,7 @@ describe('client hooks', () => {
         assert.deepEqual(capabilities.experimental, { other: 1, tritonsmith: { searchResultSupport: true } });
     });
 
-    it('answer workspace/configuration through the hook for the tritonsmith section only, and route progress', async () => {
+    it('route progress through the hook (no configuration rewriting: a per-search proposer is an optimize argument)', () => {
         const seen: unknown[] = [];
         const cancelled: unknown[] = [];
         const hooks: ClientHooks = {
@@ -65,16 +65,11 @@ describe('client hooks', () => {
                 cancel();
                 return value.kind === 'end';
             },
-            configurationAnswer: (value) => ({ ...(value as object), proposer: 'offline' }),
+            onSearchProgress: () => undefined,
             onStopped: () => undefined,
         };
         const middleware = buildMiddleware(hooks, (token) => cancelled.push(token));
-        const params = { items: [{ section: 'tritonsmith' }, { section: 'python' }] };
-        const answer = await (middleware.workspace?.configuration as (...args: unknown[]) => Promise<unknown>)(params, {}, () => [
-            { proposer: 'auto' },
-            { proposer: 'auto' },
-        ]);
-        assert.deepEqual(answer, [{ proposer: 'offline' }, { proposer: 'auto' }]);
+        assert.equal(middleware.workspace?.configuration, undefined);
         const passed: unknown[] = [];
         const next = (token: unknown, value: { kind: string }) => passed.push([token, value.kind]);
         middleware.handleWorkDoneProgress?.('t', { kind: 'begin', title: 'Optimizing k' }, next);
