@@ -41,8 +41,8 @@ from tree_sitter import Node
 
 from ..analysis import Document
 from ..analysis.syntax import text
-from ..errors import TritonsmithError
 from .failure_log import state_dir
+from .statedb import migrate
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -559,21 +559,8 @@ class ExperienceMemory:
 
     def _migrate(self) -> None:
         with self._lock, self._write():
-            self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (_VERSION_KEY,)).fetchone()
-            version = int(row[0]) if row else 0
-            if version > SCHEMA_VERSION:
-                raise TritonsmithError(
-                    f"{self.path} holds an experience memory from a newer tritonsmith (schema {version}, "
-                    f"this one knows {SCHEMA_VERSION}); upgrade tritonsmith to use it"
-                )
-            for target in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS[target]:
-                    self._db.execute(statement)
-                self._db.execute(
-                    "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                    (_VERSION_KEY, str(target)),
-                )
+            migrate(self._db, key=_VERSION_KEY, version=SCHEMA_VERSION, migrations=_MIGRATIONS, path=self.path,
+                    what="an experience memory")
 
     def _task_id(self, task: ExperienceTask, attempts: int = 0, successes: int = 0) -> int:
         """The task's row (created on first use), its counts raised; inside a write transaction."""

@@ -27,8 +27,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import TritonsmithError
 from .signature import normalise
+from .statedb import migrate
 
 __all__ = ["SCHEMA_VERSION", "FailureLog", "kernel_hash", "state_dir"]
 
@@ -103,25 +103,8 @@ class FailureLog:
         # first one's migration and then finds nothing left to do.
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            version = int(row[0]) if row else 0
-            if version > SCHEMA_VERSION:
-                raise TritonsmithError(
-                    f"{self.path} was written by a newer tritonsmith (schema {version}, this one knows "
-                    f"{SCHEMA_VERSION}); upgrade tritonsmith to use it"
-                )
-            for target in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS[target]:
-                    if callable(statement):
-                        statement(self._db)
-                    else:
-                        self._db.execute(statement)
-                self._db.execute(
-                    "INSERT INTO meta(key, value) VALUES('schema_version', ?) "
-                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                    (str(target),),
-                )
+            migrate(self._db, key="schema_version", version=SCHEMA_VERSION, migrations=_MIGRATIONS,
+                    path=self.path, what="a failure log")
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..adapt.failure_log import state_dir
+from ..adapt.statedb import migrate
 from ..errors import TritonsmithError
 from .model import Evaluation, Outcome, StepKind, Task
 from .tree import Node, Tree, TreeSettings
@@ -112,22 +113,8 @@ class Journal:
 
     def _migrate(self) -> None:
         with self._write():
-            self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (_VERSION_KEY,)).fetchone()
-            version = int(row[0]) if row else 0
-            if version > SCHEMA_VERSION:
-                raise TritonsmithError(
-                    f"{self.path} holds search journals from a newer tritonsmith (schema {version}, "
-                    f"this one knows {SCHEMA_VERSION}); upgrade tritonsmith to use them"
-                )
-            for target in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS[target]:
-                    self._db.execute(statement)
-                self._db.execute(
-                    "INSERT INTO meta(key, value) VALUES(?, ?) "
-                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                    (_VERSION_KEY, str(target)),
-                )
+            migrate(self._db, key=_VERSION_KEY, version=SCHEMA_VERSION, migrations=_MIGRATIONS, path=self.path,
+                    what="search journals")
 
     @contextmanager
     def _write(self) -> Iterator[None]:
