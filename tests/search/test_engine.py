@@ -203,3 +203,23 @@ def test_cancelling_while_the_original_is_evaluated_is_a_cancel_not_a_failure(tm
                     cancel=cancel).run()
     assert result.stopped == "cancelled"
     assert [s.status for s in journal.searches()] == ["cancelled"]
+
+
+def test_active_learned_rules_join_the_prompts_pitfalls(tmp_path: Path) -> None:
+    """AdaExplore's memory in force: an active learned rule at the threshold is a pitfall; a
+    pending one, or one below the threshold, is not."""
+    from tritonsmith.adapt.learned import update_learned
+    from tritonsmith.rules import Rule, Severity
+    from tritonsmith.search.setup import pitfalls
+    from tritonsmith.settings import Settings
+    from tritonsmith.workspace import Workspace
+
+    def learned(code: str, count: int, status: str) -> Rule:
+        return Rule(code=code, name=f"learned-{code.lower()}", title="t", statement=f"You cannot do {code}.",
+                    severity=Severity.WARNING, category="CompilationError", count=count, status=status,
+                    kernels=("a", "b"), failures=(1, 2, 3))
+
+    (tmp_path / "pyproject.toml").write_text("")
+    update_learned(tmp_path, lambda rules: [learned("TSL001", 5, "active"), learned("TSL002", 9, "pending"),
+                                            learned("TSL003", 2, "active"), learned("TSL004", 3, "active")])
+    assert pitfalls(Workspace(tmp_path, Settings()), None) == ("You cannot do TSL001.", "You cannot do TSL004.")

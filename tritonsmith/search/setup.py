@@ -96,10 +96,13 @@ def pick_spec(path: Path, source: str, kernel: str) -> Spec:
 
 
 def pitfalls(workspace: Workspace, log: FailureLog | None, threshold: int = PITFALL_THRESHOLD) -> tuple[str, ...]:
-    """Statements of the rules hit at least `threshold` times, most hit first."""
-    if log is None:
-        return ()
-    counts = log.rule_counts()
+    """Statements of the rules hit at least `threshold` times, most hit first: builtin rules by
+    the failures their signatures matched, and the active learned (`TSL`) and imported (`TSA`)
+    rules by the count they carry (AdaExplore's memory, now in force)."""
+    counts: dict[str, int] = dict(log.rule_counts()) if log is not None else {}
+    for rule in workspace.rules:
+        if rule.code.startswith(("TSL", "TSA")) and rule.active:
+            counts[rule.code] = max(counts.get(rule.code, 0), int(rule.count))
     ranked = sorted(((n, code) for code, n in counts.items() if n >= threshold), reverse=True)
     rules = [workspace.rules.get(code) for _, code in ranked]
     return tuple(rule.statement for rule in rules if rule is not None)
