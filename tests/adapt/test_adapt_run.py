@@ -392,3 +392,47 @@ def test_halves_compare_the_first_half_of_the_searched_tasks_with_the_rest():
     assert before == Metrics(tasks=2, first_correct=0, fast=0)
     assert after == Metrics(tasks=3, first_correct=3, fast=0)
     assert "the starting kernel does not verify" in report.text()
+
+
+@pytest.mark.compiler
+def test_the_ablation_with_recorded_llm_answers_shows_the_memory_at_work(tmp_path: Path):
+    """End to end with the Anthropic proposer (real SDK, recorded answers): training searches
+    fail the same way until a rule is learned; on the held-out task the model answers correctly
+    when that rule is in its prompt's pitfalls (with the memory) and repeats the mistake without."""
+    _evaluation_tools()
+    _sdk()
+    from tritonsmith.search.proposers import AnthropicProposer
+
+    names = ("row_max.py", "divide_leaky_relu.py", "scale_bias_gelu.py")
+    sources = {name: (PROBLEMS / name).read_text() for name in names}
+    failures = iter(range(1, 1000))
+
+    def broken(source: str) -> str:
+        head = source.index("    pid = tl.program_id") if "    pid = tl.program_id" in source else \
+            source.index("    row = tl.program_id")
+        return source[:head] + f"    tl.static_assert(BLOCK_SIZE < {next(failures)}, \"block too big\")\n" + source[head:]
+
+    def answer(request):
+        body = json.loads(request.content)
+        system = "\n".join(block["text"] for block in body["system"])
+        source = next(s for s in sources.values() if s in system)  # the task's file is in the prompt
+        remembered = "Common Pitfalls" in system and "block too big" in system.split("Common Pitfalls")[1]
+        fixed = source.replace("BLOCK_SIZE=16)", "BLOCK_SIZE=64)", 1)
+        return _reply(f"```python\n{fixed if remembered else broken(source)}```")
+
+    def proposer() -> AnthropicProposer:
+        client = anthropic.Anthropic(api_key="sk-ant-test-NOT-A-KEY",
+                                     http_client=httpx2.Client(transport=httpx2.MockTransport(answer)))
+        return AnthropicProposer(client=client, reviser=False, spending_cap_usd=5.0, sleep=lambda s: None)
+
+    problems = _tasks(tmp_path, *names)
+    ablation = _ablation_module()
+    # The factory replaces each search's proposer after it is set up (offline, so no key is needed).
+    options = RunOptions(tasks=problems, workspace=tmp_path / "unused", steps=1, device="interpreter",
+                         proposer="offline")
+    result = ablation.ablation(problems, held_out=1, seed=0, options=options, train_steps=2,
+                               workdir=tmp_path / "work", proposer_factory=proposer)
+    learned = [r for r in result["adapt_run"]["rules"] if r["status"] == "active"]
+    assert learned and "block too big" in learned[0]["statement"]
+    without, with_memory = result["arms"]["without"]["metrics"], result["arms"]["with"]["metrics"]
+    assert without["first_correct"] == 0 and with_memory["first_correct"] == 1, result["table"]
