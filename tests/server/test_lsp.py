@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import sys
 import tempfile
-import typing
 from pathlib import Path
 
 import pytest
 import pytest_lsp
+from lsp_helpers import fix_codeaction_decoding
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
@@ -27,17 +27,6 @@ def scale_kernel(x_ptr, n, BLOCK):
 '''
 
 
-def _fix_codeaction_decoding(client: LanguageClient) -> None:
-    # pytest-lsp decodes any item with a "command" key as a Command (lsp-notes.md).
-    converter = client.protocol._converter
-
-    def hook(obj, _):
-        kind = types.Command if isinstance(obj.get("command"), str) else types.CodeAction
-        return converter.structure(obj, kind)
-
-    converter.register_structure_hook(typing.Union[types.Command, types.CodeAction], hook)  # noqa: UP007
-
-
 LOG = Path(tempfile.gettempdir()) / "tritonsmith-test-server.log"
 
 
@@ -45,7 +34,7 @@ LOG = Path(tempfile.gettempdir()) / "tritonsmith-test-server.log"
     config=ClientServerConfig(server_command=[sys.executable, "-m", "tritonsmith", "serve", "--log-file", str(LOG)])
 )
 async def client(lsp_client: LanguageClient, tmp_path_factory):
-    _fix_codeaction_decoding(lsp_client)
+    fix_codeaction_decoding(lsp_client)
     root = tmp_path_factory.mktemp("ws")
     (root / "pyproject.toml").write_text("[tool.tritonsmith]\n")
     lsp_client.root = root

@@ -12,11 +12,11 @@ import os
 import sys
 import tempfile
 import time
-import typing
 from pathlib import Path
 
 import pytest
 import pytest_lsp
+from lsp_helpers import fix_codeaction_decoding
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
@@ -34,24 +34,13 @@ needs_compiler = pytest.mark.skipif(not HAS_COMPILER, reason="needs triton and n
 ENV = {k: v for k, v in os.environ.items() if "API_KEY" not in k}
 
 
-def _fix_codeaction_decoding(client: LanguageClient) -> None:
-    # pytest-lsp decodes any item with a "command" key as a Command (lsp-notes.md).
-    converter = client.protocol._converter
-
-    def hook(obj, _):
-        kind = types.Command if isinstance(obj.get("command"), str) else types.CodeAction
-        return converter.structure(obj, kind)
-
-    converter.register_structure_hook(typing.Union[types.Command, types.CodeAction], hook)  # noqa: UP007
-
-
 @pytest_lsp.fixture(
     config=ClientServerConfig(
         server_command=[sys.executable, "-m", "tritonsmith", "serve", "--log-file", str(LOG)], server_env=ENV
     )
 )
 async def client(lsp_client: LanguageClient, tmp_path_factory, request):
-    _fix_codeaction_decoding(lsp_client)
+    fix_codeaction_decoding(lsp_client)
     root = tmp_path_factory.mktemp("ws")
     # Settings come from pyproject.toml, read at initialize: in force before the first request.
     # A test changes them with `@pytest.mark.parametrize("client", [{...}], indirect=True)`.
