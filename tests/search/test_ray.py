@@ -194,3 +194,27 @@ def test_a_missing_ray_is_a_setup_error_that_says_how_to_install_it(monkeypatch:
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
     with pytest.raises(RayUnavailable, match=r'pip install "tritonsmith\[ray\]"'):
         import_ray()
+
+
+@pytest.mark.compiler
+def test_the_real_evaluator_runs_on_the_clusters_actors(tmp_path: Path, cluster: Any) -> None:
+    """Compile, verify and time in a Ray actor on a worker node, with the evaluator's own
+    sandboxed pools there: a correct variant and a wrong one, against one baseline."""
+    pytest.importorskip("triton")
+    pytest.importorskip("numpy")
+    from tritonsmith.evaluator.specs import detect_specs
+    from tritonsmith.search.distributed import RayEvaluator
+
+    ray_cluster, _ = cluster
+    example = Path(__file__).resolve().parents[2] / "examples" / "vector_add.py"
+    path = tmp_path / "vector_add.py"
+    source = example.read_text()
+    path.write_text(source)
+    (spec,) = detect_specs(path)
+    task = Task(path=str(path), kernel="add_kernel", source=source, spec="harness:add", device="interpreter")
+    with RayEvaluator(task, spec, address=ray_cluster.address, actors=1) as evaluator:
+        original = evaluator.evaluate(source)
+        wrong = evaluator.evaluate(source.replace("x + y", "x - y"))
+    assert original.outcome is Outcome.CORRECT and original.speedup == pytest.approx(1.0), original.message
+    assert "verified · interpreter" in original.message
+    assert wrong.outcome is Outcome.WRONG and "max abs error" in wrong.message
