@@ -235,3 +235,36 @@ def test_node_fields_survive_in_the_columns(tmp_path: Path):
     assert row[:3] == (-1, "root", "correct")
     assert row[3] == pytest.approx(node.reward)
     assert row[4:6] == (0.98, 1.02) and '"registers": 40' in row[6] and row[7] == 3.5
+
+
+def test_a_version_1_journal_migrates_forward_and_keeps_the_reference_speedup(tmp_path: Path):
+    """Journals written before `reference_speedup` existed open, keep every node, and new
+    nodes keep their speedup against the PyTorch reference (a GPU bench resumed reads it back)."""
+    import json
+    import sqlite3
+
+    from tritonsmith.search import journal as journal_module
+    from tritonsmith.search.model import Evaluation, Outcome, StepKind
+
+    (tmp_path / ".tritonsmith").mkdir()
+    with sqlite3.connect(tmp_path / ".tritonsmith" / "state.db") as db:  # what version 1 wrote
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.execute("INSERT INTO meta VALUES ('search_schema_version', '1')")
+        for statement in journal_module._MIGRATIONS[1]:
+            db.execute(statement)
+        task = {"path": "k.py", "kernel": "k", "source": "src", "spec": "harness:k", "device": "gpu",
+                "target": "sm_90", "target_facts": ""}
+        db.execute("INSERT INTO searches VALUES ('s-old', 1.0, NULL, 'running', 'k.py', 'k', ?, '{}')",
+                   (json.dumps(task),))
+        db.execute("INSERT INTO search_nodes VALUES ('s-old', 0, -1, 'root', 'src', 'correct', 0.42, 1.0, 0.9, 1.1, "
+                   "2.0, 'ok', '[]', 1.0, '', 0.0, 0.0, 1.0)")
+    journal = Journal(tmp_path)
+    with sqlite3.connect(journal.path) as db:
+        assert dict(db.execute("SELECT key, value FROM meta"))["search_schema_version"] == str(SCHEMA_VERSION)
+    _, _, loaded = journal.load("s-old")
+    assert loaded.nodes[0].evaluation is not None and loaded.nodes[0].evaluation.reference_speedup is None
+    node = loaded.add(loaded.nodes[0], StepKind.REFINE, "src2",
+                      Evaluation(Outcome.CORRECT, speedup=1.5, time_ms=1.3, reference_speedup=0.8))
+    journal.record("s-old", node)
+    _, _, again = journal.load("s-old")
+    assert again.nodes[1].evaluation is not None and again.nodes[1].evaluation.reference_speedup == 0.8

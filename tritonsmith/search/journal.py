@@ -34,7 +34,7 @@ from .tree import Node, Tree, TreeSettings
 
 __all__ = ["SCHEMA_VERSION", "Journal", "SearchSummary"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _VERSION_KEY = "search_schema_version"  # the failure log owns `schema_version`
 
 _MIGRATIONS = {
@@ -71,12 +71,14 @@ _MIGRATIONS = {
                PRIMARY KEY (search_id, node_id)
            )""",
     ],
+    # On a GPU, the speedup against the spec's PyTorch reference (tritonsmith bench reports it).
+    2: ["ALTER TABLE search_nodes ADD COLUMN reference_speedup REAL"],
 }
 
 _NODE_COLUMNS = (
     "node_id", "parent_id", "kind", "source", "outcome", "reward", "speedup", "spread_low",
     "spread_high", "time_ms", "message", "resources", "seconds", "proposer", "cost_usd",
-    "propose_seconds", "created",
+    "propose_seconds", "created", "reference_speedup",
 )
 
 
@@ -164,6 +166,7 @@ class Journal:
             node.reward, _finite(evaluation.speedup), _finite(spread[0]), _finite(spread[1]),
             _finite(evaluation.time_ms), evaluation.message, json.dumps(evaluation.resources, default=str),
             evaluation.seconds, node.proposer, node.cost_usd, node.propose_seconds, node.created,
+            _finite(evaluation.reference_speedup),
         )
         with self._lock, self._write():
             if self._db.execute("SELECT 1 FROM searches WHERE id = ?", (search_id,)).fetchone() is None:
@@ -220,6 +223,7 @@ class Journal:
                 message=values["message"],
                 resources=json.loads(values["resources"]),
                 seconds=values["seconds"],
+                reference_speedup=values["reference_speedup"],
             )
             tree.add(
                 parent, StepKind(values["kind"]), values["source"], evaluation,
