@@ -4,10 +4,11 @@ workspace's learned pack, and the experience memory (verified kernels per task, 
 from __future__ import annotations
 
 from .experience import ExperienceMemory, ExperienceTask, canonical, experience_task
-from .failure_log import FailureLog, kernel_hash, state_dir
+from .failure_log import FailureLog, kernel_hash
 from .induce import Learned, Thresholds, generality_filter, induce
 from .learned import learned_path, load_learned, update_learned
 from .signature import normalise
+from .statedb import state_dir
 
 __all__ = [
     "ExperienceMemory",

@@ -28,11 +28,9 @@ from __future__ import annotations
 
 import hashlib
 import math
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -41,8 +39,7 @@ from tree_sitter import Node
 
 from ..analysis import Document
 from ..analysis.syntax import text
-from .failure_log import state_dir
-from .statedb import migrate
+from .statedb import connect, migrate, write
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -537,28 +534,12 @@ class ExperienceMemory:
     """Verified kernels per task in one workspace's `.tritonsmith/state.db`."""
 
     def __init__(self, root: Path) -> None:
-        self.path = state_dir(root) / "state.db"
-        # Used from the engine's and the server's threads: one connection, serialised by a lock;
-        # other processes are kept out by SQLite's own locks (BEGIN IMMEDIATE, busy timeout).
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA busy_timeout = 30000")
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self.path, self._db = connect(root)
+        self._lock = threading.Lock()  # used from the engine's and the server's threads
         self._migrate()
 
-    @contextmanager
-    def _write(self) -> Iterator[None]:
-        # IMMEDIATE takes the write lock up front: a read-then-write never fails halfway.
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
-
     def _migrate(self) -> None:
-        with self._lock, self._write():
+        with self._lock, write(self._db):
             migrate(self._db, key=_VERSION_KEY, version=SCHEMA_VERSION, migrations=_MIGRATIONS, path=self.path,
                     what="an experience memory")
 
@@ -580,7 +561,7 @@ class ExperienceMemory:
         """Count one attempt at `task`; a success when `outcome` is "correct" (`Outcome.CORRECT`)."""
         found = experience_task(task)
         success = 1 if str(getattr(outcome, "value", outcome)) == "correct" else 0
-        with self._lock, self._write():
+        with self._lock, write(self._db):
             self._task_id(found, attempts=1, successes=success)
 
     def record_solution(self, task: TaskLike | ExperienceTask, source: str, speedup: float | None = None,
@@ -594,7 +575,7 @@ class ExperienceMemory:
         if speedup is not None and not math.isfinite(speedup):
             speedup = None
         now = time.time()
-        with self._lock, self._write():
+        with self._lock, write(self._db):
             task_id = self._task_id(found)
             row = self._db.execute(
                 "SELECT id, length, speedup FROM experience_solutions WHERE task_id = ? AND canonical = ?",

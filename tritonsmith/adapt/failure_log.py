@@ -28,15 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from .signature import normalise
-from .statedb import migrate
+from .statedb import connect, migrate, state_dir, write
 
 __all__ = ["SCHEMA_VERSION", "FailureLog", "kernel_hash", "state_dir"]
 
 SCHEMA_VERSION = 2
 _COLUMNS = ("id", "at", "path", "kernel", "stage", "target", "config", "message", "rules", "signature",
             "snippet", "kernel_hash", "triton_version", "induced")
-_GITIGNORE = "# Written by tritonsmith: rule packs are committed, local state is not.\nstate.db*\n*.lock\n"
-
 _MIGRATIONS: dict[int, list[str | Callable[[sqlite3.Connection], object]]] = {
     1: [
         """CREATE TABLE failures (
@@ -72,43 +70,21 @@ def kernel_hash(source: str) -> str:
     return hashlib.sha256(source.encode("utf-8")).hexdigest()
 
 
-def state_dir(root: Path) -> Path:
-    """`root/.tritonsmith`, created with its `.gitignore` for local state."""
-    folder = root / ".tritonsmith"
-    folder.mkdir(parents=True, exist_ok=True)
-    ignore = folder / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text(_GITIGNORE)
-    elif "*.lock" not in ignore.read_text().split():  # written before the pack had a lock file
-        with ignore.open("a") as handle:
-            handle.write("*.lock\n")
-    return folder
-
-
 class FailureLog:
     """Append-only record of failures in one workspace."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.path = state_dir(root) / "state.db"
-        # Used from the server's job threads: one connection, serialised by a lock.
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=10, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA busy_timeout = 10000")
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self.path, self._db = connect(root, timeout_s=10.0)
+        self._lock = threading.Lock()  # used from the server's job threads
         self._migrate()
 
     def _migrate(self) -> None:
         # The version is read inside the write transaction: a second process waits for the
         # first one's migration and then finds nothing left to do.
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
+        with write(self._db):
             migrate(self._db, key="schema_version", version=SCHEMA_VERSION, migrations=_MIGRATIONS,
                     path=self.path, what="a failure log")
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
 
     def record(
         self,
@@ -144,8 +120,7 @@ class FailureLog:
             return self._record(row, rules)
 
     def _record(self, row: tuple[Any, ...], rules: list[str]) -> int:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
+        with write(self._db):
             cursor = self._db.execute(
                 "INSERT INTO failures(at, path, kernel, stage, target, config, message, rules, signature, "
                 "snippet, kernel_hash, triton_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -157,10 +132,6 @@ class FailureLog:
                     "ON CONFLICT(code) DO UPDATE SET count = count + 1",
                     (code,),
                 )
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
         return int(cursor.lastrowid or 0)
 
     @staticmethod
@@ -185,26 +156,20 @@ class FailureLog:
         `claim(ids, code)` that marks them counted; all in one write transaction, committed when
         the block ends without an exception (after the pack is written) and rolled back otherwise,
         so a failure is counted once however many processes learn at once."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                rows = self._db.execute(
-                    f"SELECT {', '.join(_COLUMNS)} FROM failures WHERE induced IS NULL ORDER BY id"
-                ).fetchall()
+        with self._lock, write(self._db):
+            rows = self._db.execute(
+                f"SELECT {', '.join(_COLUMNS)} FROM failures WHERE induced IS NULL ORDER BY id"
+            ).fetchall()
 
-                def claim(ids: list[int], code: str) -> int:
-                    claimed = 0
-                    for failure in ids:
-                        claimed += self._db.execute(
-                            "UPDATE failures SET induced = ? WHERE id = ? AND induced IS NULL", (code, failure)
-                        ).rowcount
-                    return claimed
+            def claim(ids: list[int], code: str) -> int:
+                claimed = 0
+                for failure in ids:
+                    claimed += self._db.execute(
+                        "UPDATE failures SET induced = ? WHERE id = ? AND induced IS NULL", (code, failure)
+                    ).rowcount
+                return claimed
 
-                yield [self._row(row) for row in rows], claim
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+            yield [self._row(row) for row in rows], claim
 
     def rule_counts(self) -> dict[str, int]:
         with self._lock:

@@ -43,6 +43,7 @@ __all__ = [
     "handle_candidate",
     "handle_inputs",
     "handle_reference",
+    "import_file",
     "load_problem",
 ]
 
@@ -154,11 +155,10 @@ def _prepare(payload: dict[str, Any]) -> str:
     return "cuda"
 
 
-@contextmanager
-def _module(path: str, role: str) -> Iterator[ModuleType]:
-    """Import a real file under a fresh name (`@triton.jit` needs real source lines); the name
-    is kept in `sys.modules` while the job runs, for dataclasses and pickling."""
-    name = f"_tritonsmith_kb_{role}_{next(_serial)}"
+def import_file(path: str, role: str) -> ModuleType:
+    """Import a real file under a fresh module name (`@triton.jit` needs real source lines),
+    registered in `sys.modules` (for dataclasses and pickling) until the caller drops it."""
+    name = f"_tritonsmith_{role}_{next(_serial)}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
@@ -166,9 +166,20 @@ def _module(path: str, role: str) -> Iterator[ModuleType]:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+@contextmanager
+def _module(path: str, role: str) -> Iterator[ModuleType]:
+    """`import_file` for the length of a job."""
+    module = import_file(path, role)
+    try:
         yield module
     finally:
-        sys.modules.pop(name, None)
+        sys.modules.pop(module.__name__, None)
 
 
 def _to(value: Any, device: str) -> Any:

@@ -29,6 +29,7 @@ from .correctness import (
     _prepare,
     _to,
     compare_outputs,
+    import_file,
     load_problem,
 )
 
@@ -55,21 +56,6 @@ def environment() -> dict[str, Any]:
     }
 
 
-def _import(path: str, role: str) -> Any:
-    """Import a real file under a fresh module name and keep it (rounds reuse it)."""
-    import importlib.util
-    import sys
-
-    name = f"_tritonsmith_time_{role}_{len(_LOADED)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def _load_role(payload: dict[str, Any]) -> dict[str, Any]:
     """The role's model and input generator, built once per worker and file."""
     import torch
@@ -88,13 +74,13 @@ def _load_role(payload: dict[str, Any]) -> dict[str, Any]:
     timers = TimerGuard() if device == "cuda" else None  # before any candidate code runs
     seed = int(payload.get("seed", 42))
     if role == "reference":
-        problem = load_problem(_import(payload["file"], "reference"), payload)
+        problem = load_problem(import_file(payload["file"], "reference"), payload)
         model, _ = _build_reference(problem, seed, device)
         inputs_problem = problem
     else:
-        module = _import(payload["file"], "candidate")
+        module = import_file(payload["file"], "candidate")
         problem = load_problem(module, payload)
-        inputs_problem = load_problem(_import(payload["inputs_file"], "inputs"), payload)
+        inputs_problem = load_problem(import_file(payload["inputs_file"], "inputs"), payload)
         init = _load(Path(payload["data_dir"]) / "init.pt")
         torch.manual_seed(seed)
         with torch.no_grad():

@@ -20,14 +20,11 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from ..adapt.failure_log import state_dir
-from ..adapt.statedb import migrate
+from ..adapt.statedb import connect, migrate, write
 from ..errors import TritonsmithError
 from .model import Evaluation, Outcome, StepKind, Task
 from .tree import Node, Tree, TreeSettings
@@ -101,34 +98,17 @@ class Journal:
     """Searches and their evaluated nodes in one workspace's `.tritonsmith/state.db`."""
 
     def __init__(self, root: Path) -> None:
-        self.path = state_dir(root) / "state.db"
-        # Used from the engine's threads: one connection, serialised by a lock; other
-        # processes are kept out by SQLite's own locks (BEGIN IMMEDIATE, busy timeout).
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA busy_timeout = 30000")
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self.path, self._db = connect(root)
+        self._lock = threading.Lock()  # used from the engine's threads
         # FULL syncs the WAL on every commit: a recorded node survives a power cut too, not
         # only a killed process. A node costs an evaluation of seconds; one fsync is nothing.
         self._db.execute("PRAGMA synchronous=FULL")
         self._migrate()
 
     def _migrate(self) -> None:
-        with self._write():
+        with write(self._db):
             migrate(self._db, key=_VERSION_KEY, version=SCHEMA_VERSION, migrations=_MIGRATIONS, path=self.path,
                     what="search journals")
-
-    @contextmanager
-    def _write(self) -> Iterator[None]:
-        # IMMEDIATE takes the write lock up front, so a transaction never fails halfway
-        # because another process began writing after it read.
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -144,7 +124,7 @@ class Journal:
             while True:
                 search_id = f"s-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
                 try:
-                    with self._write():
+                    with write(self._db):
                         self._db.execute(
                             "INSERT INTO searches(id, started, finished, status, path, kernel, task, settings) "
                             "VALUES (?, ?, NULL, 'running', ?, ?, ?, ?)",
@@ -168,7 +148,7 @@ class Journal:
             evaluation.seconds, node.proposer, node.cost_usd, node.propose_seconds, node.created,
             _finite(evaluation.reference_speedup),
         )
-        with self._lock, self._write():
+        with self._lock, write(self._db):
             if self._db.execute("SELECT 1 FROM searches WHERE id = ?", (search_id,)).fetchone() is None:
                 raise TritonsmithError(f"no search {search_id} in {self.path}")
             self._db.execute(
@@ -179,7 +159,7 @@ class Journal:
 
     def finish(self, search_id: str, status: str) -> None:
         """Mark a search ended: "done", "cancelled", "failed", "budget", ... (free text)."""
-        with self._lock, self._write():
+        with self._lock, write(self._db):
             self._db.execute(
                 "UPDATE searches SET status = ?, finished = ? WHERE id = ?", (status, time.time(), search_id)
             )
