@@ -1,7 +1,8 @@
 """Best speedup against steps: the offline tree search, random search over the same space, and
 what `triton.autotune` would do over the same configs, on the same kernels, in the same run.
 
-    .venv/bin/python bench/search_steps.py --steps 10 --seeds 3 --out docs/search-steps.png --json bench/results/search_steps.json
+    .venv/bin/python bench/search_steps.py --steps 10 --seeds 3 --out docs/search-steps.png \
+        --json docs/benchmarks/search_steps.json
 
 Each method gets the same number of evaluated candidates ("steps") on each kernel, and every
 candidate is compiled, verified against the kernel's harness and timed by the same evaluator
@@ -13,6 +14,12 @@ candidate is compiled, verified against the kernel's harness and timed by the sa
   to a random value from the proposer's own ranges) applied to the original kernel;
 - **autotune grid**: what `triton.autotune` does with a config list: time every config of the
   grid (block size × num_warps) in order and keep the fastest; one config per step.
+
+The curves are screening figures (a few timed calls per candidate, each against the original's
+time from the start: what steers a search, not a claim). At the end, each method's best candidate
+is *confirmed* as `tritonsmith optimize` confirms its result (evaluator/confirm.py: re-timed
+against the original in alternating rounds in fresh workers, with an A/A comparison for the
+noise floor); the JSON keeps every confirmation, and the table in docs/benchmarks.md shows them.
 
 Without a GPU all times are interpreter times (the search minimises them, DESIGN.md); on a GPU
 the same script measures GPU time. Kernels: tests/search/fixtures/*.py (launched with block
@@ -71,7 +78,14 @@ def _curve(speedups: list[float | None]) -> list[float]:
     return out
 
 
-def run_kernel(fixture: Path, kernel: str, steps: int, device: str, seed: int) -> dict[str, list[float]]:
+def _best(sources: list[tuple[str, float | None]], original: str) -> str | None:
+    """The fastest candidate by screening that is not the original."""
+    ranked = sorted(((s, v) for s, v in sources if v is not None and s != original), key=lambda sv: -(sv[1] or 0.0))
+    return ranked[0][0] if ranked else None
+
+
+def run_kernel(fixture: Path, kernel: str, steps: int, device: str, seed: int,
+               confirmations: dict[str, dict[str, object] | None] | None = None) -> dict[str, list[float]]:
     source = fixture.read_text()
     work = Path(tempfile.mkdtemp(prefix="tritonsmith-bench-"))
     (work / "pyproject.toml").write_text("")
@@ -85,11 +99,14 @@ def run_kernel(fixture: Path, kernel: str, steps: int, device: str, seed: int) -
         evaluator.evaluate(source)
         journal = Journal(work)
         search = Search(task, OfflineProposer(random.Random(seed)), evaluator, journal, SearchOptions(steps=steps, seed=seed))
-        result = search.run()
+        result = search.run()  # confirms its own best, as `tritonsmith optimize` does
         nodes = [n for n in result.tree.evaluated() if n.id > 0]
         curves["tree search"] = _curve([n.evaluation.speedup if n.evaluation and n.evaluation.outcome is Outcome.CORRECT
                                         else None for n in nodes])
         journal.close()
+        found: dict[str, str | None] = {}
+        if confirmations is not None:
+            confirmations["tree search"] = result.confirmation.to_json() if result.confirmation is not None else None
 
         knob = _block_knob(source, kernel)
         rng = random.Random(seed)
@@ -102,14 +119,28 @@ def run_kernel(fixture: Path, kernel: str, steps: int, device: str, seed: int) -
                 seen[candidate] = evaluation.speedup if evaluation.outcome is Outcome.CORRECT else None
             random_speedups.append(seen[candidate])
         curves["random search"] = _curve(random_speedups)
+        found["random search"] = _best(list(seen.items()), source)
 
         grid = list(itertools.product(BLOCKS, WARPS))[:steps]  # triton.autotune times its configs in order
         grid_speedups = []
+        grid_sources = []
         for block, warps in grid:
-            evaluation = evaluator.evaluate(_variant(source, knob, block, warps))
+            variant = _variant(source, knob, block, warps)
+            evaluation = evaluator.evaluate(variant)
             grid_speedups.append(evaluation.speedup if evaluation.outcome is Outcome.CORRECT else None)
+            grid_sources.append((variant, grid_speedups[-1]))
         curves["autotune grid"] = _curve(grid_speedups)
+        found["autotune grid"] = _best(grid_sources, source)
+        if confirmations is not None:
+            for method, best in found.items():
+                confirmations[method] = evaluator.confirm(source, best).to_json() if best is not None else None
     return curves
+
+
+def _load() -> list[float]:
+    import os
+
+    return [round(v, 2) for v in os.getloadavg()]
 
 
 def main() -> int:
@@ -122,19 +153,34 @@ def main() -> int:
     device = "gpu" if default_mode() == "gpu" else "interpreter"
     fixtures = ROOT / "tests" / "search" / "fixtures"
     results: dict[str, dict[str, list[list[float]]]] = {}
+    confirmed: dict[str, dict[str, list[dict[str, object] | None]]] = {}
+    load_before = _load()
     began = time.perf_counter()
     for name, kernel in KERNELS:
         runs: dict[str, list[list[float]]] = {}
         for seed in range(args.seeds):
-            for method, curve in run_kernel(fixtures / name, kernel, args.steps, device, seed).items():
+            confirmations: dict[str, dict[str, object] | None] = {}
+            for method, curve in run_kernel(fixtures / name, kernel, args.steps, device, seed, confirmations).items():
                 runs.setdefault(method, []).append(curve)
-                print(f"{name:18} {method:14} seed {seed} " + " ".join(f"{v:5.2f}" for v in curve), flush=True)
+                confirmation = confirmations.get(method)
+                confirmed.setdefault(name, {}).setdefault(method, []).append(confirmation)
+                print(f"{name:18} {method:14} seed {seed} " + " ".join(f"{v:5.2f}" for v in curve)
+                      + f" | confirmed: {confirmation['text'] if confirmation else 'nothing to confirm'}", flush=True)
         results[name] = runs
-    print(f"{time.perf_counter() - began:.0f} s in all ({device})")
+    seconds = time.perf_counter() - began
+    print(f"{seconds:.0f} s in all ({device})")
     if args.json:
+        import os
+        import platform
+
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"device": device, "steps": args.steps, "seeds": args.seeds,
-                                         "results": results}, indent=2))
+        args.json.write_text(json.dumps({
+            "device": device, "steps": args.steps, "seeds": args.seeds, "seconds": round(seconds, 1),
+            "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                        "load_before": load_before, "load_after": _load(), "date": time.strftime("%Y-%m-%d %H:%M")},
+            "curves": "screening: best speedup so far after each candidate, against the original's "
+                      "time from the start (unconfirmed)",
+            "results": results, "confirmations": confirmed}, indent=2))
     import matplotlib
 
     matplotlib.use("Agg")
@@ -150,7 +196,7 @@ def main() -> int:
                               [max(v) for v in zip(*curves, strict=True)], color=line.get_color(), alpha=0.15)
         axis.set_title(name)
         axis.set_xlabel("candidates evaluated")
-        axis.set_ylabel(f"best speedup ({'interpreter' if device != 'gpu' else 'GPU'} time)")
+        axis.set_ylabel(f"best speedup so far, screening ({'interpreter' if device != 'gpu' else 'GPU'} time)")
         axis.grid(alpha=0.3)
         axis.legend()
     figure.tight_layout()

@@ -1,9 +1,9 @@
 """A KernelBench-format problem with a fused Triton solution (level 2 style: Gemm, GELU, scale).
 
 `Model`, `get_inputs` and `get_init_inputs` are the reference, as in KernelBench; `ModelNew` is
-the candidate. It keeps an `nn.Linear` under the same attribute name, so its state_dict has the
-reference's names (`linear.weight`, `linear.bias`) and the verifier loads the reference's
-weights into it; its forward is one kernel: x @ W^T + b, GELU and the scaling, with the
+the candidate. Both are built under the same seed, as KernelBench builds them, and it creates
+its `nn.Linear` as the reference does, so it starts from the same weights (nothing is copied
+between them); its forward is one kernel: x @ W^T + b, GELU and the scaling, with the
 intermediate never leaving registers.
 
 `tritonsmith verify examples/kernelbench_fused.py` compiles `linear_gelu_scale_kernel` and, with

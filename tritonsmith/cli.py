@@ -63,6 +63,10 @@ def _settings(args: argparse.Namespace, root: Path, warnings: list[str]) -> Sett
         flags["ignore"] = [c for v in args.ignore for c in _csv(v)]
     if getattr(args, "rule_pack", None):
         flags["rule_packs"] = args.rule_pack
+    if getattr(args, "timeout", None) is not None:
+        flags["verify_timeout"] = args.timeout
+    if getattr(args, "memory_mb", None) is not None:
+        flags["memory_limit_mb"] = args.memory_mb
     return Settings.merged(read_pyproject(root, warnings=warnings), flags, warnings=warnings)
 
 
@@ -241,7 +245,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
     check each spec in the file (KernelBench problem or in-file harness) against its reference,
     and on a GPU time it."""
     from .evaluator.pool import WorkerPool, compile_workers
-    from .evaluator.reports import compile_file, log_verdict, resource_summary
+    from .evaluator.reports import (
+        compile_file,
+        correctness_blockers,
+        log_verdict,
+        resource_summary,
+        settle_reports,
+        skipped_verdicts,
+    )
     from .evaluator.verify import detect_specs, verify_spec
 
     path = Path(args.file)
@@ -253,25 +264,38 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     tolerances = _tolerances(args.tolerance or [])
     failure_log = FailureLog(find_workspace_root(path))
+    limits_warnings: list[str] = []  # --timeout, --memory-mb over [tool.tritonsmith]
+    limits = _settings(args, find_workspace_root(path), limits_warnings)
+    for warning in limits_warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     with WorkerPool(size=args.jobs or compile_workers()) as pool:
         reports = compile_file(
             pool, source, path=str(path), targets=targets, kernels=kernels, failure_log=failure_log
         )
     if kernels and not reports:
         raise UsageError(f"no kernel named {', '.join(kernels)} in {args.file}")
-    compiled = all(r.ok for r in reports)  # vacuously, when no kernel is launched: the static checks say so
     specs = detect_specs(path, source)
+    # Only a kernel that truly cannot launch stops the check: spills, a Config the autotuner
+    # prunes, or an error under assumed pointer types (the check records the real ones) do not.
+    blockers = correctness_blockers(reports, has_spec=bool(specs))
     verdicts = [
         verify_spec(spec, trials=args.trials, mode=mode, time_it=not args.no_timing, rounds=args.rounds,
-                    tolerances=tolerances)
+                    tolerances=tolerances, torch_ops=args.torch_ops, hang_s=limits.verify_timeout,
+                    memory_mb=limits.memory_limit_mb)
         for spec in specs
-    ] if compiled else []
+    ] if not blockers else skipped_verdicts(specs, blockers, mode)
+    # Compile again with the argument types recorded at the launches where they differ from the
+    # assumed ones; a failure inside Triton's interpreter of a kernel that compiles is said so.
+    reports = settle_reports(reports, verdicts, source=source, path=str(path), targets=targets,
+                             failure_log=failure_log)
+    compiled = all(r.ok for r in reports)  # vacuously, when no kernel is launched: the static checks say so
     for verdict in verdicts:
         log_verdict(failure_log, str(path), verdict)
     failure_log.close()
     if args.format == "json":
         listing = [
-            {"kernel": r.kernel, "ok": r.ok, "error": r.error, "results": r.results, "skipped": r.skipped,
+            {"kernel": r.kernel, "ok": r.ok, "status": r.status(), "assumed": r.assumed, "error": r.error,
+             "results": r.results, "skipped": r.skipped,
              "findings": [{"code": f.code, "severity": f.severity.value, "message": f.message,
                            "line": f.span.start[0] + 1, "column": f.span.start[1] + 1} for f in r.findings]}
             for r in reports
@@ -283,8 +307,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:
         shown = path.as_posix()
         for report in reports:
-            status = "compiled" if report.results else "not compiled (constexpr values known only at run time)"
-            print(f"{shown}: {report.kernel}: {status if report.ok else 'FAILED'}")
+            print(f"{shown}: {report.kernel}: {report.status()}")
             for entry in report.results:
                 if entry.get("ok"):
                     print(f"  {resource_summary(entry)}")
@@ -356,8 +379,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGINT, previous)
     leaders = result.leaders()
-    table = Table(title=f"fastest verified candidates ({unit})")
-    for column in ("node", "step", "speedup", "spread", "ms", "proposer"):
+    table = Table(title=f"fastest verified candidates in screening ({unit}; unconfirmed, a few calls each)")
+    for column in ("node", "step", "screening", "spread", "ms", "proposer"):
         table.add_column(column)
     for node in leaders:
         ev = node.evaluation
@@ -365,19 +388,40 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         spread = f"{ev.spread[0]:.2f}–{ev.spread[1]:.2f}" if ev.spread else ""
         table.add_row(str(node.id), node.kind.value, f"{ev.speedup:.2f}×", spread,
                       f"{ev.time_ms:.4g}" if ev.time_ms is not None else "", node.proposer or "original")
-    console.print(table)
-    console.print(f"stopped: {result.stopped}; {result.tree.evaluated_count - 1} candidates evaluated"
+    if args.format == "text":
+        console.print(table)
+    aside = result.set_aside
+    console.print(f"stopped: {result.stopped}; {result.tree.evaluated_count - 1} candidates"
+                  + (f" ({aside} set aside: the same kernel as an evaluated one once hints that cannot change "
+                     "the measured time are ignored; not re-timed)" if aside else "")
                   + (f"; ${result.cost_usd:.2f} spent" if result.cost_usd else "")
                   + f"; resume with --resume {result.search_id}" * (result.stopped in ("cancelled", "time")))
-    if not result.improved:
-        console.print("no candidate beat the original by more than the timing spread")
-        return 1
-    from .settings import find_workspace_root
+    for node_id, confirmation in result.confirmations:
+        console.print(f"confirmation of #{node_id} against the original: {confirmation.text()}; {confirmation.how()}")
+    out: Path | None = None
+    if result.improved:
+        from .settings import find_workspace_root
 
-    out = Path(args.out) if args.out else find_workspace_root(path.resolve()) / ".tritonsmith" / f"{result.search_id}.patch"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(result.diff, encoding="utf-8")
-    console.print(f"best: {result.speedup:.2f}× ({unit}); patch written to {out} (git apply {out})")
+        out = Path(args.out) if args.out else find_workspace_root(path.resolve()) / ".tritonsmith" / f"{result.search_id}.patch"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(result.diff, encoding="utf-8")
+    if args.format == "json":
+        best = result.best
+        print(json.dumps({
+            "searchId": result.search_id, "stopped": result.stopped, "improved": result.improved,
+            "measuredOn": mode, "result": result.outcome_text(), "speedup": result.speedup,
+            "confirmation": result.confirmation.to_json() if result.confirmation is not None else None,
+            "confirmations": [{"node": n, **c.to_json()} for n, c in result.confirmations],
+            "best": best.id if best is not None else None, "candidates": result.tree.evaluated_count - 1,
+            "setAside": aside, "patch": str(out) if out is not None else None, "costUsd": result.cost_usd,
+            "screening": [{"node": n.id, "kind": n.kind.value, "speedup": n.evaluation.speedup if n.evaluation else None,
+                           "timeMs": n.evaluation.time_ms if n.evaluation else None} for n in leaders],
+        }, indent=2))
+    if not result.improved or out is None:
+        console.print(f"{result.outcome_text()} ({unit}): no patch written")
+        return 1
+    assert result.best is not None
+    console.print(f"best: #{result.best.id}, {result.outcome_text()} ({unit}); patch written to {out} (git apply {out})")
     return 0
 
 
@@ -397,16 +441,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from .benchmark.runner import ProblemResult
 
         assert isinstance(problem, ProblemResult)
-        speed = f"{problem.speedup:.2f}x" if problem.speedup is not None else "no correct candidate"
-        print(f"{problem.name}: {problem.error or speed} ({problem.candidates} candidates, {problem.seconds} s)",
-              file=sys.stderr, flush=True)
+        start = "start verified" if problem.start_ok else "start FAILED"
+        found = problem.result if problem.correct else "no new verified candidate"
+        print(f"{problem.name}: {problem.error or found} ({start}; {problem.new_verified} new verified of "
+              f"{problem.candidates} candidates, {problem.seconds} s)", file=sys.stderr, flush=True)
 
     suite = run_suite(folder, steps=args.steps, device=mode, proposer=args.proposer, protocol=args.protocol,
                       seed=args.seed, max_problems=args.max_problems, allow_upload=args.allow_upload,
                       progress=progress, ray_address=args.ray)
     files = write_report(suite, Path(args.out))
     m = suite.metrics
-    print(f"{len(suite.problems)} problems · accuracy {m.accuracy:.0%} · mean speedup {m.mean_speedup:.2f}x "
+    ran = [p for p in suite.problems if not p.error]
+    print(f"start verified on {sum(p.start_ok for p in ran)}/{len(ran)} (not counted as correct) · "
+          f"confirmed faster on {sum(p.claimed for p in ran)}/{len(ran)}")
+    print(f"{len(suite.problems)} problems · accuracy {m.accuracy:.0%} (new verified candidate) · "
+          f"mean speedup {m.mean_speedup:.2f}x "
           f"(10x cap, incorrect = 0) · Fast@1.2 {m.fast_1_2:.0%} · Fast@2 {m.fast_2:.0%} · GM(10) {m.gm10:.2f}x "
           f"· speedups {suite.unit}")
     print(f"report: {files['html']}")
@@ -470,10 +519,18 @@ def build_parser() -> argparse.ArgumentParser:
                         "(auto: the GPU when there is one)")
     verify.add_argument("--rounds", type=int, default=10, help="GPU timing rounds (10 timed runs each)")
     verify.add_argument("--no-timing", action="store_true", help="check correctness only, even on a GPU")
+    verify.add_argument("--torch-ops", metavar="POLICY",
+                        help="PyTorch compute allowed on the inputs: auto (default: none for a single-operator "
+                             "task, any for a fusion task), none, any, or operators, e.g. convolution,addmm")
     verify.add_argument("--tolerance", action="append", metavar="DTYPE=TOL",
                         help="atol = rtol for outputs of a dtype, e.g. float32=1e-3 (default: float32 1e-4, "
                         "float16/bfloat16 1e-2, as KernelBench)")
     verify.add_argument("--jobs", type=int, metavar="N", help="compile jobs at once (default: 2, or 1 on one core)")
+    verify.add_argument("--timeout", type=int, metavar="SECONDS",
+                        help="report a kernel as hung when one forward pass runs longer than this "
+                             "(default: max(30, 20x the reference's own forward pass))")
+    verify.add_argument("--memory-mb", type=int, metavar="MB",
+                        help="memory limit of each worker (default: a quarter of the available memory, 1-32 GB)")
     verify.set_defaults(handler=cmd_verify)
 
     optimize = commands.add_parser("optimize", help="search for a faster verified variant of a kernel")
@@ -497,6 +554,8 @@ def build_parser() -> argparse.ArgumentParser:
     optimize.add_argument("--ray", metavar="ADDRESS", help="evaluate on a Ray cluster, one actor per GPU "
                           "(e.g. auto or ray://head:10001; needs tritonsmith[ray])")
     optimize.add_argument("--out", metavar="PATCH", help="where to write the patch (default .tritonsmith/<id>.patch)")
+    optimize.add_argument("--format", choices=("text", "json"), default="text",
+                          help="json: the result, its confirmation interval and the patch's path on stdout")
     optimize.set_defaults(handler=cmd_optimize)
 
     bench = commands.add_parser("bench", help="run the search on a folder of KernelBench-format problems")

@@ -54,6 +54,9 @@ class Settings:
     device: str = "auto"
     """Where to run kernels: auto, cuda or cpu (the Triton interpreter)."""
 
+    torch_ops: str = "auto"
+    """PyTorch compute a verified candidate may do on its inputs: auto (none when the task is a single operator, such as a KernelBench level-1 problem; any for a fusion task, reported with its share), none, any, or a comma-separated list of operators (e.g. convolution, addmm)."""
+
     proposer: str = "auto"
     """Who proposes kernel variants during a search: auto (a model when a key or endpoint is set and the workspace consented, else offline), offline, anthropic or openai."""
 
@@ -65,6 +68,12 @@ class Settings:
 
     budget: int = 100
     """The number of candidate kernels a search may evaluate."""
+
+    verify_timeout: int | None = None
+    """Seconds one forward pass may run during verification before the kernel is reported as hung (an endless loop); default: max(30, 20 times the reference's own forward pass)."""
+
+    memory_limit_mb: int | None = None
+    """Memory limit of each evaluator worker, in MB; a kernel that crosses it is stopped with a memory-limit verdict. Default: a quarter of the machine's available memory (1 to 32 GB)."""
 
     @classmethod
     def keys(cls) -> list[str]:
@@ -112,6 +121,7 @@ CLIENT_ONLY = frozenset({"interpreter", "trace"})
 SAVE_MODES = ("off", "compile", "verify")
 PROPOSERS = ("auto", "offline", "anthropic", "openai")
 _TUPLES = {"select", "ignore", "rule_packs", "targets"}
+_POSITIVE_INTS = {"budget": "budget", "verify_timeout": "verifyTimeout", "memory_limit_mb": "memoryLimitMb"}
 
 
 def _snake(key: str) -> str:
@@ -147,9 +157,9 @@ def _coerce(key: str, value: Any) -> Any:
         if value not in SAVE_MODES:
             raise ConfigError(f"setting 'verifyOnSave' must be off, compile or verify, got {value!r}")
         return value
-    if key == "budget":
+    if key in _POSITIVE_INTS:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ConfigError(f"setting 'budget' must be a positive whole number, got {value!r}")
+            raise ConfigError(f"setting '{_POSITIVE_INTS[key]}' must be a positive whole number, got {value!r}")
         return value
     if key == "device" and value not in ("auto", "cuda", "cpu"):
         raise ConfigError(f"setting 'device' must be auto, cuda or cpu, got {value!r}")

@@ -2,8 +2,9 @@
 level-1 "LayerNorm", over one dimension).
 
 Starting point: one program per row making three passes over it, 16 columns at a time (the
-mean, the variance, then the output). `ModelNew` keeps an `nn.LayerNorm` under the reference's
-attribute name, so the verifier loads the reference's weight and bias into it.
+mean, the variance, then the output). `ModelNew` builds its `nn.LayerNorm` and initialises it
+as the reference does: both are built under the same seed and nothing is copied between them
+(as KernelBench judges solutions).
 """
 
 import torch
@@ -70,6 +71,9 @@ class ModelNew(nn.Module):
     def __init__(self, features):
         super().__init__()
         self.ln = nn.LayerNorm(features)  # holds the parameters only
+        with torch.no_grad():  # the reference's initialisation, draw for draw
+            self.ln.weight.normal_(1.0, 0.1)
+            self.ln.bias.normal_(0.0, 0.1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x.contiguous()

@@ -57,7 +57,8 @@ def rms_norm_kernel(x_ptr, w_ptr, out_ptr, n_cols, row_stride, eps, BLOCK_SIZE: 
 class ModelNew(nn.Module):
     def __init__(self, features, eps):
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(features))
+        # Initialised as the reference is: both are built under the same seed, nothing is copied.
+        self.weight = nn.Parameter(1.0 + 0.1 * torch.randn(features))
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

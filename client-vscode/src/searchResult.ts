@@ -14,9 +14,29 @@ export interface SearchNode {
     readonly parent: number | null;
     readonly kind: NodeKind;
     readonly outcome: Outcome | null;
+    /** Screening: a few timed calls against the original's time from the start of the search (unconfirmed). */
     readonly speedup: number | null;
     readonly message: string;
     readonly reward?: number;
+    /** The node this one is the same kernel as once hints that cannot change the time are set aside (not re-timed). */
+    readonly sameAs?: number | null;
+}
+
+/**
+ * The confirmation behind a result: the candidate and the original re-timed in alternating
+ * rounds in fresh workers; a speedup is claimed only when `low` clears 1 + `noiseFloor`.
+ */
+export interface Confirmation {
+    readonly speedup: number | null;
+    /** The 95% interval. */
+    readonly low: number | null;
+    readonly high: number | null;
+    /** A fraction: 0.03 is 3%. */
+    readonly noiseFloor: number | null;
+    readonly rounds: number;
+    readonly claimed: boolean;
+    /** "1.32× (95% CI 1.21–1.44×, noise floor 3%)" or "no improvement (best 1.04×, CI 0.97–1.10×, within noise; …)". */
+    readonly text: string;
 }
 
 /**
@@ -36,8 +56,13 @@ export interface SearchResult {
     /** The fastest verified candidate's whole file. */
     readonly best: string;
     readonly bestId: number | null;
+    /** The confirmed speedup (null when none was confirmed); `spread` is its 95% interval. */
     readonly speedup: number | null;
     readonly spread: readonly [number, number] | null;
+    /** The confirmation run of `best`, when one ran. */
+    readonly confirmation?: Confirmation | null;
+    /** The server's one line about the outcome, with the interval: never a single figure. */
+    readonly result?: string;
     /** "interpreter" or "gpu". */
     readonly measuredOn: string;
     readonly stopped: string;
@@ -120,6 +145,7 @@ function parseNode(value: unknown): SearchNode | undefined {
     const outcome =
         value.outcome === 'correct' || value.outcome === 'wrong' || value.outcome === 'not_compiled' ? value.outcome : null;
     const reward = num(value.reward);
+    const sameAs = num(value.sameAs);
     return {
         id: num(value.id) ?? 0,
         parent: num(value.parent),
@@ -128,6 +154,22 @@ function parseNode(value: unknown): SearchNode | undefined {
         speedup: num(value.speedup),
         message: str(value.message),
         ...(reward === null ? {} : { reward }),
+        ...(sameAs === null ? {} : { sameAs }),
+    };
+}
+
+function parseConfirmation(value: unknown): Confirmation | null {
+    if (!isRecord(value) || typeof value.text !== 'string') {
+        return null;
+    }
+    return {
+        speedup: num(value.speedup),
+        low: num(value.low),
+        high: num(value.high),
+        noiseFloor: num(value.noiseFloor),
+        rounds: num(value.rounds) ?? 0,
+        claimed: value.claimed === true,
+        text: value.text,
     };
 }
 
@@ -155,6 +197,8 @@ export function parseSearchResult(value: unknown): SearchResult | undefined {
         bestId: num(value.bestId),
         speedup: num(value.speedup),
         spread,
+        confirmation: parseConfirmation(value.confirmation),
+        result: str(value.result),
         measuredOn: str(value.measuredOn, 'interpreter'),
         stopped: str(value.stopped),
         costUsd: num(value.costUsd) ?? 0,
@@ -173,22 +217,36 @@ export function formatSpeedup(speedup: number | null): string {
     return speedup === null ? '—' : `${speedup.toFixed(2)}×`;
 }
 
-/** One line about a result: "add_kernel: 1.83× faster (interpreter time), 3 candidates". */
+/**
+ * A result's speedup as claimed: the confirmation's interval ("1.32× (95% CI 1.21–1.44×, noise
+ * floor 3%)"); a bare figure only from a server that sends no confirmation.
+ */
+export function formatClaim(result: SearchResult): string {
+    return result.confirmation?.claimed ? result.confirmation.text : formatSpeedup(result.speedup);
+}
+
+/** One line about a result: "add_kernel: 1.83× (95% CI 1.70–1.97×, noise floor 2%) faster (interpreter time), 3 candidates". */
 export function summarize(result: SearchResult): string {
     const candidates = Math.max(0, result.tree.length - 1);
     const cost = result.costUsd > 0 ? `, $${result.costUsd.toFixed(2)}` : '';
     if (result.live) {
-        return `${result.kernel}: running, ${result.stopped} (best ${formatSpeedup(result.speedup)} so far)`;
+        return `${result.kernel}: running, ${result.stopped} (best ${formatSpeedup(result.speedup)} so far in screening, unconfirmed)`;
     }
     if (!result.improved) {
-        const best = result.speedup === null ? 'no correct candidate' : `best ${formatSpeedup(result.speedup)}`;
+        const best = result.confirmation
+            ? result.confirmation.text
+            : result.result
+            ? result.result
+            : result.speedup === null
+            ? 'no correct candidate'
+            : `best ${formatSpeedup(result.speedup)}`;
         return (
             `${result.kernel}: no faster verified variant (${best}, ${measuredLabel(result.measuredOn)}), ` +
             `${candidates} candidate${candidates === 1 ? '' : 's'}${cost}`
         );
     }
     return (
-        `${result.kernel}: ${formatSpeedup(result.speedup)} faster (${measuredLabel(result.measuredOn)}), ` +
+        `${result.kernel}: ${formatClaim(result)} faster (${measuredLabel(result.measuredOn)}), ` +
         `${candidates} candidate${candidates === 1 ? '' : 's'}${cost}`
     );
 }

@@ -95,7 +95,8 @@ export function renderSearchHtml(state: ViewState, nonce: string, cspSource: str
         const nodes = layout.nodes
             .map((node) => {
                 const ring = node.best ? ` stroke="${COLORS.best}" stroke-width="4"` : ' stroke="#00000055" stroke-width="1"';
-                const title = `#${node.id} ${node.kind}: ${outcomeLabel(node.outcome)}, ${formatSpeedup(node.speedup)}`;
+                const same = node.sameAs !== undefined && node.sameAs !== null ? `, the same kernel as #${node.sameAs} (not re-timed)` : '';
+                const title = `#${node.id} ${node.kind}: ${outcomeLabel(node.outcome)}, ${formatSpeedup(node.speedup)} in screening${same}`;
                 return (
                     `<g class="node${node.best ? ' best' : ''}" data-id="${node.id}" tabindex="0" role="button" ` +
                     `aria-label="${escapeHtml(title)}"><title>${escapeHtml(title)}</title>` +
@@ -106,7 +107,13 @@ export function renderSearchHtml(state: ViewState, nonce: string, cspSource: str
                 );
             })
             .join('');
-        const spread = result.spread ? ` (spread ${result.spread[0].toFixed(2)}–${result.spread[1].toFixed(2)}×)` : '';
+        const claim = result.confirmation
+            ? `${escapeHtml(result.confirmation.text)}, confirmed over ${result.confirmation.rounds} alternating rounds in fresh workers,`
+            : result.spread
+            ? `${formatSpeedup(result.speedup)} (spread ${result.spread[0].toFixed(2)}–${result.spread[1].toFixed(2)}×)`
+            : result.live
+            ? `${formatSpeedup(result.speedup)} so far in screening (unconfirmed)`
+            : escapeHtml(result.result || formatSpeedup(result.speedup));
         const buttons = result.live || !result.improved
             ? ''
             : state.pending
@@ -114,7 +121,7 @@ export function renderSearchHtml(state: ViewState, nonce: string, cspSource: str
             : '<span class="decided">decided</span> ';
         body =
             `<header><h1>${escapeHtml(summarize(result))}</h1>` +
-            `<p>${formatSpeedup(result.speedup)}${spread} measured in <b>${measuredLabel(result.measuredOn)}</b>` +
+            `<p>${claim} measured in <b>${measuredLabel(result.measuredOn)}</b>` +
             `${result.measuredOn === 'gpu' ? '' : ' (the Triton interpreter on the CPU: not a GPU speedup)'}; ` +
             `mode ${escapeHtml(result.mode)}; stopped: ${escapeHtml(result.stopped)}` +
             (result.journalId ? `; journal <code>${escapeHtml(result.journalId)}</code>` : '') +
@@ -130,7 +137,7 @@ export function renderSearchHtml(state: ViewState, nonce: string, cspSource: str
             `<span><i class="ring" style="border-color:${COLORS.best}"></i>best</span>` +
             `<span><b style="color:${COLORS.refine}">──</b> refine</span>` +
             `<span><b style="color:${COLORS.regenerate}">- -</b> regenerate</span>` +
-            `<span>speedups: ${measuredLabel(result.measuredOn)}</span></p>` +
+            `<span>node speedups: screening, ${measuredLabel(result.measuredOn)}</span></p>` +
             '<section id="details" class="details">Click a node for its details.</section>';
     }
     const data = result

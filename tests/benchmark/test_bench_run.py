@@ -27,13 +27,21 @@ def test_a_small_bench_run_writes_every_output(tmp_path: Path) -> None:
                           "--device", "cpu", "--out", str(out)], capture_output=True, text=True, timeout=600,
                          cwd=tmp_path)
     assert run.returncode == 0, run.stderr
-    assert "accuracy 100%" in run.stdout and "interpreter time" in run.stdout
+    assert "start verified on 2/2 (not counted as correct)" in run.stdout and "interpreter time" in run.stdout
     results = json.loads((out / "results.json").read_text())
     assert [p["name"] for p in results["problems"]] == ["kernelbench_fused", "kernelbench_relu"]
     assert all(p["start_ok"] and len(p["steps"]) == 2 for p in results["problems"])
+    # Correct only with a new verified candidate; a speedup above the start only when confirmed.
+    for p in results["problems"]:
+        assert p["correct"] == (p["new_verified"] > 0)
+        assert p["speedup"] is None if not p["correct"] else (p["claimed"] or p["speedup"] <= 1.0)
+        if p["claimed"]:
+            assert p["confirmation"]["low"] > 1 + p["confirmation"]["noiseFloor"] and "95% CI" in p["result"]
+    correct = sum(p["correct"] for p in results["problems"])
+    assert f"accuracy {correct / 2:.0%} (new verified candidate)" in run.stdout
     assert results["metrics"]["tasks"] == 2 and results["protocol"]["name"] == "tritonsmith"
     markdown = (out / "report.md").read_text()
-    assert "| accuracy |" in markdown and "kernelbench_relu" in markdown
+    assert "| accuracy (new verified candidate) |" in markdown and "kernelbench_relu" in markdown
     html = (out / "report.html").read_text()
     assert html.startswith("<!doctype html>") and "<table>" in html
     if (out / "speedup-vs-steps.png").exists():  # matplotlib installed

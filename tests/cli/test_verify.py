@@ -94,3 +94,168 @@ def test_a_failed_verification_goes_into_the_failure_log_and_exits_1(tmp_path):
 def test_a_malformed_tolerance_is_a_usage_error(tmp_path):
     code, _, err = run("verify", example(tmp_path, "vector_add.py"), "--tolerance", "float32:1e-3")
     assert code == 2 and "expected DTYPE=NUMBER" in err
+
+
+ROWSCALE = '''import torch
+import triton
+import triton.language as tl
+
+ROWS = 6
+COLS = 5
+
+
+@triton.jit
+def rowscale_kernel(x_ptr, y_ptr, B, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    block_mask = offs < N
+    mask = block_mask & (row < B)
+    v = tl.load(x_ptr + row * N + offs, mask=mask, other=0.0)
+    tl.store(y_ptr + row * N + offs, v * 2, mask=mask)
+
+
+def rowscale(x):
+    y = torch.empty_like(x)
+    B, N = x.shape
+    rowscale_kernel[(B,)](x, y, B, N, BLOCK=8)
+    return y
+
+
+def rowscale_inputs():
+    return [torch.randn(ROWS, COLS, device="cuda")]
+
+
+def rowscale_reference(x):
+    return x * 2
+'''
+
+
+def test_a_failure_inside_tritons_interpreter_of_a_kernel_that_compiles_is_an_interpreter_limitation(tmp_path):
+    """`block_mask & (row < B)` makes a mask the interpreter cannot load with; sm_90 compiles it."""
+    pytest.importorskip("triton")
+    pytest.importorskip("numpy")
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "rowscale.py"
+    path.write_text(ROWSCALE)
+    code, out, err = run("verify", str(path), "--device", "cpu")
+    assert code == 1, out + err
+    assert "rowscale_kernel: compiled, assuming B: i32, N: i32" in out
+    assert (f"rowscale: NOT VERIFIED · interpreter · interpreter: interpreter limitation: ValueError: mask has "
+            f"unsupported dtype (in rowscale_kernel, {path}:15); rowscale_kernel compiles for sm_90") in out
+    assert "tritonsmith-verify-" not in out
+
+
+SPILLING = '''import torch
+import triton
+import triton.language as tl
+
+NORM_N = 3000
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 4096}, num_warps=1, maxnreg=32)], key=["n"])
+@triton.jit
+def rms_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    scale = tl.rsqrt(tl.sum(x * x, axis=0) / n + 1e-6)
+    tl.store(out_ptr + offs, x * scale, mask=offs < n)
+
+
+def rms(x):
+    out = torch.empty_like(x)
+    rms_kernel[(1,)](x, out, x.numel())
+    return out
+
+
+def rms_inputs():
+    return [torch.randn(NORM_N, device="cuda")]
+
+
+def rms_reference(x):
+    return x * torch.rsqrt((x * x).sum() / x.numel() + 1e-6)
+'''
+
+
+def test_a_register_spill_warning_does_not_stop_the_check_against_the_reference(tmp_path):
+    pytest.importorskip("triton")
+    pytest.importorskip("numpy")
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "rms.py"
+    path.write_text(SPILLING)
+    code, out, err = run("verify", str(path), "--device", "cpu")
+    assert code == 0, out + err
+    assert "rms_kernel: compiled" in out and "register-spills [warning]" in out
+    assert "rms: verified · interpreter" in out
+
+
+INT_DOT_HARNESS = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def idot_kernel(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    idx = offs[:, None] * BLOCK + offs[None, :]
+    tl.store(c_ptr + idx, tl.dot(tl.load(a_ptr + idx), tl.load(b_ptr + idx)))
+
+
+def idot(a, b):
+    c = torch.empty((16, 16), dtype=torch.int32, device=a.device)
+    idot_kernel[(1,)](a, b, c, BLOCK=16)
+    return c
+
+
+def idot_inputs():
+    return [torch.randint(0, 9, (16, 16), dtype=torch.int32, device="cuda"),
+            torch.randint(0, 9, (16, 16), dtype=torch.int32, device="cuda")]
+
+
+def idot_reference(a, b):
+    return a @ b
+'''
+
+
+def test_a_kernel_that_truly_does_not_compile_says_why_correctness_was_not_checked(tmp_path):
+    """int32 inputs (from the harness) make `tl.dot` fail for sm_90, as it would on the GPU; the
+    JSON's `verification` says why it is not checked instead of being empty."""
+    pytest.importorskip("triton")
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "idot.py"
+    path.write_text(INT_DOT_HARNESS)
+    code, out, err = run("verify", str(path), "--format", "json")
+    assert code == 1, out + err
+    report = json.loads(out)
+    [kernel] = report["kernels"]
+    assert kernel["status"] == "FAILED" and kernel["assumed"] == []
+    assert kernel["results"][0]["signature"]["a_ptr"] == "*i32"
+    [verdict] = report["verification"]
+    assert verdict["stage"] == "compile" and not verdict["ok"]
+    assert "correctness not checked: idot_kernel does not compile for sm_90" in verdict["message"]
+    assert "int32" in verdict["message"]
+
+
+def test_assumed_argument_types_are_named_in_text_and_json(tmp_path):
+    pytest.importorskip("triton")
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "scale.py"
+    path.write_text('''import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+def scale(x):
+    scale_kernel[(triton.cdiv(x.numel(), 128),)](x, x.numel(), BLOCK=128)
+''')
+    code, out, err = run("verify", str(path))
+    assert code == 0, out + err
+    assert "scale_kernel: compiled, assuming x_ptr: *fp32, n: i32" in out
+    code, out, err = run("verify", str(path), "--format", "json")
+    (kernel,) = json.loads(out)
+    assert kernel["assumed"] == ["x_ptr: *fp32", "n: i32"]
+    assert kernel["results"][0]["typed_from"] == {"x_ptr": "assumed", "n": "assumed"}

@@ -15,7 +15,12 @@ import pytest
 
 from tritonsmith.analysis import Document
 from tritonsmith.evaluator.pool import WorkerPool
-from tritonsmith.evaluator.reports import KernelReport, compile_file, verdict_findings
+from tritonsmith.evaluator.reports import (
+    KernelReport,
+    compile_file,
+    correctness_blockers,
+    verdict_findings,
+)
 from tritonsmith.evaluator.verify import Verdict, detect_specs, verify_spec
 from tritonsmith.rules import Finding, Severity
 from tritonsmith.settings import Settings
@@ -116,12 +121,15 @@ def test_a_compile_error_in_a_helper_points_at_the_call_site(compile_pool: Worke
     assert "gelu_kernel" in finding.related[0].message
 
 
-def test_a_config_over_sm80_shared_memory_is_an_error_on_that_config(compile_pool: WorkerPool) -> None:
+def test_a_config_over_sm80_shared_memory_is_a_warning_on_that_config(compile_pool: WorkerPool) -> None:
+    """Triton's autotuner skips a Config that fails with OutOfResources and runs another: the
+    kernel still launches, so this is a warning on that Config, and the check still runs."""
     pytest.importorskip("triton")
     report = _compile("shared_memory.py", compile_pool, "sm_80")
-    assert not report.ok
+    assert report.ok and correctness_blockers([report]) == []
     [finding] = report.findings
-    assert finding.code == "shared-memory-exceeded" and finding.severity == Severity.ERROR
+    assert finding.code == "shared-memory-exceeded" and finding.severity == Severity.WARNING
+    assert "autotuner skips it at run time" in finding.message
     assert finding.message.startswith("Config #2 needs ") and "sm_80 allows 166912 per block" in finding.message
     assert _range(finding) == ((11, 8), (11, 97))  # the second triton.Config(...)
     by_config = {e["config"]: e["resources"] for e in report.results}

@@ -96,6 +96,7 @@ HUGE = MATMUL.replace(
 HELPER_ERROR = textwrap.dedent('''\
     import triton
     import triton.language as tl
+    import torch
 
 
     @triton.jit
@@ -112,7 +113,7 @@ HELPER_ERROR = textwrap.dedent('''\
         tl.store(p + offs, v)
 
 
-    scale_kernel[(1,)](None, BLOCK=128)
+    scale_kernel[(1,)](torch.empty(128), BLOCK=128)
 ''')
 
 
@@ -213,9 +214,9 @@ def test_error_in_helper_is_reported_at_the_helpers_line(compile_file: Any) -> N
     error = entry["error"]
     assert "power of 2" in error["message"]
     assert error["function"] == "_scale"
-    # `tl.arange(0, 100)` on line 7 (row 6), columns 8..25.
-    assert error["range"] == {"start": [6, 8], "end": [6, 25]}
-    assert error["related"][0]["range"]["start"] == [14, 8]  # the call `_scale(v)`
+    # `tl.arange(0, 100)` on line 8 (row 7), columns 8..25.
+    assert error["range"] == {"start": [7, 8], "end": [7, 25]}
+    assert error["related"][0]["range"]["start"] == [15, 8]  # the call `_scale(v)`
     assert "TS101" in error["rules"]
 
 
@@ -321,3 +322,166 @@ def test_targets_and_rule_matching() -> None:
         parse_target("tpu_v5")
     assert match_rules("ValueError: arange's range must be a power of 2") == ["TS101"]
     assert match_rules("nothing a rule knows") == []
+
+
+INT_DOT = textwrap.dedent('''\
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def idot_kernel(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        idx = offs[:, None] * BLOCK + offs[None, :]
+        a = tl.load(a_ptr + idx)
+        b = tl.load(b_ptr + idx)
+        tl.store(c_ptr + idx, tl.dot(a, b))
+
+
+    def idot():
+        a = torch.randint(0, 10, (16, 16), dtype=torch.int32, device="cuda")
+        b = torch.ones((16, 16), device="cuda").int()
+        c = torch.empty((16, 16), dtype=torch.int32, device="cuda")
+        idot_kernel[(1,)](a, b, c, BLOCK=16)
+        return c
+''')
+
+
+def test_int32_buffers_at_the_launch_make_int32_pointers_and_tl_dot_on_them_fails(compile_file: Any) -> None:
+    """Not `*fp32` (where `tl.dot` compiles): the launch site allocates torch.int32 buffers."""
+    result = compile_file(INT_DOT, "idot_kernel", ("sm_90",))
+    [entry] = result["results"]
+    assert entry["signature"] == {"a_ptr": "*i32", "b_ptr": "*i32", "c_ptr": "*i32", "BLOCK": "constexpr"}
+    assert entry["assumed"] == [] and "dtype=torch.int32" in entry["typed_from"]["a_ptr"]
+    assert "line 16" in entry["typed_from"]["a_ptr"] and ".int()" in entry["typed_from"]["b_ptr"]
+    assert not entry["ok"] and "int32" in entry["error"]["message"]
+    assert entry["error"]["range"]["start"][0] == 11  # the `tl.dot` line
+
+
+FP16_GEMM = textwrap.dedent('''\
+    import torch
+    import torch.nn as nn
+    import triton
+    import triton.language as tl
+
+    M = 1024
+    N = 1024
+    K = 1024
+
+
+    @triton.autotune(
+        configs=[triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}, num_stages=4, num_warps=8)],
+        key=["M", "N", "K"],
+    )
+    @triton.jit
+    def gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                    BLOCK_K: tl.constexpr):
+        rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+        rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+        rk = tl.arange(0, BLOCK_K)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(0, K, BLOCK_K):
+            a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+            b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+            acc += tl.dot(a, b)
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
+
+
+    def gemm(a, b):
+        c = torch.empty((a.shape[0], b.shape[1]), device=a.device, dtype=a.dtype)
+        grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]), triton.cdiv(N, meta["BLOCK_N"]))
+        gemm_kernel[grid](a, b, c, a.shape[0], b.shape[1], a.shape[1])
+        return c
+
+
+    class ModelNew(nn.Module):
+        def forward(self, a, b):
+            return gemm(a, b)
+
+
+    def get_inputs():
+        return [torch.randn(M, K, dtype=torch.float16), torch.randn(K, N, dtype=torch.float16)]
+''')
+
+
+def test_fp16_inputs_of_get_inputs_make_an_fp16_gemm_that_fits(compile_file: Any) -> None:
+    """Compiled as fp32 this Config needs 256 KB of shared memory (over sm_90's limit); the
+    problem's inputs are fp16, and so is the signature."""
+    result = compile_file(FP16_GEMM, "gemm_kernel", ("sm_90",))
+    [entry] = result["results"]
+    assert entry["signature"]["a_ptr"] == entry["signature"]["b_ptr"] == entry["signature"]["c_ptr"] == "*fp16"
+    assert "get_inputs" in entry["typed_from"]["a_ptr"]
+    assert entry["ok"] and not entry["resources"]["exceeds_shared"]
+    # The sizes come from shapes known only at run time: assumed, and said so.
+    assert entry["assumed"] == ["M: i32", "N: i32", "K: i32"]
+
+
+def test_types_recorded_at_a_launch_override_what_the_source_shows(compile_file: Any) -> None:
+    unseen = INT_DOT.replace("def idot():", "def idot(a, b, c):").replace(
+        '''    a = torch.randint(0, 10, (16, 16), dtype=torch.int32, device="cuda")
+    b = torch.ones((16, 16), device="cuda").int()
+    c = torch.empty((16, 16), dtype=torch.int32, device="cuda")
+''', "")
+    [guessed] = compile_file(unseen, "idot_kernel", ("sm_90",))["results"]
+    assert guessed["signature"]["a_ptr"] == "*fp32" and guessed["ok"]  # fp32 dot compiles
+    assert guessed["assumed"] == ["a_ptr: *fp32", "b_ptr: *fp32", "c_ptr: *fp32"]
+    recorded = handle_compile({"source": unseen, "path": "k.py", "kernel": "idot_kernel", "targets": ["sm_90"],
+                               "arg_types": {"a_ptr": "*i32", "b_ptr": "*i32", "c_ptr": "*i32", "BLOCK": "i32"}})
+    [entry] = recorded["results"]
+    assert entry["signature"]["a_ptr"] == "*i32" and entry["assumed"] == []
+    assert entry["typed_from"]["a_ptr"] == "recorded at the launch in the check run"
+    assert not entry["ok"] and "int32" in entry["error"]["message"]
+
+
+CONSTEXPR_HELPERS = textwrap.dedent('''\
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @tl.constexpr
+    def _double(x):
+        return x * 2
+
+
+    @triton.jit(do_not_specialize=["n"])
+    def _load(p, offs, n):
+        return tl.load(p + offs, mask=offs < n)
+
+
+    @triton.jit
+    def kern(p, q, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, _double(BLOCK) // 2)
+        tl.store(q + offs, _load(p, offs, n), mask=offs < n)
+
+
+    def launch(x):
+        y = torch.empty_like(x)
+        kern[(1,)](x, y, x.numel(), BLOCK=64)
+        return y
+''')
+
+
+def test_a_tl_constexpr_helper_travels_with_the_kernel(compile_file: Any) -> None:
+    """It used to be left out of the cut: NameError('_double is not defined')."""
+    result = compile_file(CONSTEXPR_HELPERS, "kern", ("sm_90",))
+    assert result["error"] is None and result["ok"], result["results"]
+    assert result["extracted"]["functions"] == ["_double"] and result["extracted"]["helpers"] == ["_load"]
+    [entry] = result["results"]
+    # `p` is a pointer because the helper loads through it; both have unknown dtypes.
+    assert entry["signature"]["p"] == "*fp32" and "p: *fp32" in entry["assumed"]
+
+
+def test_compile_messages_name_the_users_file_never_the_workers_copy(compile_file: Any) -> None:
+    result = compile_file(HELPER_ERROR, "scale_kernel", ("sm_90",))
+    [entry] = result["results"]
+    text = entry["error"]["text"]
+    assert "_tritonsmith_kernel" not in text and result["extracted"]["file"] not in text
+    assert "at kernels/scale_kernel.py:8:9:" in text  # `tl.arange(0, 100)`, the user's line
+    broken = handle_compile({"source": HELPER_ERROR.replace("offs = tl.arange(0, BLOCK)", "offs = tl.arange(0, BLOCK"),
+                             "path": "kernels/broken.py", "kernel": "scale_kernel", "targets": ["sm_90"]})
+    error = broken["error"]
+    assert error["type"] == "SyntaxError" and error["message"].startswith("syntax error at line 1")
+    assert error["range"]["start"][0] + 1 == int(error["message"].split("line ")[1].split(":")[0])
+    assert "_tritonsmith_kernel" not in error["text"] and "kernels/broken.py" in error["text"]

@@ -70,5 +70,5 @@ def test_verifies_on_the_cpu(name: str, pools: tuple[WorkerPool, WorkerPool]) ->
         assert verdict.ok, verdict.summary()
         if spec.any_shape:  # harnesses, and KernelBench problems that say `any-shape`
             assert verdict.tail, f"no extra-size trial: {verdict.notes}"
-        if name == "kernelbench_fused.py":  # ModelNew took the reference's weights by name
-            assert verdict.details["main.candidate"]["state_dict_loaded"]
+        if name == "kernelbench_fused.py":  # the GEMM too is Triton's: PyTorch computes nothing
+            assert "PyTorch computes: nothing" in verdict.work, verdict.work

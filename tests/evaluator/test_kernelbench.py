@@ -16,7 +16,6 @@ from tritonsmith.cli import main
 from tritonsmith.evaluator.verify import (
     detect_kernelbench,
     rewrite_constants,
-    scale_value,
     scaled_constants,
     static_checks,
     verify_kernelbench,
@@ -53,27 +52,14 @@ def test_detects_one_file_and_sibling_problems(tmp_path: Path) -> None:
     assert named is not None and named.reference == tmp_path / "problem.py"
 
 
-@pytest.mark.parametrize(("name", "value", "expected"), [
-    ("batch_size", 4096, 16),
-    ("dim", 393216, 192),  # 3·2^17: halved, keeps its odd factor and divisibility by 16
-    ("dim", 16384, 256),  # powers of two stay powers of two
-    ("features", 1000, 250),
-    ("in_channels", 3, 3),  # below the threshold
-    ("N", 200, 200),  # already within the limit
-    ("M", 4112, 256),  # 16·257: halving would lose divisibility by 16
-    ("B", 128, 16),
-])
-def test_scale_policy(name: str, value: int, expected: int) -> None:
-    assert scale_value(name, value) == expected
-
-
 def test_constants_are_rewritten_alike_in_reference_and_candidate() -> None:
+    # The scaling policy itself is tested in test_sizes.py.
     source = EXAMPLE.read_text()
     sizes = scaled_constants(source)
-    assert sizes == {"batch_size": (4096, 16), "dim": (393216, 192)}
+    assert sizes == {"batch_size": (4096, 128), "dim": (393216, 384)}  # 2^7 and 3·2^7
     rewritten = rewrite_constants(source, sizes)
-    assert "batch_size = 16\n" in rewritten and "dim = 192\n" in rewritten
-    assert rewrite_constants("dim = 393216\nother = 393216\n", sizes) == "dim = 192\nother = 393216\n"
+    assert "batch_size = 128\n" in rewritten and "dim = 384\n" in rewritten
+    assert rewrite_constants("dim = 393216\nother = 393216\n", sizes) == "dim = 384\nother = 393216\n"
 
 
 # -- static checks (no torch) ---------------------------------------------------------------
@@ -133,8 +119,6 @@ def test_a_sibling_candidate_may_not_import_the_reference() -> None:
 
 
 @pytest.mark.parametrize(("fixture", "exploit", "words"), [
-    ("torch_relu.py", 2, "never reaches a launch"),
-    ("torch_relu.py", 1, "torch.relu computes"),
     ("try_except.py", 3, "try/except"),
     ("inherits_model.py", 4, "ModelNew must subclass nn.Module only, not Model"),
     ("thread_import.py", 8, "imports threading"),
@@ -147,6 +131,20 @@ def test_exploit_fixtures_are_rejected_before_running(fixture: str, exploit: int
     matching = [r for r in verdict.rejections if r.exploit == exploit]
     assert matching and words in str(matching[0]), verdict.rejections
     assert f"exploit {exploit}:" in verdict.message
+
+
+def test_name_based_findings_are_warnings_the_run_settles() -> None:
+    """KernelBench's own policy: PyTorch compute found by name is a warning; the forward pass's
+    record at the dispatcher confirms or clears it. Here no Triton kernel runs at all."""
+    _needs_interpreter()
+    spec = detect_kernelbench(KB / "torch_relu.py")
+    assert spec is not None
+    found = static_checks((KB / "torch_relu.py").read_text())
+    assert {(r.exploit, r.strict) for r in found} >= {(1, False), (2, False)}
+    verdict = verify_kernelbench(spec)
+    assert not verdict.ok and verdict.stage == "candidate", verdict.summary()
+    assert "launched no Triton kernel" in verdict.message
+    assert any("torch.relu computes" in note and "not settled" in note for note in verdict.notes), verdict.notes
 
 
 # -- the protocol under the interpreter ------------------------------------------------------
@@ -165,7 +163,8 @@ def test_the_example_verifies_through_the_cli(capsys: pytest.CaptureFixture[str]
     assert main(["verify", _in_workspace(tmp_path, EXAMPLE)]) == 0
     out = capsys.readouterr().out
     assert "relu_kernel: compiled" in out
-    assert "verified · interpreter · 3 trials · sizes: batch_size=16, dim=192" in out
+    assert "verified · interpreter · 3 trials · sizes: batch_size=128 (of 4096), dim=384 (of 393216)" in out
+    assert "also at batch_size=95, dim=287" in out  # the odd-size trial runs for KernelBench problems too
 
 
 def test_a_sibling_reference_with_cuda_inputs_and_init_args_verifies() -> None:
@@ -174,8 +173,9 @@ def test_a_sibling_reference_with_cuda_inputs_and_init_args_verifies() -> None:
     assert spec is not None
     verdict = verify_kernelbench(spec)
     assert verdict.ok, verdict.message
-    assert verdict.sizes == {"batch_size": (128, 16), "features": (1000, 250)}
-    assert verdict.details["main.inputs"]["input_shapes"][0] == [[16, 250]]
+    # 128 × 1000 is over the element budget: the odd part of 1000 = 8·125 goes first.
+    assert verdict.sizes == {"batch_size": (128, 128), "features": (1000, 408)}
+    assert verdict.details["main.inputs"]["input_shapes"][0] == [[128, 408]]
     assert len(set(verdict.details["main.inputs"]["trial_seeds"])) == 3  # distinct trial seeds
 
 

@@ -17,12 +17,21 @@ from tritonsmith.evaluator.sandbox import network_isolation_prefix
 FAULTS = str(Path(__file__).parent / "fixtures" / "faults.py")
 
 
-def call(function: str, *args: object, timeout_s: float = 20, memory_mb: int = 1024) -> Job:
+def call(
+    function: str,
+    *args: object,
+    timeout_s: float = 20,
+    memory_mb: int = 1024,
+    stall_s: float | None = None,
+    limit_address_space: bool = False,
+) -> Job:
     return Job(
         "run_python",
         {"path": FAULTS, "function": function, "args": list(args)},
         timeout_s=timeout_s,
         memory_mb=memory_mb,
+        stall_s=stall_s,
+        limit_address_space=limit_address_space,
     )
 
 
@@ -187,3 +196,104 @@ def test_a_worker_whose_cuda_context_is_lost_is_replaced(pool: WorkerPool) -> No
     assert not lost.ok and "illegal memory access" in (lost.error or "")
     after = pool.run(Job("ping", {}, 10, 512))
     assert after.ok and after.payload["pid"] != before
+
+
+# -- fault verdicts in seconds: hangs, signal-ignoring hangs, memory growth ---------------------
+
+
+@pytest.mark.parametrize(
+    "function", ["forever", "ignore_signals_forever", "ignore_signals_in_c"],
+    ids=["endless-loop", "ignores-signals", "ignores-signals-in-c"],
+)
+def test_a_hang_is_reported_after_the_stall_limit(pool: WorkerPool, function: str) -> None:
+    """A job that stops reporting progress is a hang after `stall_s`, well before its overall
+    timeout; SIGKILL to the process group ends it whatever signals it ignores."""
+    started = time.monotonic()
+    result = pool.run(call(function, timeout_s=120, stall_s=2))
+    elapsed = time.monotonic() - started
+    assert (result.ok, result.failure) == (False, "timeout"), result
+    assert "run_python job timed out after 2 s (hang)" in (result.error or "")
+    assert 2 <= elapsed < 6, elapsed
+    assert pool.run(call("add", 1, 1)).payload == {"value": 2}
+
+
+def test_progress_keeps_a_slow_job_alive(pool: WorkerPool) -> None:
+    """Eight steps of 0.5 s with a progress report after each: 4 s in all, past a 1.5 s stall
+    limit, and still not a hang (a slow interpreter run that progresses is not killed)."""
+    result = pool.run(call("slow_progress", 8, 0.5, timeout_s=60, stall_s=1.5))
+    assert result.ok and result.payload == {"value": 8}, result
+
+
+def test_the_overall_timeout_still_applies_to_a_job_that_progresses(pool: WorkerPool) -> None:
+    result = pool.run(call("slow_progress", 100, 0.3, timeout_s=2, stall_s=10))
+    assert result.failure == "timeout" and "ran past its 2 s timeout" in (result.error or "")
+
+
+def test_killing_a_hang_also_kills_a_child_that_left_the_process_group(
+    pool: WorkerPool, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "child.pid"
+    result = pool.run(call("stubborn_child_then_forever", str(pid_file), timeout_s=60, stall_s=2))
+    assert result.failure == "timeout", result
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while not dead_or_zombie(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert dead_or_zombie(child)
+
+
+def test_memory_growth_in_a_child_is_counted(pool: WorkerPool) -> None:
+    """The watchdog counts every process in the worker's session (this kernel may lack
+    /proc/<pid>/task/*/children, so a child's growth went unseen)."""
+    started = time.monotonic()
+    result = pool.run(call("memory_bomb_in_child", memory_mb=300, timeout_s=60))
+    assert result.failure == "out-of-memory", result
+    assert "memory limit" in (result.error or "") and "over the 300 MB limit" in (result.error or "")
+    assert time.monotonic() - started < 10
+
+
+def test_memory_growth_in_a_daemonized_grandchild_is_counted_and_killed(
+    pool: WorkerPool, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "daemon.pid"
+    result = pool.run(call("memory_bomb_in_daemon", str(pid_file), memory_mb=300, timeout_s=60))
+    assert result.failure == "out-of-memory", result
+    daemon = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while not dead_or_zombie(daemon) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert dead_or_zombie(daemon)
+
+
+def test_an_allocation_past_the_address_space_cap_fails_at_once(pool: WorkerPool) -> None:
+    """Without CUDA the worker's address space is capped: a 6 GB request fails in the
+    allocator (MemoryError) before a page is touched, and the verdict names the memory limit."""
+    started = time.monotonic()
+    result = pool.run(call("huge_allocation", 6, memory_mb=512, limit_address_space=True))
+    assert (result.ok, result.failure) == (False, "out-of-memory"), result
+    assert (result.error or "").startswith("memory limit: run_python job could not allocate memory")
+    assert "512 MB limit" in (result.error or "") and "MemoryError" in (result.error or "")
+    assert time.monotonic() - started < 5
+    assert pool.run(call("add", 2, 2)).payload == {"value": 4}  # a fresh worker, no cap left
+
+
+def test_catching_memory_errors_does_not_escape_the_limit(pool: WorkerPool) -> None:
+    """User code that catches the allocator's refusals and carries on is stopped as soon as its
+    address space reaches the cap."""
+    started = time.monotonic()
+    result = pool.run(call("catch_memory_errors", memory_mb=512, limit_address_space=True, timeout_s=60))
+    assert result.failure == "out-of-memory", result
+    assert "memory limit" in (result.error or "") and "address-space cap" in (result.error or "")
+    assert time.monotonic() - started < 10
+
+
+def test_prestart_warms_a_worker_in_the_background() -> None:
+    """A verification starts its candidate worker while the reference runs: `prestart` returns
+    at once, and the first job finds the worker with the heavy modules imported (only those
+    the worker allows: never user code)."""
+    with WorkerPool(1) as private:
+        started = time.monotonic()
+        private.prestart(("numpy", "fixtures.faults"))
+        assert time.monotonic() - started < 0.5
+        assert private.run(call("imported", "numpy")).payload == {"value": True}
+        assert private.run(call("imported", "fixtures.faults")).payload == {"value": False}

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from tritonsmith.evaluator.stats import Confirmation, RoundPolicy, confirm
 from tritonsmith.search.engine import Search, SearchOptions, unified_diff
 from tritonsmith.search.journal import Journal
 from tritonsmith.search.model import (
@@ -60,15 +62,26 @@ class ScriptedProposer:
 
 
 class BlockEvaluator:
-    """Time = 1 / BLOCK: bigger blocks are faster; BLOCK over 4096 does not compile."""
+    """Time = 1 / BLOCK: bigger blocks are faster; BLOCK over 4096 does not compile. A
+    confirmation re-times both sides with 3% noise through `stats.confirm` (no workers)."""
 
     def __init__(self) -> None:
         self.baseline_ms: float | None = None
         self.sources: list[str] = []
+        self.confirmed: list[tuple[str, str]] = []
+
+    def confirm(self, original: str, candidate: str, progress: Callable[[int, Confirmation], None] | None = None
+                ) -> Confirmation:
+        self.confirmed.append((original, candidate))
+        times = {"original": 1000.0 / _block(original), "original_b": 1000.0 / _block(original),
+                 "candidate": 1000.0 / _block(candidate)}
+        noise = random.Random(len(self.confirmed))
+        return confirm(lambda r, order: {side: t * noise.uniform(0.97, 1.03) for side, t in times.items()},
+                       RoundPolicy(), progress=progress)
 
     def evaluate(self, source: str) -> Evaluation:
         self.sources.append(source)
-        block = int(source.split("BLOCK = ")[1].split()[0])
+        block = _block(source)
         if block > 4096:
             return Evaluation(Outcome.NOT_COMPILED, message="BLOCK too large")
         time_ms = 1000.0 / block
@@ -76,6 +89,10 @@ class BlockEvaluator:
             self.baseline_ms = time_ms
         speedup = self.baseline_ms / time_ms
         return Evaluation(Outcome.CORRECT, speedup=speedup, spread=(speedup * 0.98, speedup * 1.02), time_ms=time_ms)
+
+
+def _block(source: str) -> int:
+    return int(source.split("BLOCK = ")[1].split()[0])
 
 
 def _task(tmp_path: Path) -> Task:
@@ -92,6 +109,11 @@ def test_a_scripted_search_finds_the_bigger_block_and_returns_a_diff(tmp_path: P
     result = search.run()
     assert result.stopped == "budget" and result.tree.evaluated_count == 13  # the original + 12 steps
     assert result.improved and result.speedup is not None and result.speedup >= 16
+    assert result.confirmation is not None and result.confirmation.claimed
+    assert result.confirmation.low > 1 + result.confirmation.noise_floor
+    assert evaluator.confirmed == [(ORIGINAL, result.best.source)]  # the winner, against the original
+    assert result.outcome_text().startswith(f"{result.speedup:.2f}× (95% CI ")
+    assert [c.claimed for _, c in journal.confirmations(result.search_id)] == [True]
     assert result.diff.startswith("--- a/k.py\n+++ b/k.py\n") and "-    BLOCK = 16" in result.diff
     kinds = {n.kind for n in result.tree.evaluated()}
     assert {StepKind.ROOT, StepKind.REFINE, StepKind.REGENERATE} <= kinds

@@ -98,9 +98,7 @@ def test_a_resumed_search_continues_the_ids_and_the_statistics(tmp_path: Path):
     journal.finish(search_id, "done")
     [summary] = journal.searches()
     assert summary.status == "done" and summary.finished is not None
-    correct = [n.evaluation.speedup for n in again.evaluated()
-               if n.evaluation and n.evaluation.outcome is Outcome.CORRECT]
-    assert summary.best_speedup == pytest.approx(max(s for s in correct if s is not None))
+    assert summary.best_speedup is None  # screening figures are never a search's speedup
 
 
 def test_out_of_order_completion_reloads_the_same_tree(tmp_path: Path):
@@ -268,3 +266,47 @@ def test_a_version_1_journal_migrates_forward_and_keeps_the_reference_speedup(tm
     journal.record("s-old", node)
     _, _, again = journal.load("s-old")
     assert again.nodes[1].evaluation is not None and again.nodes[1].evaluation.reference_speedup == 0.8
+
+
+def test_confirmations_are_kept_and_only_a_claimed_one_is_the_searchs_speedup(tmp_path: Path):
+    from tritonsmith.evaluator.stats import Confirmation
+
+    journal = Journal(tmp_path)
+    search_id = journal.start(TASK, {})
+    tree = Tree()
+    root = tree.add(tree.root, StepKind.ROOT, "s", Evaluation(Outcome.CORRECT, speedup=1.0, time_ms=2.0))
+    same = tree.add(root, StepKind.REFINE, "s2", Evaluation(Outcome.CORRECT, speedup=1.0, time_ms=2.0, same_as=0))
+    for node in (root, same):
+        journal.record(search_id, node)
+    assert journal.load(search_id)[2].nodes[1].evaluation.same_as == 0  # type: ignore[union-attr]
+    unclaimed = Confirmation(speedup=1.04, low=0.97, high=1.1, noise_floor=0.03, rounds=6, claimed=False,
+                             stopped="futile", original_ms=(1.0,) * 6, original_b_ms=(1.0,) * 6, candidate_ms=(0.96,) * 6)
+    journal.record_confirmation(search_id, 1, unclaimed)
+    assert journal.claimed(search_id) is None and journal.searches()[0].best_speedup is None
+    [(node_id, loaded)] = journal.confirmations(search_id)
+    assert node_id == 1 and loaded.text() == unclaimed.text() and loaded.candidate_ms == (0.96,) * 6
+    claimed = Confirmation(speedup=1.5, low=1.4, high=1.6, noise_floor=0.02, rounds=8, claimed=True, stopped="tight")
+    journal.record_confirmation(search_id, 2, claimed)
+    assert journal.claimed(search_id) == (2, claimed) and journal.searches()[0].best_speedup == 1.5
+    assert loaded.text() == "no improvement (best 1.04×, CI 0.97–1.10×, within noise; noise floor 3%)"
+    assert claimed.text() == "1.50× (95% CI 1.40–1.60×, noise floor 2%)"
+
+
+def test_a_version_2_journal_migrates_to_3(tmp_path: Path):
+    import sqlite3
+
+    from tritonsmith.search import journal as journal_module
+
+    (tmp_path / ".tritonsmith").mkdir()
+    with sqlite3.connect(tmp_path / ".tritonsmith" / "state.db") as db:  # what version 2 wrote
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.execute("INSERT INTO meta VALUES ('search_schema_version', '2')")
+        for version in (1, 2):
+            for statement in journal_module._MIGRATIONS[version]:
+                db.execute(statement)
+    journal = Journal(tmp_path)
+    search_id = journal.start(TASK, {})
+    tree = Tree()
+    journal.record(search_id, tree.add(tree.root, StepKind.ROOT, "s", Evaluation(Outcome.CORRECT, speedup=1.0)))
+    assert journal.confirmations(search_id) == []
+    assert journal.load(search_id)[2].nodes[0].evaluation.same_as is None  # type: ignore[union-attr]

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tritonsmith.evaluator.stats import Confirmation
 from tritonsmith.search.engine import Progress, Search, SearchOptions
 from tritonsmith.search.journal import Journal
 from tritonsmith.search.model import Edit, Evaluation, Outcome, StepContext, Task
@@ -83,6 +84,23 @@ class SleepyBlockEvaluator:
         speedup = baseline / time_ms
         return Evaluation(Outcome.CORRECT, speedup=speedup, spread=(speedup * 0.98, speedup * 1.02), time_ms=time_ms,
                           message=f"baseline {baseline} (node {node})")
+
+
+    def confirm(self, original: str, candidate: str, progress: Any = None) -> Confirmation:
+        """In the actor, as the real one: both sides re-timed (here made up, 2% noise)."""
+        import random
+
+        from tritonsmith.evaluator.stats import RoundPolicy, confirm
+
+        noise = random.Random(0)
+        times = {"original": 1000.0 / _block(original), "original_b": 1000.0 / _block(original),
+                 "candidate": 1000.0 / _block(candidate)}
+        return confirm(lambda r, order: {side: t * noise.uniform(0.98, 1.02) for side, t in times.items()},
+                       RoundPolicy(), progress=progress)
+
+
+def _block(source: str) -> int:
+    return int(source.split("BLOCK = ")[1].split()[0])
 
 
 class DriverLog:

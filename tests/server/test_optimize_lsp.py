@@ -228,20 +228,27 @@ async def test_optimize_reports_progress_and_offers_the_faster_kernel_for_review
     begin, *reports, end = values
     assert begin.cancellable and begin.title == "Optimizing add_kernel"
     messages = [r.message for r in reports]
-    assert [m.split(" · ")[0] for m in messages] == ["step 0/3", "step 1/3", "step 2/3", "step 3/3"], messages
-    assert "best" in messages[-1] and "interpreter time" in messages[-1]
+    steps_done = [m for m in messages if "confirming" not in m]
+    assert [m.split(" · ")[0] for m in steps_done] == ["step 0/3", "step 1/3", "step 2/3", "step 3/3"], messages
+    assert "best so far" in steps_done[-1] and "unconfirmed" in steps_done[-1] and "interpreter time" in steps_done[-1]
+    confirming = messages[len(steps_done):]  # then the winner is re-timed against the original
+    assert confirming and all(m.startswith("step 3/3 · confirming #") for m in confirming), messages
     assert reports[-1].percentage == 100
     assert isinstance(end, types.WorkDoneProgressEnd) and end.message.startswith("done: ")
+    assert "95% CI" in end.message and "noise floor" in end.message
 
     [result] = client.results
     assert result["searchId"] == search_id and result["uri"] == uri and result["kernel"] == "add_kernel"
     assert result["original"] == text and "BLOCK_SIZE=16" not in result["best"]
     assert result["speedup"] > 1 and result["spread"][0] > 1 and result["measuredOn"] == "interpreter"
+    confirmation = result["confirmation"]  # the interval, not a single figure
+    assert confirmation["claimed"] and confirmation["low"] == result["spread"][0] > 1 + confirmation["noiseFloor"]
+    assert result["result"] == confirmation["text"] and "95% CI" in result["result"]
     assert result["stopped"] == "budget" and result["costUsd"] == 0
     tree = result["tree"]
     assert len(tree) == 4 and tree[0]["kind"] == "root" and tree[0]["parent"] is None
     assert {n["outcome"] for n in tree} <= {"correct", "wrong", "not_compiled"}
-    assert any(n["id"] == result["bestId"] and n["speedup"] == result["speedup"] for n in tree)
+    assert any(n["id"] == result["bestId"] and n["speedup"] == result["screeningSpeedup"] for n in tree)
 
     patch = Path(client.root) / ".tritonsmith" / f"{search_id}.patch"
     assert patch.read_text().startswith("--- a/slow_add.py")
@@ -274,14 +281,16 @@ async def test_optimize_reports_progress_and_offers_the_faster_kernel_for_review
     [entry] = [e for e in listed if e["id"] == journal_id]
     assert entry["kernel"] == "add_kernel" and entry["nodes"] == 4 and entry["status"]
     assert Path(entry["path"]) == Path(client.root, "slow_add.py").resolve()
-    assert entry["bestSpeedup"] == pytest.approx(max(n["speedup"] for n in tree if n["outcome"] == "correct"))
+    assert entry["bestSpeedup"] == pytest.approx(result["speedup"])  # the confirmed figure
     assert [e["id"] for e in await _command(client, "tritonsmith.server.listSearches", uri)] == [journal_id]
     assert await _command(client, "tritonsmith.server.listSearches", Path(client.root, "other.py").as_uri()) == []
     past = await _command(client, "tritonsmith.server.searchTree", journal_id)
     assert past["tree"] == tree and past["original"] == text and past["bestId"] == result["bestId"]
     assert past["best"] == result["best"] and past["kernel"] == "add_kernel" and past["edit"] is None
+    assert past["improved"] and past["confirmation"] == result["confirmation"] and past["spread"] == result["spread"]
     node = await _command(client, "tritonsmith.server.searchNode", journal_id, result["bestId"])
-    assert node["source"] == result["best"] and node["outcome"] == "correct" and node["speedup"] == result["speedup"]
+    assert node["source"] == result["best"] and node["outcome"] == "correct"
+    assert node["speedup"] == result["screeningSpeedup"]
     assert node["kind"] in ("refine", "regenerate") and "message" in node
     root = await _command(client, "tritonsmith.server.searchNode", journal_id, 0)
     assert root["source"] == text and root["kind"] == "root"

@@ -62,8 +62,9 @@ operations (use at least one of the layers above). The module must define:
   `device=`), and
 - `get_init_inputs()`: the arguments of `Model(...)`, a list;
 - `class ModelNew(nn.Module)`: a straightforward, correct Triton implementation, the starting
-  point of an optimisation: the same constructor arguments, parameters and submodules under the
-  same attribute names as `Model` (so Model's state_dict loads into it), and a `forward` whose
+  point of an optimisation: the same constructor arguments, and parameters and submodules
+  created and initialised exactly as `Model` creates them, in the same order (both models are
+  built under the same seed and nothing is copied between them), and a `forward` whose
   computation all happens in `@triton.jit` kernels (PyTorch only allocates outputs and reads
   shapes), with simple masked blocks launched with a small block size such as 16. Do not
   optimise it; fusing everything into one kernel is not required.

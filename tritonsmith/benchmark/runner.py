@@ -5,9 +5,19 @@ Problems are KernelBench-format files (a `Model` reference and a `ModelNew` that
 Triton kernel, the search's starting point) or files with an in-file harness. Each runs in a
 copy of its own, so nothing in the user's folder changes; each gets the same step budget.
 
-Speedups: on a GPU against the PyTorch reference (KernelBench's sense; the starting `ModelNew`
-counts, so a task is never worse than its start); without one, interpreter time against the
-starting kernel, labelled so (DESIGN.md: never reported as a GPU speedup).
+A task counts as correct only when the search found a *new* verified candidate: one that is not
+the unmodified start, nor the start up to hints that cannot change the measured time
+(search/equivalence.py). Whether the start itself verified is reported apart (`start_ok`, and its
+own speedup on a GPU), never counted as the task's success.
+
+Speedups: on a GPU against the PyTorch reference (KernelBench's sense), without one interpreter
+time against the starting kernel, labelled so (DESIGN.md: never reported as a GPU speedup). A
+task's speedup above its start counts only when the search *confirmed* it (the candidate and the
+start re-timed in alternating rounds in fresh workers, the 95% interval's lower bound above 1 +
+the noise floor; evaluator/stats.py): an unconfirmed best new candidate counts as no faster than
+the start (1.00× under the interpreter; the start's own speedup on a GPU), and its row shows the
+confirmation's interval and says "no improvement". The best-so-far curve per step is screening
+(unconfirmed) and labelled so.
 """
 
 from __future__ import annotations
@@ -22,7 +32,7 @@ from pathlib import Path
 
 from ..analysis import Document, index_module
 from ..evaluator.specs import detect_specs
-from ..search.model import Outcome
+from ..search.model import Outcome, StepKind
 from ..search.setup import SearchRequest, SetupError, open_search
 from .metrics import Aggregate, TaskOutcome, aggregate
 
@@ -58,14 +68,20 @@ PROTOCOLS = {
 class ProblemResult:
     name: str
     kernel: str
-    correct: bool
-    speedup: float | None  # the task's best correct speedup (see the module docstring)
-    start_ok: bool  # the starting kernel verified
-    steps: list[float] = field(default_factory=list)  # best speedup so far after each step
+    correct: bool  # a new verified candidate exists (the start does not count)
+    speedup: float | None  # the task's speedup for the metrics (see the module docstring); None unless correct
+    start_ok: bool  # the unmodified starting kernel verified (reported apart, never "correct" by itself)
+    steps: list[float] = field(default_factory=list)  # best new candidate's screening speedup after each step
     candidates: int = 0
     seconds: float = 0.0
     error: str = ""  # why the problem could not run (no spec, no kernel, ...)
     search_id: str = ""
+    start_speedup: float | None = None  # the start's own: 1.0 under the interpreter, vs PyTorch on a GPU
+    new_verified: int = 0  # new verified candidates (not the start, not the start up to time-neutral hints)
+    set_aside: int = 0  # candidates that were the start (or another node) up to such hints: not re-timed
+    claimed: bool = False  # the best new candidate's speedup over the start is confirmed
+    result: str = ""  # the search's outcome: "1.32× (95% CI 1.21–1.44×, noise floor 3%)" or "no improvement (…)"
+    confirmation: dict[str, object] | None = None  # stats.Confirmation.to_json() of the best new candidate
 
     def outcome(self) -> TaskOutcome:
         return TaskOutcome(self.name, self.correct, self.speedup)
@@ -135,20 +151,33 @@ def run_problem(path: Path, *, steps: int, device: str, proposer: str, protocol:
         result.search_id = search.search_id
         nodes = list(search.tree.evaluated())
         result.candidates = len(nodes) - 1
-        best: float | None = None
+        root = next((n for n in nodes if n.kind is StepKind.ROOT), None)
+        if root is not None and root.evaluation is not None and root.evaluation.outcome is Outcome.CORRECT:
+            result.start_ok = True
+            result.start_speedup = root.evaluation.reference_speedup if device == "gpu" else 1.0
+        new = {n.id for n in search.new_verified}
+        result.new_verified = len(new)
+        result.set_aside = search.set_aside
+        best_screening: float | None = None
         for node in nodes:
-            evaluation = node.evaluation
-            value = None
-            if evaluation is not None and evaluation.outcome is Outcome.CORRECT:
-                value = evaluation.reference_speedup if device == "gpu" else evaluation.speedup
-                if node.id == 0:
-                    result.start_ok = True
-            if value is not None:
-                best = value if best is None else max(best, value)
-            if node.id > 0:
-                result.steps.append(best or 0.0)
-        result.correct = best is not None
-        result.speedup = best
+            if node.id in new and node.evaluation is not None and node.evaluation.speedup is not None:
+                best_screening = max(best_screening or 0.0, node.evaluation.speedup)
+            if node.kind is not StepKind.ROOT:
+                result.steps.append(best_screening or 0.0)
+        result.correct = bool(new)
+        result.claimed = search.improved
+        result.result = search.outcome_text()
+        result.confirmation = search.confirmation.to_json() if search.confirmation is not None else None
+        best = search.best
+        if result.correct and best is not None and best.evaluation is not None:
+            if device == "gpu":
+                value = best.evaluation.reference_speedup
+                if not search.improved and value is not None and result.start_speedup is not None:
+                    value = min(value, result.start_speedup)  # unconfirmed: no faster than the start
+                result.speedup = value
+            else:
+                result.speedup = search.speedup if search.improved else min(
+                    search.speedup if search.speedup is not None else (best.evaluation.speedup or 0.0), 1.0)
         return result
     finally:
         result.seconds = round(time.perf_counter() - began, 1)

@@ -11,6 +11,7 @@ Modules:
     sandbox    secret-free environment, scratch directories, network isolation, memory probe
     pool       `WorkerPool`: spawns workers, enforces limits, replaces lost workers
     worker     the worker process: a registry of job handlers (`HANDLERS`)
+    progress   worker side: the progress reports (one per forward pass) the hang watchdog needs
 """
 
 from __future__ import annotations

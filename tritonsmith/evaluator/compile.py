@@ -42,6 +42,7 @@ from ..analysis import Document, index_module
 from ..analysis.index import Kernel, LaunchSite, ModuleIndex
 from ..analysis.syntax import call_args, text
 from ..analysis.values import UNKNOWN
+from .argtypes import LaunchTyper
 from .extract import Extracted, ExtractionError, extract_kernel_module
 
 __all__ = ["TargetLimits", "handle_compile", "match_rules", "parse_target", "target_limits"]
@@ -258,13 +259,14 @@ def _scenarios(kernel: Kernel, index: ModuleIndex, source: bytes) -> list[_Scena
     return [build("defaults", None, defaults, None)]
 
 
-def _pointer_params(kernel: Kernel, index: ModuleIndex) -> set[str]:
+def _pointer_params(kernel: Kernel, index: ModuleIndex, _depth: int = 0) -> set[str]:
     """Parameters that are the base of a load, store, atomic or block pointer in the body:
     the additive terms of the pointer argument (`a_ptr + rm * stride_am` names `a_ptr`, not the
-    stride), followed through locals (`ptrs = a_ptr + offs; tl.load(ptrs)`)."""
+    stride), followed through locals (`ptrs = a_ptr + offs; tl.load(ptrs)`) and into the jit
+    helpers the kernel passes them to (`_load(p, offs)` where `_load` loads from its `p`)."""
     names = {p.name for p in kernel.params}
     assigned: dict[str, list[Node]] = {}
-    calls: list[Node] = []
+    bases: list[Node | None] = []
     stack = [kernel.node]
     while stack:
         node = stack.pop()
@@ -274,16 +276,27 @@ def _pointer_params(kernel: Kernel, index: ModuleIndex) -> set[str]:
             if left is not None and left.type == "identifier" and right is not None:
                 assigned.setdefault(text(left), []).append(right)
         elif node.type == "call":
-            qualified = index.imports.qualify(node.child_by_field_name("function")) or ""
+            function = node.child_by_field_name("function")
+            qualified = index.imports.qualify(function) or ""
+            positional, keywords = call_args(node)
             if qualified.startswith("triton") and qualified.rsplit(".", 1)[-1] in _POINTER_CALLS:
-                calls.append(node)
+                base = positional[0] if positional else None
+                for key in ("pointer", "base"):
+                    if key in keywords:
+                        base = keywords[key][1]
+                bases.append(base)
+            elif function is not None and function.type == "identifier" and _depth < 8:
+                helper = index.kernel(text(function))
+                if helper is not None and helper is not kernel:
+                    inner = _pointer_params(helper, index, _depth + 1)
+                    for param in helper.params:
+                        if param.name in inner:
+                            if param.index < len(positional):
+                                bases.append(positional[param.index])
+                            elif param.name in keywords:
+                                bases.append(keywords[param.name][1])
     found: set[str] = set()
-    for call in calls:
-        positional, keywords = call_args(call)
-        base = positional[0] if positional else None
-        for key in ("pointer", "base"):
-            if key in keywords:
-                base = keywords[key][1]
+    for base in bases:
         candidates: list[Node] = []
         terms = [(base, 0)]
         while terms:
@@ -310,24 +323,51 @@ def _pointer_params(kernel: Kernel, index: ModuleIndex) -> set[str]:
     return found
 
 
-def _runtime_type(name: str, index: int, pointers: set[str], launch: LaunchSite | None) -> tuple[str, bool]:
-    """The signature type of a runtime parameter and whether it was assumed."""
-    arg: Node | None = None
-    if launch is not None:
-        if index < len(launch.positional):
-            arg = launch.positional[index]
-        elif name in launch.keywords:
-            arg = launch.keywords[name][1]
-    if arg is not None and arg.type == "float":
-        return "fp32", False
-    if arg is not None and arg.type in ("true", "false"):
-        return "i1", False
-    if name in pointers or name.endswith(("ptr", "_ptrs", "Ptr")):
-        return "*fp32", True
-    if arg is not None and arg.type == "integer":
-        value = int(text(arg), 0)
-        return ("i64" if abs(value) >= 2**31 else "i32"), False
-    return "i32", True
+@dataclass
+class _Typed:
+    """A scenario's runtime signature: types, constexpr values that the launch fixes (a literal
+    None), what each type rests on, and which were assumed."""
+
+    signature: dict[str, str]
+    constexprs: dict[str, Any]
+    sources: dict[str, str]
+    assumed: list[str]
+
+
+def _fallback_type(name: str, pointers: set[str]) -> str:
+    return "*fp32" if name in pointers or name.endswith(("ptr", "_ptrs", "Ptr")) else "i32"
+
+
+def _typed(constexpr_flags: dict[str, bool], scenario: _Scenario, typer: LaunchTyper,
+           pointers: set[str], recorded: dict[str, str]) -> _Typed:
+    """The runtime parameters' types for one scenario: as recorded at a launch of the check run
+    when given, else as the launch site's arguments show (argtypes.py), else assumed (`*fp32`
+    for a pointer, `i32` for an integer), and listed as assumed."""
+    runtime = [name for name, is_constexpr in constexpr_flags.items() if not is_constexpr]
+    positions = {name: i for i, name in enumerate(constexpr_flags)}
+    try:
+        seen = typer.launch_types(scenario.launch, runtime, positions) if scenario.launch is not None else {}
+    except Exception:  # noqa: BLE001 - reading the source must never cost the compile; assume instead
+        seen = {}
+    out = _Typed({}, {}, {}, [])
+    for name in runtime:
+        if name in recorded:
+            kind, source, assumed = recorded[name], "recorded at the launch in the check run", False
+        elif name in seen and seen[name].type != "*":
+            kind, source, assumed = seen[name].type, seen[name].source, False
+        elif name in seen:  # a tensor of a dtype the source does not show
+            kind, source, assumed = "*fp32", f"assumed (a tensor: {seen[name].source})", True
+        else:
+            kind, source, assumed = _fallback_type(name, pointers), "assumed", True
+        if kind in ("constexpr", "none"):  # a literal None: Triton makes it a constexpr
+            out.signature[name] = "constexpr"
+            out.constexprs[name] = None
+        else:
+            out.signature[name] = kind
+        out.sources[name] = source
+        if assumed:
+            out.assumed.append(f"{name}: {kind}")
+    return out
 
 
 # -- resources ----------------------------------------------------------------------------
@@ -453,15 +493,65 @@ def _function_of(src: str | None, extracted: Extracted, lines_of: dict[str, str]
         lines_of.get(name, "").strip().startswith(match.group(0).strip()) else None
 
 
-def _error_report(error: BaseException, native: str, extracted: Extracted, module_file: str,
-                  source_lines: list[str], version: tuple[int, int] | None) -> dict[str, Any]:
+class _Where:
+    """Maps what the compiler says about the cut-out module (its temporary file, its line
+    numbers) onto the user's file, so no message names a worker's scratch path."""
+
+    def __init__(self, extracted: Extracted, module_file: str, user_path: str) -> None:
+        self.extracted = extracted
+        self.module_file = module_file
+        self.user = user_path
+
+    def line(self, line: int) -> str:
+        mapped = self.extracted.to_original(line, 0)
+        return str(mapped[0]) if mapped is not None else "?"
+
+    def text(self, value: str) -> str:
+        module = re.escape(self.module_file)
+        base = re.escape(os.path.basename(self.module_file))
+        value = re.sub(rf'File "{module}", line (\d+)',
+                       lambda m: f'File "{self.user}", line {self.line(int(m.group(1)))}', value)
+        value = re.sub(rf"{module}:(\d+):(\d+)", lambda m: self._point(int(m.group(1)), int(m.group(2))), value)
+        value = re.sub(rf"\({base}, line (\d+)\)", lambda m: f"({self.user}, line {self.line(int(m.group(1)))})",
+                       value)
+        value = value.replace(self.module_file, self.user)
+        folder = os.path.dirname(self.module_file)
+        if folder and folder != os.sep:
+            value = value.replace(folder, "<worker scratch>")
+        return value.replace(os.path.basename(self.module_file), os.path.basename(self.user))
+
+    def _point(self, line: int, col: int) -> str:
+        mapped = self.extracted.to_original(line, max(col - 1, 0))
+        return f"{self.user}:{mapped[0]}:{mapped[1] + 1}" if mapped is not None else f"{self.user}:?"
+
+
+def _chain_report_text(chain: list[BaseException], where: _Where, located: dict[int, list[int]]) -> str:
+    """The chain of errors as text; a CompilationError's `at L:C:` (relative to its function)
+    becomes the user's file, line and column."""
+    parts = []
+    for item in chain:
+        body = str(item)
+        start = located.get(id(item))
+        if start is not None:
+            body = re.sub(r"^at \d+:\d+:", f"at {where.user}:{start[0] + 1}:{start[1] + 1}:", body, count=1)
+        parts.append(f"{type(item).__name__}: {body}")
+    return where.text("\n".join(parts))
+
+
+_NAME_ERROR = re.compile(r"NameError\(['\"](?:name )?'?(\w+)'? is not defined")
+
+
+def _error_report(error: BaseException, native: str, where: _Where, source_lines: list[str],
+                  version: tuple[int, int] | None) -> dict[str, Any]:
     from triton.compiler.errors import CompilationError
 
+    extracted = where.extracted
     chain = _chain(error)
     root = chain[-1]
     lines_of = {name: source_lines[row] if row < len(source_lines) else ""
                 for name, (row, _) in extracted.def_points.items()}
     located: list[dict[str, Any]] = []
+    starts: dict[int, list[int]] = {}
     for item in chain:
         if not isinstance(item, CompilationError):
             continue
@@ -475,6 +565,7 @@ def _error_report(error: BaseException, native: str, extracted: Extracted, modul
         end_col = getattr(node, "end_col_offset", None)
         end = [def_row + end_line - 1, (end_col if end_col is not None else node.col_offset) + def_col]
         located.append({"function": name, "range": {"start": start, "end": end}})
+        starts[id(item)] = start
     message = ""
     for item in reversed(chain):
         if isinstance(item, CompilationError):
@@ -486,8 +577,8 @@ def _error_report(error: BaseException, native: str, extracted: Extracted, modul
             break
     mlir: list[dict[str, Any]] = []
     for match in _MLIR_ERROR.finditer(native):
-        entry: dict[str, Any] = {"text": match.group("msg"), "file": match.group("file")}
-        if os.path.basename(match.group("file")) == os.path.basename(module_file):
+        entry: dict[str, Any] = {"text": where.text(match.group("msg")), "file": where.text(match.group("file"))}
+        if os.path.basename(match.group("file")) == os.path.basename(where.module_file):
             mapped = extracted.to_original(int(match.group("line")), int(match.group("col")) - 1)
             if mapped is not None:
                 row = mapped[0] - 1
@@ -505,10 +596,13 @@ def _error_report(error: BaseException, native: str, extracted: Extracted, modul
          "message": f"called from `{loc['function']}` here"}
         for loc in reversed(located[:-1])
     ]
-    full = _chain_text(error) + ("\n" + native if native else "")
-    return {
+    full = _chain_report_text(chain, where, starts) + ("\n" + where.text(native) if native else "")
+    report = {
         "type": type(root).__name__,
-        "message": message.strip() or type(root).__name__,
+        # Every exception class in the chain: Triton's autotuner prunes a Config that fails with
+        # OutOfResources, CompileTimeAssertionFailure or PTXASError (reports.py reads these).
+        "chain_types": [type(item).__name__ for item in chain],
+        "message": where.text(message.strip()) or type(root).__name__,
         "function": primary["function"] if primary else None,
         "range": primary["range"] if primary else None,
         "related": related,
@@ -516,15 +610,28 @@ def _error_report(error: BaseException, native: str, extracted: Extracted, modul
         "rules": match_rules(full, version),
         "text": full[:_MAX_TEXT],
     }
+    # A name the cut-out module lacks because host code computes it: the tool's limit, not the
+    # kernel's error (the kernel is checked when it runs instead).
+    missing = _NAME_ERROR.search(message)
+    if missing is not None and missing.group(1) in extracted.unresolved:
+        name = missing.group(1)
+        why = next((note for note in extracted.notes if f"`{name}`" in note), f"`{name}` is left out")
+        report["unresolved"] = name
+        report["message"] = f"cannot compile ahead of time: {why}, and the kernel uses it"
+    return report
 
 
 # -- the job ------------------------------------------------------------------------------
 
 
-def _import_extracted(extracted: Extracted, scratch: Path) -> tuple[Any, Path]:
+def _module_path(extracted: Extracted, scratch: Path) -> Path:
     digest = hashlib.sha1(extracted.text.encode()).hexdigest()[:16]
-    name = f"_tritonsmith_kernel_{digest}"
-    path = scratch / f"{name}.py"
+    return scratch / f"_tritonsmith_kernel_{digest}.py"
+
+
+def _import_extracted(extracted: Extracted, scratch: Path) -> tuple[Any, Path]:
+    path = _module_path(extracted, scratch)
+    name = path.stem
     if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path) \
             and path.exists():
         return sys.modules[name], path
@@ -541,22 +648,30 @@ def _import_extracted(extracted: Extracted, scratch: Path) -> tuple[Any, Path]:
     return module, path
 
 
-def _import_error(error: BaseException, extracted: Extracted, path: Path) -> dict[str, Any]:
-    """An error raised while importing the extracted module, mapped to the original file."""
-    where: dict[str, Any] | None = None
+def _import_error(error: BaseException, where: _Where, path: Path) -> dict[str, Any]:
+    """An error raised while importing the extracted module, mapped to the original file; a
+    syntax error is said as one, at its line."""
+    extracted = where.extracted
+    rng: dict[str, Any] | None = None
+    if isinstance(error, SyntaxError) and error.lineno and error.filename == str(path):
+        mapped = extracted.to_original(error.lineno, max(0, (error.offset or 1) - 1))
+        if mapped is not None:
+            rng = {"start": [mapped[0] - 1, mapped[1]], "end": [mapped[0] - 1, mapped[1] + 1]}
     for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        if rng is not None:
+            break
         if frame.filename == str(path) and frame.lineno is not None:
             mapped = extracted.to_original(frame.lineno, 0)
             if mapped is not None:
-                where = {"start": [mapped[0] - 1, 0], "end": [mapped[0] - 1, 0]}
-                break
-    if where is None and isinstance(error, SyntaxError) and error.lineno:
-        mapped = extracted.to_original(error.lineno, max(0, (error.offset or 1) - 1))
-        if mapped is not None:
-            where = {"start": [mapped[0] - 1, mapped[1]], "end": [mapped[0] - 1, mapped[1] + 1]}
-    text_ = _chain_text(error)
-    return {"type": type(error).__name__, "message": f"{type(error).__name__}: {error}",
-            "function": None, "range": where, "related": [], "mlir": [],
+                rng = {"start": [mapped[0] - 1, 0], "end": [mapped[0] - 1, 0]}
+    text_ = where.text(_chain_text(error))
+    if isinstance(error, SyntaxError):
+        line = f" at line {rng['start'][0] + 1}" if rng is not None else ""
+        message = f"syntax error{line}: {error.msg}"
+    else:
+        message = where.text(f"{type(error).__name__}: {error}")
+    return {"type": type(error).__name__, "message": message,
+            "function": None, "range": rng, "related": [], "mlir": [],
             "rules": match_rules(text_), "text": text_[:_MAX_TEXT]}
 
 
@@ -605,7 +720,7 @@ def handle_compile(payload: dict[str, Any]) -> dict[str, Any]:
         result["error"] = {"type": "ExtractionError", "message": str(error), "range": None,
                            "function": None, "related": [], "mlir": [], "rules": [], "text": str(error)}
         return result
-    result["extracted"] = {"helpers": extracted.helpers, "constants": extracted.constants,
+    result["extracted"] = {"helpers": extracted.helpers, "functions": extracted.functions, "constants": extracted.constants,
                            "imports": extracted.imports, "notes": extracted.notes,
                            "unresolved": extracted.unresolved, "file": None}
     with warnings.catch_warnings():
@@ -620,12 +735,13 @@ def handle_compile(payload: dict[str, Any]) -> dict[str, Any]:
             return result
         version_text, version = _triton_version()
         result["triton_version"] = version_text
-        module_path = scratch / "unwritten.py"
+        module_path = _module_path(extracted, scratch)
         try:
             with _capture_fd2():
                 module, module_path = _import_extracted(extracted, scratch)
         except Exception as error:  # noqa: BLE001
-            result["error"] = _import_error(error, extracted, module_path)
+            result["error"] = _import_error(error, _Where(extracted, str(module_path),
+                                                          str(payload.get("path") or "the file")), module_path)
             return result
         result["extracted"]["file"] = str(module_path)
         fn = getattr(module, kernel_name, None)
@@ -644,14 +760,18 @@ def handle_compile(payload: dict[str, Any]) -> dict[str, Any]:
         pointers = _pointer_params(kernel, index)
         source_lines = source.splitlines()
         constexpr_flags = {p.name: bool(p.is_constexpr) for p in fn.params}
+        typer = LaunchTyper(document, index)
+        recorded = {str(k): str(v) for k, v in (payload.get("arg_types") or {}).items()}
+        typed = [_typed(constexpr_flags, scenario, typer, pointers, recorded) for scenario in scenarios]
         report_dir = Path(os.environ["TRITON_CACHE_DIR"]) / "tritonsmith-resources"
+        where = _Where(extracted, str(module_path), str(payload.get("path") or "the file"))
         for target in targets:
             try:
                 backend, arch, warp_size = parse_target(target)
             except ValueError as error:
                 result["skipped"].append({"target": target, "config": None, "reason": str(error)})
                 continue
-            for scenario in scenarios:
+            for scenario, types in zip(scenarios, typed, strict=True):
                 if scenario.missing:
                     result["skipped"].append({
                         "target": target, "config": scenario.label,
@@ -661,7 +781,7 @@ def handle_compile(payload: dict[str, Any]) -> dict[str, Any]:
                     continue
                 result["results"].append(_compile_one(
                     fn, triton, GPUTarget(backend, arch, warp_size), target, scenario, constexpr_flags,
-                    pointers, extracted, str(module_path), source_lines, version, report_dir,
+                    types, where, source_lines, version, report_dir,
                 ))
     if not result["results"] and not result["skipped"]:
         result["notes"].append("no target compiled")
@@ -675,29 +795,28 @@ def handle_compile(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _compile_one(fn: Any, triton: Any, gpu_target: Any, target: str, scenario: _Scenario,
-                 constexpr_flags: dict[str, bool], pointers: set[str], extracted: Extracted,
-                 module_file: str, source_lines: list[str], version: tuple[int, int] | None,
+                 constexpr_flags: dict[str, bool], types: _Typed, where: _Where,
+                 source_lines: list[str], version: tuple[int, int] | None,
                  report_dir: Path) -> dict[str, Any]:
     started = time.perf_counter()
     signature: dict[str, str] = {}
     constexprs: dict[str, Any] = {}
-    assumed: list[str] = []
-    for position, (name, is_constexpr) in enumerate(constexpr_flags.items()):
+    for name, is_constexpr in constexpr_flags.items():
         if is_constexpr:
             signature[name] = "constexpr"
             constexprs[name] = scenario.constexprs.get(name)
-            continue
-        kind, guessed = _runtime_type(name, position, pointers, scenario.launch)
-        signature[name] = kind
-        if guessed:
-            assumed.append(f"{name}: {kind}")
+        else:
+            signature[name] = types.signature[name]
+            if name in types.constexprs:
+                constexprs[name] = types.constexprs[name]
+    assumed = list(types.assumed)
     options = dict(scenario.options)
     if gpu_target.backend != "cuda":
         options.pop("maxnreg", None)
     entry: dict[str, Any] = {
         "target": target, "config": scenario.label, "config_index": scenario.index,
         "origin": _node_range(scenario.origin), "constexprs": constexprs, "signature": signature,
-        "assumed": assumed, "options": options, "ok": False, "error": None, "resources": None,
+        "assumed": assumed, "typed_from": dict(types.sources), "options": options, "ok": False, "error": None, "resources": None,
         "launch_error": None, "seconds": 0.0,
     }
     stdout = io.StringIO()
@@ -721,8 +840,7 @@ def _compile_one(fn: Any, triton: Any, gpu_target: Any, target: str, scenario: _
         failure = error
         native = io.StringIO()
     if failure is not None:
-        entry["error"] = _error_report(failure, native.getvalue(), extracted, module_file,
-                                       source_lines, version)
+        entry["error"] = _error_report(failure, native.getvalue(), where, source_lines, version)
         if entry["error"]["range"] is None:
             entry["error"]["range"] = entry["origin"]
     else:

@@ -5,7 +5,8 @@ problems and in-file harnesses alike (`_problem` turns either into inputs and a 
 Imported lazily by the worker (it imports torch inside functions, and runs user code). Files
 are exchanged through a data directory the parent creates and passes as an absolute path:
 
-- `init.pt`: the init inputs and the reference model's state_dict (written by verify_inputs);
+- `init.pt`: the init inputs (written by verify_inputs; both models are built from them
+  under the same seed, nothing is copied between them);
 - `inputs_<t>.pt`: trial t's forward inputs (verify_inputs);
 - `candidate_<t>.pt`: the candidate's outputs for trial t (verify_candidate).
 
@@ -36,6 +37,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .cuda_shim import cpu_shim
+
 __all__ = [
     "compare_outputs",
     "cpu_shim",
@@ -48,110 +51,19 @@ __all__ = [
 ]
 
 _serial = itertools.count()
-_shimmed = False
-
-_FACTORIES = (
-    "randn", "rand", "randint", "randperm", "randn_like", "rand_like", "randint_like", "normal",
-    "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor",
-    "as_tensor", "empty_like", "zeros_like", "ones_like", "full_like", "empty_strided",
-)
-
-
-def _cpu_device(device: Any) -> Any:
-    """`device` with anything naming CUDA (a string, a torch.device, an ordinal) as "cpu"."""
-    import torch
-
-    if isinstance(device, int) and not isinstance(device, bool):
-        return "cpu"
-    if isinstance(device, str) and device.startswith("cuda"):
-        return "cpu"
-    if isinstance(device, torch.device) and device.type == "cuda":
-        return "cpu"
-    return device
-
-
-def cpu_shim() -> None:
-    """Make code written for `device="cuda"` run on the CPU, for Triton's interpreter.
-
-    KernelBench problems and candidates say "cuda" everywhere; without a GPU, and with
-    TRITON_INTERPRET=1, kernels run on CPU tensors. Patched, process-wide and once: factory
-    functions' `device=`, `torch.device("cuda")`, `Tensor.cuda`/`Module.cuda`,
-    `Tensor.to`/`Module.to` with a CUDA device, and `torch.cuda.is_available()` (False) with
-    `synchronize` a no-op. Applied before any user module is imported, so `from torch import
-    randn` picks up the patched function. The worker process is dedicated to verification.
-    """
-    global _shimmed
-    if _shimmed:
-        return
-    import torch
-
-    original_device = torch.device
-
-    class _DeviceMeta(type):
-        def __instancecheck__(cls, instance: object) -> bool:
-            return isinstance(instance, original_device)
-
-    class _Device(metaclass=_DeviceMeta):
-        def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-            if args and _cpu_device(args[0]) is not args[0]:
-                args = ("cpu",)  # "cuda", "cuda:1", ("cuda", 0): the index goes too
-            if "type" in kwargs:
-                kwargs["type"] = _cpu_device(kwargs["type"])
-                kwargs.pop("index", None)
-            return original_device(*args, **kwargs)
-
-    def factory(function: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapped(*args: Any, **kwargs: Any) -> Any:
-            if "device" in kwargs:
-                kwargs["device"] = _cpu_device(kwargs["device"])
-            return function(*args, **kwargs)
-
-        wrapped.__name__ = getattr(function, "__name__", "factory")
-        wrapped.__doc__ = function.__doc__
-        return wrapped
-
-    def mover(function: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if args:
-                args = (_cpu_device(args[0]), *args[1:])
-            if "device" in kwargs:
-                kwargs["device"] = _cpu_device(kwargs["device"])
-            return function(self, *args, **kwargs)
-
-        return wrapped
-
-    for name in _FACTORIES:
-        if hasattr(torch, name):
-            setattr(torch, name, factory(getattr(torch, name)))
-    torch.device = _Device  # type: ignore[misc,assignment]
-    torch.Tensor.cuda = lambda self, *args, **kwargs: self  # type: ignore[method-assign]
-    torch.nn.Module.cuda = lambda self, *args, **kwargs: self  # type: ignore[method-assign]
-    torch.Tensor.to = mover(torch.Tensor.to)  # type: ignore[method-assign]
-    torch.nn.Module.to = mover(torch.nn.Module.to)  # type: ignore[method-assign]
-    torch.cuda.is_available = lambda: False
-    torch.cuda.synchronize = lambda *args, **kwargs: None
-    _untimed_autotuning()
-    _shimmed = True
-
-
-def _untimed_autotuning() -> None:
-    """Under the interpreter an autotuner cannot time its Configs (its benchmarker needs a GPU
-    driver: "0 active drivers"). Every Config then reports the same time without running, so
-    the autotuner keeps its first Config (after any pruning): that is the one verified."""
-    from triton.runtime.autotuner import Autotuner
-
-    def untimed(kernel_call: Any, quantiles: Any = None, **kwargs: Any) -> Any:
-        return [1.0] * len(quantiles) if quantiles else 1.0
-
-    Autotuner.do_bench = property(lambda self: untimed)  # type: ignore[method-assign,assignment]
-
 
 def _prepare(payload: dict[str, Any]) -> str:
-    """Set up the process for the payload's mode; returns the torch device to use."""
+    """Set up the process for the payload's mode; returns the torch device to use. Reports
+    progress once torch (and under the interpreter Triton) is imported, so the hang limit
+    counts from there (progress.py)."""
+    from .progress import progress
+
     if payload.get("mode", "interpreter") == "interpreter":
         os.environ["TRITON_INTERPRET"] = "1"  # the pool sets it too; triton reads it lazily
         cpu_shim()
+        progress("ready")
         return "cpu"
+    progress("ready")
     return "cuda"
 
 
@@ -233,6 +145,9 @@ class Problem:
         self.module = module
         self.harness = problem.get("format") == "harness"
         self.launcher = str(problem.get("launcher") or "")
+        # Standard-normal draws in place of the floating-point inputs, for a task whose own
+        # inputs cannot tell the operator from a trivial answer (ELU on torch.rand: identity).
+        self.redraw = bool(problem.get("redraw"))
 
     def inputs(self, device: str = "cpu") -> list[Any]:
         """One trial's forward arguments (call under the trial's seed). On a GPU, tensors made
@@ -243,18 +158,26 @@ class Problem:
         function = getattr(self.module, f"{self.launcher}_inputs") if self.harness else self.module.get_inputs
         with torch.device("cuda") if device == "cuda" else contextlib.nullcontext():
             value = function()
-        return list(value) if isinstance(value, (list, tuple)) else [value]
+        values = list(value) if isinstance(value, (list, tuple)) else [value]
+        if self.redraw:
+            values = [torch.randn_like(v) if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                      for v in values]
+        return values
 
     def init_inputs(self) -> list[Any]:
         return [] if self.harness else list(self.module.get_init_inputs())
 
     def model(self, role: str, init_inputs: list[Any]) -> Any:
-        """`Model(*init)` / `ModelNew(*init)`, or the harness's function as a module."""
+        """`Model(*init)` / `ModelNew(*init)`, or the harness's function as a module; each
+        call of it reports progress to the pool's hang watchdog (progress.heartbeat)."""
+        from .progress import heartbeat, progress
+
+        progress("built")
         if not self.harness:
             cls = self.module.Model if role == "reference" else self.module.ModelNew
-            return cls(*init_inputs)
+            return heartbeat(cls(*init_inputs))
         name = f"{self.launcher}_reference" if role == "reference" else self.launcher
-        return _function_module(getattr(self.module, name))
+        return heartbeat(_function_module(getattr(self.module, name)))
 
 
 def _function_module(function: Callable[..., Any]) -> Any:
@@ -299,7 +222,7 @@ def _os_threads() -> int:
 
 
 def handle_inputs(payload: dict[str, Any]) -> dict[str, Any]:
-    """verify_inputs: build the reference model, draw trial seeds, save init inputs, state_dict
+    """verify_inputs: build the reference model, draw trial seeds, save init inputs
     and each trial's inputs. Returns the trial seeds and the saved files' hashes."""
     import torch
 
@@ -309,8 +232,7 @@ def handle_inputs(payload: dict[str, Any]) -> dict[str, Any]:
     with _module(payload["reference"], "reference") as module:
         problem = load_problem(module, payload)
         model, init_inputs = _build_reference(problem, seed, device)
-        state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-        torch.save({"init_inputs": init_inputs, "state_dict": state}, data / "init.pt")
+        torch.save({"init_inputs": init_inputs}, data / "init.pt")
         torch.manual_seed(42)
         trial_seeds = [int(s) for s in torch.randint(0, 2**31 - 1, (int(payload["trials"]),))]
         hashes = []
@@ -322,8 +244,24 @@ def handle_inputs(payload: dict[str, Any]) -> dict[str, Any]:
             torch.save(_to(inputs, "cpu"), path)
             hashes.append(_file_hash(path))
             shapes.append([list(v.shape) if isinstance(v, torch.Tensor) else repr(v) for v in inputs])
+        forward_s = _forward_seconds(model, inputs, device) if trial_seeds else None
     return {"trial_seeds": trial_seeds, "input_hashes": hashes, "input_shapes": shapes,
-            "init_hash": _file_hash(data / "init.pt")}
+            "init_hash": _file_hash(data / "init.pt"), "forward_s": forward_s}
+
+
+def _forward_seconds(model: Any, inputs: list[Any], device: str) -> float:
+    """The reference's own time for one forward pass (the last trial's inputs, already saved;
+    a first call, so it includes any warm-up: the hang limit built on it errs on the long side)."""
+    import torch
+
+    if device == "cuda":
+        torch.cuda.synchronize()
+    began = time.perf_counter()
+    with torch.no_grad():
+        model(*inputs)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - began
 
 
 _EXPLOIT_8 = "(exploit 8: background thread finishing the work after forward returns)"
@@ -341,6 +279,7 @@ def handle_candidate(payload: dict[str, Any]) -> dict[str, Any]:
     """
     import torch
 
+    from .attribution import WorkRecorder, token_kernels
     from .guards import InjectedLaunchFailure, LaunchGuard, poisoned
 
     device = _prepare(payload)
@@ -356,6 +295,7 @@ def handle_candidate(payload: dict[str, Any]) -> dict[str, Any]:
 
         warm_up_cuda()
     guard = LaunchGuard.install()
+    guard.arg_types.clear()  # this job's launches only: the worker is reused between jobs
     with poisoned(POISONS[0]):
         pass  # wrap the allocators before the candidate's module binds them
     python_threads = set(threading.enumerate())
@@ -369,17 +309,22 @@ def handle_candidate(payload: dict[str, Any]) -> dict[str, Any]:
             return f"started {_os_threads() - os_threads} OS thread(s) {when} {_EXPLOIT_8}"
         return None
 
-    def run(model: Any, inputs: list[Any], poison: float) -> list[Any]:
+    def run(model: Any, inputs: list[Any], poison: float, recorder: Any = None) -> list[Any]:
         if device == "cuda":
             torch.cuda.synchronize()
             torch.cuda.empty_cache()  # no freed block of an earlier run to land on (exploit 5)
-        with poisoned(poison), torch.no_grad():
-            output = _outputs(model(*inputs))
+        guard.observer = recorder
+        try:
+            with poisoned(poison), torch.no_grad(), recorder or contextlib.nullcontext():
+                output = _outputs(model(*inputs))
+        finally:
+            guard.observer = None
         if device == "cuda":
             torch.cuda.synchronize()
         return output
 
     launches: dict[str, int] = {}
+    recorders: list[Any] = []
     with _module(payload["candidate"], "candidate") as module:
         problem = load_problem(module, payload)
         if (error := thread_error("on import")) is not None:
@@ -387,20 +332,28 @@ def handle_candidate(payload: dict[str, Any]) -> dict[str, Any]:
         torch.manual_seed(seed)
         with torch.no_grad():
             model = problem.model("candidate", _to(init["init_inputs"], device))
+        # Built under the reference's seed, as KernelBench does; nothing is copied from the
+        # reference, so a candidate that re-initialises or folds its parameters is judged on that.
         model = model.to(device).eval()
-        state = init["state_dict"]
-        own = model.state_dict()
-        loaded = bool(state) and set(own) == set(state) and all(
-            own[k].shape == state[k].shape for k in state)
-        if loaded:
-            model.load_state_dict(state)
         first: list[Any] = []
+        answers: dict[tuple[str, ...], tuple[int, list[str]]] = {}  # output hashes -> (trial, input hashes)
         for t in range(len(payload["trial_seeds"])):
             inputs = _to(_load(data / f"inputs_{t}.pt"), device)
             pristine = _clone(inputs)  # the candidate gets copies; hashes taken on them
             before = _hash_all(pristine)
+            recorder = WorkRecorder(pristine)
             with guard.session() as counted:
-                outputs = run(model, pristine, POISONS[0])
+                outputs = run(model, pristine, POISONS[0], recorder)
+            recorders.append(recorder)
+            poisoned_output = any(o.is_floating_point() and o.numel() and bool(o.isnan().all())
+                                  for o in outputs if isinstance(o, torch.Tensor))  # named below
+            if not poisoned_output and all(isinstance(o, torch.Tensor) for o in outputs):  # checked before
+                # the launches: a cached answer needs no launch, and the cache is what to name
+                earlier = answers.setdefault(tuple(_tensor_hash(o) for o in outputs), (t, before))
+                if earlier[0] != t and earlier[1] != before:
+                    return {"error": (
+                        f"trial {t + 1} returned exactly trial {earlier[0] + 1}'s output for different inputs "
+                        "(exploit 12: caching results across calls)")}
             if not counted:
                 return {"error": (f"trial {t + 1}: the forward pass launched no Triton kernel "
                                   "(exploit 2: kernel defined but never launched, PyTorch does the work)")}
@@ -463,7 +416,11 @@ def handle_candidate(payload: dict[str, Any]) -> dict[str, Any]:
                     return {"error": (
                         f"the output is the same when kernel {name} does nothing: its work does not reach "
                         "the result (exploit 2: kernel launched for show, other code does the work)")}
-    return {"state_dict_loaded": loaded, "trials": len(payload["trial_seeds"]), "launches": launches}
+    attribution = recorders[0].summary() if recorders else {}
+    if len(recorders) > 1:
+        attribution["tokens"] = token_kernels(recorders[0].launches, recorders[1].launches)
+    return {"trials": len(payload["trial_seeds"]), "launches": launches, "attribution": attribution,
+            "launch_types": dict(guard.arg_types)}
 
 
 def compare_outputs(expected: list[Any], actual: list[Any], tolerances: dict[str, float]) -> str | None:
@@ -545,8 +502,11 @@ def handle_reference(payload: dict[str, Any]) -> dict[str, Any]:
     data = Path(payload["data_dir"])
     seed = int(payload.get("seed", 42))
     tolerances = {str(k): float(v) for k, v in payload["tolerances"].items()}
+    from .attribution import WorkRecorder
+
     results: list[dict[str, Any]] = []
     degenerate = None
+    reference_ops: dict[str, int] = {}
     with _module(payload["reference"], "reference") as module:
         problem = load_problem(module, payload)
         model, _ = _build_reference(problem, seed, device)
@@ -556,8 +516,11 @@ def handle_reference(payload: dict[str, Any]) -> dict[str, Any]:
                                  "(exploit 19: editing the harness's files)", "trials": results}
             torch.manual_seed(int(trial_seed))
             inputs = _to([_clone(v) for v in problem.inputs(device)], device)
-            with torch.no_grad():
+            recorder = WorkRecorder(inputs) if t == 0 else contextlib.nullcontext()
+            with torch.no_grad(), recorder:
                 output = model(*inputs)
+            if isinstance(recorder, WorkRecorder):  # what the reference computes: the task's operators
+                reference_ops = dict(recorder.torch_ops)
             expected = [o.detach().cpu() for o in _outputs(output)]
             if t == 0 and payload.get("checks", True):
                 degenerate = degenerate_task(expected, _to(inputs, "cpu"), tolerances)
@@ -567,4 +530,4 @@ def handle_reference(payload: dict[str, Any]) -> dict[str, Any]:
                 "trial": t + 1, "seed": int(trial_seed), "ok": error is None,
                 "error": None if error is None else f"trial {t + 1} (seed {trial_seed}): {error}",
             })
-    return {"trials": results, "degenerate": degenerate}
+    return {"trials": results, "degenerate": degenerate, "reference_ops": reference_ops}

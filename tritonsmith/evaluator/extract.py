@@ -10,7 +10,9 @@ server calls it too) holding only what the kernel needs:
 - the Triton and `math` imports (always), and other imports only when kept code names them;
 - module-level constants (`tl.constexpr(...)`, literals, expressions over those) the kept code
   references, transitively;
-- every `@triton.jit` helper the kernel calls, transitively;
+- every `@triton.jit` helper the kernel calls, transitively, with its decorators
+  (`@triton.jit(do_not_specialize=...)`), and module-level Python functions it names
+  (`@tl.constexpr` / `@triton.constexpr_function` helpers, evaluated at compile time);
 - the kernel with its decorators. An `autotune`/`heuristics` decorator that references host code
   (`configs=get_autotune_config()`, which queries the driver in the tutorials) is dropped and
   said so: compiling takes its configs from the static index, not from the decorator.
@@ -51,7 +53,7 @@ class Segment:
     `out_line` and `orig_line` are 1-based first lines; `indent` is the number of leading
     characters removed from each line (kernels nested in `if` blocks or classes are dedented)."""
 
-    kind: str  # "import", "constant", "helper", "kernel", "decorator"
+    kind: str  # "import", "constant", "helper", "function", "kernel", "decorator"
     name: str
     out_line: int
     orig_line: int
@@ -67,6 +69,8 @@ class Extracted:
     kernel: str
     segments: list[Segment]
     helpers: list[str] = field(default_factory=list)
+    # Module-level Python functions the kept code names (`@tl.constexpr` helpers and the like).
+    functions: list[str] = field(default_factory=list)
     constants: list[str] = field(default_factory=list)
     imports: list[str] = field(default_factory=list)
     # What was left out on purpose, in words (a dropped decorator, an unresolved name).
@@ -214,6 +218,7 @@ class _Builder:
                 self.import_statements[name] = statement
         self.kept: dict[int, tuple[Node, str, str]] = {}  # statement id -> (node, kind, name)
         self.helpers: list[str] = []
+        self.functions: list[str] = []
         self.constants: list[str] = []
         self.notes: list[str] = []
         self.unresolved: set[str] = set()
@@ -321,8 +326,39 @@ class _Builder:
                 self.notes.append(f"module-level `{name}` is computed by host code; it is left out")
             return
         if name in self.index.functions and name not in self.unresolved:
+            if self._keep_function(name, self.index.functions[name]):
+                return
             self.unresolved.add(name)
-            self.notes.append(f"`{name}` is a plain Python function, not @triton.jit; it is left out")
+            self.notes.append(f"`{name}` is a Python function whose decorators or defaults run host "
+                              "code; it is left out")
+
+    def _keep_function(self, name: str, outer: Node) -> bool:
+        """Keep a module-level function the kernel names, with its decorators: a
+        `@tl.constexpr` or `@triton.constexpr_function` helper runs at compile time, and a plain
+        function gets Triton's own verdict rather than a NameError. Defining a function runs only
+        its decorators and defaults, so those must be safe; its body's names are kept too."""
+        definition = outer.child_by_field_name("definition") if outer.type == "decorated_definition" else outer
+        if definition is None or definition.type != "function_definition":
+            return False
+        parent = outer.parent
+        while parent is not None:
+            if parent.type in ("class_definition", "function_definition"):
+                return False  # a method or a closure: not a module-level name
+            parent = parent.parent
+        decorators = [c for c in outer.named_children if c.type == "decorator"] \
+            if outer.type == "decorated_definition" else []
+        params = definition.child_by_field_name("parameters")
+        defaults = [c.child_by_field_name("value") for c in (params.named_children if params is not None else [])
+                    if c.type in ("default_parameter", "typed_default_parameter")]
+        if not all(self._safe_expr(d) for d in decorators) or \
+                not all(v is None or self._safe_expr(v) for v in defaults):
+            return False
+        if self._keep(outer, "function", name):
+            self.functions.append(name)
+            for decorator in decorators:
+                self._use_names(decorator)
+            self._use_names(definition)
+        return True
 
     def _use_function(self, kernel: Kernel) -> None:
         self._use_names(kernel.node)
@@ -347,7 +383,7 @@ class _Builder:
         segments: list[Segment] = []
         synthesised = False
         for _, kind, name, runs in pieces:
-            if kind in ("helper", "kernel") and out_lines:
+            if kind in ("helper", "function", "kernel") and out_lines:
                 out_lines.extend(["", ""])  # PEP 8 spacing; these lines map nowhere
             for orig_row, indent, chunk in runs:
                 lines = chunk.split("\n")
@@ -376,6 +412,7 @@ class _Builder:
             kernel=self.kernel.name,
             segments=segments,
             helpers=list(self.helpers),
+            functions=list(self.functions),
             constants=list(self.constants),
             imports=imports,
             notes=list(self.notes),

@@ -37,6 +37,12 @@ class LaunchGuard:
         self.counts: Counter[str] = Counter()
         self.mode = "run"
         self.skipped: set[str] = set()
+        # The work recorder of the forward pass being attributed (attribution.py), told of
+        # each launch that runs with its tensor arguments before and after.
+        self.observer: Any = None
+        # Each kernel's argument types at its first launch, as a Triton signature writes them
+        # ("*fp16", "i32"), for the compile that follows a check (compile.py, reports.py).
+        self.arg_types: dict[str, dict[str, str]] = {}
 
     @classmethod
     def install(cls) -> LaunchGuard:
@@ -67,14 +73,35 @@ class LaunchGuard:
                 return run(fn, *args, **kwargs)
             name = _kernel_name(fn)
             guard.counts[name] += 1
+            guard.record_types(name, fn, args, kwargs)
             if guard.mode == "fail":
                 raise InjectedLaunchFailure(f"tritonsmith: injected failure of the launch of {name}")
             if guard.mode == "skip" and name in guard.skipped:
                 return None
-            return run(fn, *args, **kwargs)
+            observer = guard.observer
+            if observer is None:
+                return run(fn, *args, **kwargs)
+            token = observer.before_launch(name, _tensor_arguments(args, kwargs))
+            try:
+                return run(fn, *args, **kwargs)
+            finally:
+                observer.after_launch(token)
 
         guarded_run.__wrapped__ = run  # type: ignore[attr-defined]
         return guarded_run
+
+    def record_types(self, name: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Remember the signature types of `name`'s first launch (its arguments by parameter
+        name). Never raises: a launch is not the place to fail for bookkeeping."""
+        if name in self.arg_types:
+            return
+        try:
+            names = list(getattr(fn, "arg_names", None) or [])
+            bound = dict(zip(names, args))
+            bound.update({k: v for k, v in kwargs.items() if k in names})
+            self.arg_types[name] = {k: t for k, v in bound.items() if (t := _signature_type(v)) is not None}
+        except Exception:  # noqa: BLE001, S110
+            pass
 
     @contextmanager
     def session(self, mode: str = "run", skipped: set[str] | None = None) -> Iterator[Counter[str]]:
@@ -87,6 +114,43 @@ class LaunchGuard:
         finally:
             self.mode, self.skipped = "run", set()
             counts.update(self.counts - before)
+
+
+def _tensor_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    """The tensors a launch passes to its kernel (positional and keyword; not the grid)."""
+    import torch
+
+    values = [*args, *(v for k, v in kwargs.items() if k not in ("grid", "warmup"))]
+    return [v for v in values if isinstance(v, torch.Tensor)]
+
+
+_TRITON_DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64", "int8": "i8",
+                  "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "bool": "i1",
+                  "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5"}
+
+
+def _signature_type(value: Any) -> str | None:
+    """How Triton types one launch argument in a signature: `*fp16` for a tensor, `i32`/`i64`
+    for an int (by its value), `fp32` for a float, `i1` for a bool, `constexpr` for None."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        try:
+            from triton._utils import canonicalize_dtype  # Triton 3.4+
+
+            return "*" + str(canonicalize_dtype(value.dtype))
+        except (ImportError, KeyError):
+            name = str(value.dtype).rsplit(".", 1)[-1]
+            return "*" + _TRITON_DTYPES.get(name, name)
+    if isinstance(value, bool):
+        return "i1"
+    if isinstance(value, int):
+        return "i32" if -(2**31) <= value < 2**31 else ("u64" if value >= 2**63 else "i64")
+    if isinstance(value, float):
+        return "fp32"
+    if value is None:
+        return "constexpr"
+    return None
 
 
 def _kernel_name(fn: Any) -> str:

@@ -4,11 +4,16 @@ Workers are spawned with `subprocess.Popen` (never forked from the server, whose
 asyncio loop must not be duplicated), each in its own session and so its own process group,
 with a scratch working directory, a secret-free environment and, where the OS allows, no
 network (see `sandbox.py`). While a job runs, the thread that waits for its result is also its
-watchdog: every `POLL_S` it checks the wall-clock deadline, the worker's resident memory (its
-process tree's VmRSS; `RLIMIT_AS` would break CUDA), the size of its stdout/stderr files, the
-caller's cancel event, and whether the worker is still alive. On any breach the worker's whole
-process group is killed with SIGKILL and reaped, the job gets a `Result` whose `failure` says
-why in one line, and a fresh worker is started lazily by the next job.
+watchdog: every `POLL_S` it checks the wall-clock deadline, the stall deadline (a job with
+`stall_s` must report progress at least that often: a verification job does after each forward
+pass, so an endless loop is a "hang" within seconds while a slow run that progresses lives), the
+resident memory of every process in the worker's session (VmRSS; `RLIMIT_AS` would break CUDA,
+so only jobs that say they use no CUDA also get an address-space cap, whose edge the watchdog
+watches too), the size of its stdout/stderr files, the caller's cancel event, and whether the
+worker is still alive. On any breach the worker's whole process group, and anything else in its
+session, is killed with SIGKILL (which no handler can ignore) and reaped, the job gets a
+`Result` whose `failure` says why in one line, and a fresh worker is started lazily by the next
+job.
 
 Nothing here imports torch or triton: the server imports this module.
 """
@@ -36,9 +41,12 @@ from typing import IO, Any
 from tritonsmith.errors import EvaluatorError
 from tritonsmith.evaluator.protocol import Failure, Job, Result
 from tritonsmith.evaluator.sandbox import (
+    address_limit_bytes,
     network_isolation_prefix,
     resident_bytes,
     scratch_dir,
+    session_members,
+    virtual_bytes,
     worker_environment,
 )
 
@@ -51,6 +59,15 @@ OUTPUT_LIMIT_BYTES = 10 * 1024 * 1024
 """Default cap on what one job may write to stdout and stderr together."""
 
 _TAIL_BYTES = 2000
+
+MEMBERS_EVERY_S = 0.5
+"""How often the worker's session is scanned for processes user code started (a /proc scan
+costs a few milliseconds; the resident size of the ones known is read every `POLL_S`)."""
+
+ADDRESS_MARGIN_BYTES = 256 * 1024 * 1024
+"""A job under an address-space cap whose worker's virtual size comes this close to the cap has
+had (or is about to have) an allocation refused: it is stopped as over its memory limit even if
+user code catches the MemoryError and carries on."""
 
 
 def compile_workers() -> int:
@@ -91,6 +108,10 @@ class _Worker:
         self.result_fd = read_fd
         self.buffer = b""
         self.kill_reason: tuple[Failure, str] | None = None
+        self.last_progress = 0.0
+        self.progressed = False  # the running job has reported progress at least once
+        self.members: list[int] = []
+        self.members_at = 0.0
         self._kill_lock = threading.Lock()
 
     def running(self) -> bool:
@@ -104,15 +125,31 @@ class _Worker:
             return False
 
     def kill(self, reason: tuple[Failure, str] | None = None) -> None:
-        """SIGKILL the worker's whole process group (user code may have started children),
-        then reap the worker. Safe to call from several threads and more than once."""
+        """SIGKILL the worker's whole process group (user code may have started children), and
+        every other process in its session (a child that moved to a group of its own), then reap
+        the worker. SIGKILL cannot be caught or ignored, so a job that ignores SIGTERM and SIGINT
+        or spins in C dies too. Safe to call from several threads and more than once."""
         with self._kill_lock:
             if reason is not None and self.kill_reason is None:
                 self.kill_reason = reason
             if self.proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(self.pid, signal.SIGKILL)
+                # While the worker is unreaped its pid cannot be reused, so its session id
+                # still names only its own descendants.
+                for member in session_members(self.pid):
+                    if member != self.pid:
+                        with contextlib.suppress(ProcessLookupError, PermissionError):
+                            os.kill(member, signal.SIGKILL)
             self.proc.wait()
+
+    def resident(self, now: float) -> int:
+        """Resident bytes of the worker and every process in its session (rescanned every
+        `MEMBERS_EVERY_S`: children that daemonize or lack a /proc children list count too)."""
+        if now - self.members_at >= MEMBERS_EVERY_S:
+            self.members = [m for m in session_members(self.pid) if m != self.pid]
+            self.members_at = now
+        return resident_bytes(self.pid, self.members)
 
     def send(self, line: str) -> None:
         assert self.proc.stdin is not None
@@ -133,8 +170,13 @@ class _Worker:
             line, self.buffer = self.buffer.split(b"\n", 1)
             try:
                 reply = json.loads(line)
-                if reply.get("id") == job_id:
-                    return Result.from_dict(reply["result"])
+                if reply.get("id") != job_id:
+                    continue  # stale or not ours
+                if "progress" in reply:
+                    self.last_progress = time.monotonic()
+                    self.progressed = True
+                    continue
+                return Result.from_dict(reply["result"])
             except (ValueError, KeyError, TypeError, AttributeError):
                 continue  # not ours: something wrote to the result pipe; keep waiting
         return True
@@ -282,6 +324,18 @@ class WorkerPool:
             event.set()
             raise
 
+    def prestart(self, modules: tuple[str, ...] = ("torch", "triton")) -> None:
+        """Start a worker now, in the background, and have it import `modules` (see the
+        worker's `PRELOADABLE`), so that the first real job finds it warm: a verification
+        starts its candidate worker while the reference worker runs. Returns at once; a job
+        submitted meanwhile waits for that worker as for any busy one."""
+
+        def warm() -> None:
+            with contextlib.suppress(EvaluatorError):
+                self.run(Job("preload", {"modules": list(modules)}, timeout_s=300, memory_mb=4096))
+
+        threading.Thread(target=warm, name="tritonsmith-prestart", daemon=True).start()
+
     def worker_pids(self) -> list[int]:
         """Process ids of the workers alive now (for diagnostics and tests)."""
         with self._lock:
@@ -363,7 +417,8 @@ class WorkerPool:
     def _execute(self, worker: _Worker, job: Job, cancel_event: threading.Event | None) -> Result:
         job_id = next(self._job_ids)
         worker.reset_output()
-        deadline = time.monotonic() + job.timeout_s
+        worker.last_progress, worker.progressed = time.monotonic(), False
+        deadline = worker.last_progress + job.timeout_s
         memory_limit = job.memory_mb * _MB
         try:
             worker.send(json.dumps({"id": job_id, "job": job.to_dict()}) + "\n")
@@ -399,16 +454,30 @@ class WorkerPool:
             return "cancelled", f"{job.kind} job cancelled; its worker was killed"
         if self._closed:
             return "cancelled", f"the worker pool was closed while the {job.kind} job ran"
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if now > deadline:
             return "timeout", (
                 f"{job.kind} job ran past its {job.timeout_s:g} s timeout; worker killed"
             )
-        resident = resident_bytes(worker.pid)
+        resident = worker.resident(now)
+        if job.stall_s is not None and now - worker.last_progress > job.stall_s + (
+                0.0 if worker.progressed else job.startup_s):
+            return "timeout", (
+                f"{job.kind} job timed out after {job.stall_s:g} s (hang): no progress in that "
+                f"time, holding {resident / _MB:.0f} MB; worker killed"
+            )
         if resident > memory_limit:
             return "out-of-memory", (
-                f"worker used {resident / _MB:.0f} MB, over the {job.memory_mb} MB limit, while "
-                f"running {job.kind} job; worker killed"
+                f"memory limit: worker used {resident / _MB:.0f} MB, over the {job.memory_mb} MB "
+                f"limit, while running {job.kind} job; worker killed"
             )
+        if job.limit_address_space:
+            cap = address_limit_bytes(job.memory_mb)
+            if virtual_bytes(worker.pid) > cap - ADDRESS_MARGIN_BYTES:
+                return "out-of-memory", (
+                    f"memory limit: {job.kind} job reached its address-space cap "
+                    f"({cap / _MB:.0f} MB for a {job.memory_mb} MB limit); worker killed"
+                )
         written = worker.output_bytes()
         if written > self.output_limit_bytes:
             return "output-flood", self._flood_message(job, written)

@@ -3,6 +3,11 @@
 Plain dataclasses of JSON values, one JSON object per line on the wire, so that either side can
 die without leaving the other holding a half-understood object, and so that nothing here needs
 torch or triton (the server imports this module).
+
+On the wire: the pool writes `{"id": n, "job": Job}` to the worker's stdin; the worker writes
+`{"id": n, "result": Result}` to its result pipe when the job ends and, while it runs, any
+number of `{"id": n, "progress": "<note>"}` lines (`progress.py`), which reset the job's stall
+clock (`Job.stall_s`).
 """
 
 from __future__ import annotations
@@ -32,15 +37,29 @@ class Job:
     Attributes:
         kind: names the handler (`"ping"`, `"run_python"`, `"compile"`, ...).
         payload: the handler's arguments, JSON values only.
-        timeout_s: wall-clock limit; past it the worker's process group is killed.
-        memory_mb: resident-memory limit for the worker and its children, checked by a
-            watchdog (not `RLIMIT_AS`, which breaks CUDA's address-space reservations).
+        timeout_s: wall-clock limit for the whole job; past it the worker's process group is
+            killed.
+        memory_mb: resident-memory limit for the worker and every process in its session,
+            checked by a watchdog.
+        stall_s: the longest the job may go without a progress report (`progress.py`; a
+            verification job reports one per forward pass); past it the job is reported as
+            hung and its worker killed. None: only `timeout_s` applies.
+        startup_s: extra time the stall limit allows before the job's first progress report
+            (a fresh worker's start and the handler's own imports of torch and Triton, slow on
+            a loaded machine; verification handlers report progress before user code runs).
+        limit_address_space: also cap the worker's address space for this job
+            (`RLIMIT_AS`, `sandbox.address_limit_bytes(memory_mb)`), so an allocation past the
+            limit fails at once. Only for jobs that never use CUDA, whose address-space
+            reservations it breaks.
     """
 
     kind: str
     payload: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = 60.0
     memory_mb: int = 4096
+    stall_s: float | None = None
+    startup_s: float = 0.0
+    limit_address_space: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -59,6 +78,9 @@ class Job:
             payload=dict(data.get("payload") or {}),
             timeout_s=float(data.get("timeout_s", 60.0)),
             memory_mb=int(data.get("memory_mb", 4096)),
+            stall_s=None if data.get("stall_s") is None else float(data["stall_s"]),
+            startup_s=float(data.get("startup_s", 0.0)),
+            limit_address_space=bool(data.get("limit_address_space", False)),
         )
 
 

@@ -4,8 +4,14 @@ Shared by `tritonsmith verify` and the server's save handler. A worker returns, 
 one entry per target × config (see `compile.handle_compile`); this module turns failing entries
 into `Finding`s at the exact source range (with the matched rule's code when a rule's signature
 matches the compiler's message), a Config that needs more shared memory than the target has
-into an error on that Config, spills into a warning, and successful entries into one-line
-resource summaries for code lenses and the command line.
+into an error on that Config (a warning when Triton's autotuner would skip it for another that
+fits), spills into a warning, and successful entries into one-line resource summaries for code
+lenses and the command line, naming the argument types the compile had to assume.
+
+Around the check against the reference (verify.py): `correctness_blockers` says whether the
+compile allows it (only a kernel that truly cannot launch stops it), `skipped_verdicts` says why
+when it does not run, and `settle_reports` compiles again with the argument types recorded at
+the launches and tells an interpreter limitation from a kernel bug.
 
 Nothing here imports torch or triton: the work happens in the pool's workers.
 """
@@ -13,6 +19,9 @@ Nothing here imports torch or triton: the work happens in the pool's workers.
 from __future__ import annotations
 
 import contextlib
+import os
+import re
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,9 +36,22 @@ from ..rules.findings import Related
 from ..version import installed_triton_version
 from .pool import WorkerPool
 from .protocol import Job
+from .tracebacks import chained_blocks, frames
 from .verify import Verdict
 
-__all__ = ["COMPILE_SOURCE", "KernelReport", "compile_file", "log_verdict", "resource_summary", "verdict_findings"]
+__all__ = [
+    "COMPILE_SOURCE",
+    "KernelReport",
+    "compile_file",
+    "correctness_blockers",
+    "lens_title",
+    "log_verdict",
+    "recorded_launch_types",
+    "resource_summary",
+    "settle_reports",
+    "skipped_verdicts",
+    "verdict_findings",
+]
 
 COMPILE_SOURCE = "tritonsmith-verify"
 COMPILE_TIMEOUT_S = 300.0
@@ -46,6 +68,50 @@ class KernelReport:
     skipped: list[dict[str, Any]] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     row: int = 0  # the kernel's `def` line, where a code lens goes
+    # The type of a job-level error ("SyntaxError", "ExtractionError", "job" for a lost worker).
+    error_type: str | None = None
+    # Argument types the compile assumed because nothing in the file shows them
+    # ("x_ptr: *fp32"), over every target and config; empty when all were seen or recorded.
+    assumed: list[str] = field(default_factory=list)
+
+    def status(self) -> str:
+        """"compiled", "compiled, assuming x_ptr: *fp32", "FAILED (compiled assuming ...)" or
+        "not compiled (...)": what the command line prints and the code lens shows."""
+        if self.ok and not self.results:
+            return "not compiled (constexpr values known only at run time)"
+        state = "compiled" if self.ok else "FAILED"
+        if self.assumed:
+            state += (", assuming " if self.ok else " (compiled assuming ") + ", ".join(self.assumed) + \
+                ("" if self.ok else ")")
+        return state
+
+
+def _assumed(results: list[dict[str, Any]]) -> list[str]:
+    """The assumed argument types of a kernel's entries, each once, in parameter order."""
+    out: list[str] = []
+    for entry in results:
+        out += [a for a in entry.get("assumed") or [] if a not in out]
+    return out
+
+
+def lens_title(report: KernelReport) -> str:
+    """The code lens above a kernel: its status, the resources of its first compiled config,
+    and the argument types the compile assumed ("compiled · sm_90 · launch at line 30: 24 regs,
+    ... · assuming x_ptr: *fp32")."""
+    compiled = [e for e in report.results if e.get("ok")]
+    if not report.ok:
+        title = "compile failed"
+    elif not compiled:
+        title = "not compiled: constexpr values known only at run time"
+    else:
+        title = "compiled"
+    if compiled:
+        title += f" · {resource_summary(compiled[0])}"
+        if len(compiled) > 1:
+            title += f" (+{len(compiled) - 1} more)"
+    if report.assumed:
+        title += f" · assuming {', '.join(report.assumed)}"
+    return title
 
 
 def _span(document: Document, rng: dict[str, Any] | None) -> Span | None:
@@ -70,11 +136,48 @@ def resource_summary(entry: dict[str, Any]) -> str:
     return f"{entry.get('target')} · {entry.get('config')}: " + ", ".join(parts)
 
 
+_PRUNED_ERRORS = frozenset({"OutOfResources", "CompileTimeAssertionFailure", "PTXASError"})
+"""What Triton's autotuner catches while benchmarking a Config: that Config is skipped."""
+
+
+def pointer_assumptions(entry: dict[str, Any]) -> list[str]:
+    """The pointer types one compile entry assumed ("x_ptr: *fp32")."""
+    return [a for a in entry.get("assumed") or [] if ": *" in a]
+
+
+def _prunable(entry: dict[str, Any], results: list[dict[str, Any]]) -> bool:
+    """A Config that Triton's own autotuner would skip at run time (it needs more shared memory
+    than the target has, or fails a static_assert or ptxas), while another Config of the same
+    target compiles and fits: the launch goes ahead with that one."""
+    if entry.get("config_index") is None or not str(entry.get("config") or "").startswith("Config"):
+        return False
+    error = entry.get("error")
+    if error and not set(error.get("chain_types") or [error.get("type")]) & _PRUNED_ERRORS:
+        return False
+    return any(other is not entry and other.get("target") == entry.get("target") and other.get("ok")
+               and not (other.get("resources") or {}).get("exceeds_shared")
+               and str(other.get("config") or "").startswith("Config") for other in results)
+
+
+def _blocks(entry: dict[str, Any], results: list[dict[str, Any]]) -> bool:
+    """Whether an entry stops a launch: a compile error or a shared-memory overflow that no
+    autotuner pruning avoids (a name only host code computes is the tool's limit, not this)."""
+    error = entry.get("error")
+    if error and error.get("unresolved"):
+        return False
+    failed = bool(error) or bool(entry.get("launch_error")) or bool((entry.get("resources") or {}).get("exceeds_shared"))
+    return failed and not _prunable(entry, results)
+
+
 def _findings(document: Document, kernel: str, result: dict[str, Any], kernel_span: Span) -> list[Finding]:
     out: list[Finding] = []
-    for entry in result.get("results", []):
+    results = result.get("results", [])
+    for entry in results:
         where = f"{entry.get('target')}, {entry.get('config')}"
         error = entry.get("error")
+        assumed = pointer_assumptions(entry)
+        # An error under guessed pointer types may be the guess's: say so.
+        hedge = f" (compiled assuming {', '.join(assumed)}: no dtype is visible at the launch)" if assumed else ""
         if error:
             span = _span(document, error.get("range")) or _span(document, entry.get("origin")) or kernel_span
             rules = error.get("rules") or []
@@ -85,28 +188,42 @@ def _findings(document: Document, kernel: str, result: dict[str, Any], kernel_sp
                 Related(found, str(r.get("message") or "called from here"))
                 for r in error.get("related") or [] if (found := _span(document, r.get("range"))) is not None
             )
-            out.append(
-                Finding(
-                    code=rules[0] if rules else "compile-error",
-                    name="compile-error",
-                    severity=Severity.ERROR,
-                    message=f"Triton cannot compile {kernel} ({where}): {text}",
-                    span=span,
-                    related=related,
+            if error.get("unresolved"):
+                out.append(Finding("compile-incomplete", "compile-incomplete", Severity.WARNING,
+                                   f"{kernel} ({where}): {text}; it is checked when it runs", span, related=related))
+            elif _prunable(entry, results):
+                out.append(Finding(rules[0] if rules else "config-pruned", "config-pruned", Severity.WARNING,
+                                   f"{kernel} ({where}) does not compile: {text}. Triton's autotuner skips this "
+                                   "Config at run time and uses the others", span, related=related))
+            else:
+                out.append(
+                    Finding(
+                        code=rules[0] if rules else "compile-error",
+                        name="compile-error",
+                        severity=Severity.ERROR,
+                        message=f"Triton cannot compile {kernel} ({where}): {text}{hedge}",
+                        span=span,
+                        related=related,
+                    )
                 )
-            )
             continue
         resources = entry.get("resources") or {}
         origin = _span(document, entry.get("origin")) or kernel_span
         if entry.get("launch_error") or resources.get("exceeds_shared"):
+            message = entry.get("launch_error") or (
+                f"{where} needs {resources.get('shared')} bytes of shared memory, more than "
+                f"the target allows ({resources.get('shared_limit')}): it fails at launch")
+            pruned = _prunable(entry, results)
+            if pruned:
+                message = message.replace("so the launch would fail (OutOfResources)",
+                                          "so Triton's autotuner skips it at run time (OutOfResources) and "
+                                          "uses the other Configs")
             out.append(
                 Finding(
                     code="shared-memory-exceeded",
                     name="shared-memory-exceeded",
-                    severity=Severity.ERROR,
-                    message=entry.get("launch_error")
-                    or f"{where} needs {resources.get('shared')} bytes of shared memory, more than "
-                    f"the target allows ({resources.get('shared_limit')}): it fails at launch",
+                    severity=Severity.WARNING if pruned else Severity.ERROR,
+                    message=message + ("" if pruned else hedge),
                     span=origin,
                 )
             )
@@ -124,9 +241,60 @@ def _findings(document: Document, kernel: str, result: dict[str, Any], kernel_sp
     return out
 
 
+def correctness_blockers(reports: list[KernelReport], *, has_spec: bool = True) -> list[str]:
+    """Why the check against the reference must not run, one line per kernel (empty: it may).
+
+    A kernel blocks when it truly cannot launch: a compile error or a shared-memory overflow at a
+    launch site, or at every Config (Triton's autotuner skips the others), a syntax error, or a
+    compile that crashed or hung its worker. Warnings never block (register spills, a Config the
+    autotuner prunes, a name only host code computes), nor does a cut-out module the tool could
+    not import (its limit, not the kernel's), and neither does an error under assumed pointer types when
+    the file has a spec: the check records the real types at the launch, and the kernel is
+    compiled again with them (`settle_reports`)."""
+    out: list[str] = []
+    for report in reports:
+        if report.error is not None and not report.results:
+            if report.error_type in ("SyntaxError", "IndentationError", "TabError"):
+                out.append(f"{report.kernel}: {report.error}")
+            elif report.error_type == "job":  # the compile crashed or hung its worker
+                out.append(f"{report.kernel} could not be compiled: {report.error}")
+            continue
+        for entry in report.results:
+            if not _blocks(entry, report.results) or (has_spec and pointer_assumptions(entry)):
+                continue
+            error = entry.get("error")
+            text = ((error.get("message") or "compilation failed").strip().splitlines() or [""])[-1] \
+                if error else str(entry.get("launch_error") or "it needs more shared memory than the target has")
+            out.append(f"{report.kernel} does not compile for {entry.get('target')} ({entry.get('config')}): {text}")
+            break
+    return out
+
+
+def skipped_verdicts(specs: list[Any], reasons: list[str], mode: str) -> list[Verdict]:
+    """The verdict of each spec whose check did not run because a kernel does not compile:
+    stage "compile", with why (so `--format json` never has an empty `verification`)."""
+    why = "; ".join(reasons)
+    return [Verdict(ok=False, mode=mode, trials=0, name=spec.name, row=getattr(spec, "row", 0), stage="compile",
+                    message=f"correctness not checked: {why}") for spec in specs]
+
+
 def verdict_findings(document: Document, verdict: Verdict) -> list[Finding]:
     """A failed check against the reference as findings: each static rejection at its line,
-    any other failure on the name of what was verified (`ModelNew` or the launcher)."""
+    any other failure on the name of what was verified (`ModelNew` or the launcher). A check
+    skipped because a kernel does not compile adds nothing (the compile error is there); an
+    interpreter limitation is a warning, not the kernel's error."""
+    if verdict.ok or verdict.stage == "compile":
+        return []
+    if verdict.stage == "interpreter":
+        return [Finding("interpreter-limitation", "interpreter-limitation", Severity.WARNING,
+                        f"{verdict.name} not verified: {verdict.message}", _definition_name(document, verdict.name))]
+    syntax = verdict.details.get("syntax")
+    if verdict.stage == "syntax" and isinstance(syntax, dict):
+        row = min(max(int(syntax.get("line", 1)) - 1, 0), max(document.line_count - 1, 0))
+        line = document.line(row)
+        col = min(max(int(syntax.get("column", 1)) - 1, 0), len(line))
+        span = Span((row, col), (row, len(line)), document.offset(row, col), document.offset(row, len(line)))
+        return [Finding("syntax-error", "syntax-error", Severity.ERROR, verdict.message, span)]
     findings = []
     for rejection in verdict.rejections:
         row = max(rejection.line - 1, 0)
@@ -158,7 +326,7 @@ def log_verdict(log: FailureLog, path: str, verdict: Verdict, *, source: str | N
     """A failed verification goes into the failure log too (stage "verify:<stage>"), for the
     adaptation work: which tricks and mistakes recur. `source` is the file as verified (read
     from `path` when not given), for the snippet and the hash of what was verified."""
-    if verdict.ok:
+    if verdict.ok or verdict.stage == "compile":  # a skipped check: the compile failure is logged
         return
     if source is None:
         try:
@@ -240,11 +408,14 @@ def compile_file(
     cancel_event: Any = None,
     failure_log: FailureLog | None = None,
     rules: list[Rule] | None = None,
+    launch_types: dict[str, dict[str, str]] | None = None,
 ) -> list[KernelReport]:
     """Compile every launched kernel of `source` (or the named ones) for every target; record
     each compiler failure in `failure_log` when one is given. Errors are labelled with the codes
     of the builtin rules whose signatures match (in the worker) and of `rules`, the workspace's
-    learned rules (by default those of the failure log's workspace, `.tritonsmith/rules.toml`)."""
+    learned rules (by default those of the failure log's workspace, `.tritonsmith/rules.toml`).
+    `launch_types` (kernel -> parameter -> type, as recorded at the launches of a check run)
+    override the types read from the source."""
     if rules is None and failure_log is not None:
         rules = active_learned(failure_log.root)
     document = Document(source)
@@ -256,7 +427,9 @@ def compile_file(
         chosen = [k for k in index.kernels if k.name not in callees]
     jobs = [
         (kernel, Job(kind="compile", timeout_s=timeout_s,
-                     payload={"source": source, "path": path, "kernel": kernel.name, "targets": targets}))
+                     payload={"source": source, "path": path, "kernel": kernel.name, "targets": targets,
+                              **({"arg_types": launch_types[kernel.name]}
+                                 if launch_types and kernel.name in launch_types else {})}))
         for kernel in chosen
     ]
     # One job per kernel, as many at once as the pool has workers (compiles are independent).
@@ -269,6 +442,7 @@ def compile_file(
         report = KernelReport(kernel=kernel.name, ok=False, row=kernel.node.start_point[0])
         if not result.ok:
             report.error = result.error or "the compile job failed"
+            report.error_type = "job"
             report.findings = [
                 Finding("compile-error", "compile-error", Severity.ERROR,
                         f"could not compile {kernel.name}: {report.error}", kernel_span)
@@ -282,15 +456,174 @@ def compile_file(
             if payload.get("error"):  # failed before compiling: extraction, import of the cut module
                 error = payload["error"]
                 report.error = str(error.get("message") if isinstance(error, dict) else error)
+                report.error_type = str(error.get("type") or "") if isinstance(error, dict) else "job"
                 span = _span(document, error.get("range")) if isinstance(error, dict) else None
                 report.findings.append(
                     Finding("compile-error", "compile-error", Severity.ERROR,
                             f"could not compile {kernel.name}: {report.error}", span or kernel_span)
                 )
-            report.ok = bool(payload.get("ok")) and not report.findings
+            # Warnings (spills, a Config the autotuner skips) leave the kernel compiled.
+            report.ok = bool(report.results or report.skipped) and not report.error and \
+                not any(f.severity is Severity.ERROR for f in report.findings) and \
+                all(s.get("config") is not None for s in report.skipped)  # an unknown target
+            report.assumed = _assumed(report.results)
             if failure_log is not None:
                 _log_failures(failure_log, path, kernel.name, report.results, document=document,
                               kernel_source=kernel.outer.text.decode("utf-8", "replace") if kernel.outer.text else None,
                               triton_version=payload.get("triton_version"))
         reports.append(report)
     return reports
+
+
+# -- after the check: the types recorded at the launches, and the interpreter's limits --------
+
+
+def recorded_launch_types(verdicts: list[Verdict]) -> dict[str, dict[str, str]]:
+    """Kernel -> parameter -> signature type, as recorded at the launches while the candidate
+    ran (the candidate worker's `launch_types`; the first record of a kernel wins). An integer's
+    width recorded at scaled-down sizes says nothing of the sizes as written (`n` may need i64
+    there), so integers are taken only from a run at the sizes as written."""
+    out: dict[str, dict[str, str]] = {}
+    for verdict in verdicts:
+        scaled = any(written != used for written, used in verdict.sizes.values())
+        for key, payload in verdict.details.items():
+            if not key.endswith(".candidate") or not isinstance(payload, dict):
+                continue
+            for kernel, types in (payload.get("launch_types") or {}).items():
+                if isinstance(types, dict):
+                    out.setdefault(str(kernel), {str(k): str(v) for k, v in types.items()
+                                                 if not (scaled and str(v) in ("i32", "i64", "u64"))})
+    return out
+
+
+def _retyped(report: KernelReport, types: dict[str, str]) -> bool | None:
+    """None when `types` cannot improve the report; False when every compiled signature already
+    has the recorded types (only the word "assumed" goes); True when a type differs."""
+    if not report.results:
+        return None
+    differs = False
+    assumed = False
+    for entry in report.results:
+        signature = entry.get("signature") or {}
+        for name, kind in types.items():
+            if name in signature and signature[name] != "constexpr" and signature[name] != kind:
+                differs = True
+        assumed = assumed or bool(entry.get("assumed"))
+    return True if differs else (False if assumed else None)
+
+
+def settle_reports(
+    reports: list[KernelReport],
+    verdicts: list[Verdict],
+    *,
+    source: str,
+    path: str,
+    targets: list[str],
+    pool: WorkerPool | None = None,
+    failure_log: FailureLog | None = None,
+    cancel_event: Any = None,
+    timeout_s: float = COMPILE_TIMEOUT_S,
+) -> list[KernelReport]:
+    """The compile reports once the check against the reference has run:
+
+    - each kernel whose compile assumed types is compiled again with the types recorded at its
+      launches in the check, when they differ (an int32 buffer is `*i32`, not the `*fp32` guess),
+      or loses the word "assumed" when they agree;
+    - a candidate that failed inside Triton's interpreter while its kernel compiles for the
+      targets gets the verdict "interpreter limitation", not a kernel failure.
+
+    `pool` runs the new compiles (a fresh one-worker pool when None)."""
+    recorded = recorded_launch_types(verdicts)
+    redo: list[str] = []
+    for report in reports:
+        types = recorded.get(report.kernel)
+        change = _retyped(report, types) if types else None
+        if change:
+            redo.append(report.kernel)
+        elif change is False and types:
+            for entry in report.results:
+                for name in list(entry.get("typed_from") or {}):
+                    if name in types:
+                        entry["typed_from"][name] = "recorded at the launch in the check run"
+                entry["assumed"] = [a for a in entry.get("assumed") or [] if a.split(":", 1)[0] not in types]
+            report.assumed = _assumed(report.results)
+            report.findings = [_unhedged(f) for f in report.findings]
+    if redo:
+        own = pool is None
+        active = pool if pool is not None else WorkerPool(1)
+        try:
+            again = compile_file(active, source, path=path, targets=targets, kernels=redo, timeout_s=timeout_s,
+                                 cancel_event=cancel_event, failure_log=failure_log, launch_types=recorded)
+        finally:
+            if own:
+                active.close()
+        by_name = {r.kernel: r for r in again if r.results or not r.error}
+        reports = [by_name.get(r.kernel, r) for r in reports]
+    for verdict in verdicts:
+        _interpreter_limitation(verdict, reports, path)
+    return reports
+
+
+def _unhedged(finding: Finding) -> Finding:
+    """`finding` without the note that its types were assumed (they were confirmed)."""
+    marker = " (compiled assuming "
+    if marker not in finding.message:
+        return finding
+    return finding._replace(message=finding.message.split(marker, 1)[0])
+
+
+_TRITON_LIBRARY = re.compile(r"[/\\]triton[/\\](?:runtime|language|compiler|backends|_utils|tools)\b")
+
+
+def _library(path: str) -> bool:
+    """A frame of Python, an installed package or tritonsmith, not of the user's code."""
+    if path.startswith("<") or "site-packages" in path or "dist-packages" in path:
+        return True
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    return any(p and path.startswith(p + os.sep) for p in prefixes) or \
+        f"{os.sep}tritonsmith{os.sep}evaluator{os.sep}" in path
+
+
+def interpreter_failure(traceback_text: str, kernels: set[str]) -> tuple[str, str, str, int] | None:
+    """(kernel, error, file, line) when a worker's traceback shows an error raised inside
+    Triton's own interpreter or language code while it ran one of `kernels` (the error's root
+    cause, not the user's own `raise`); None otherwise."""
+    for block in chained_blocks(traceback_text):
+        stack = frames(block)
+        user = [i for i, (path, _, _) in enumerate(stack) if not _library(path)]
+        launched = [i for i in user if stack[i][2] in kernels]
+        if not launched:
+            continue
+        after = stack[user[-1] + 1:]
+        if not after or not all(_TRITON_LIBRARY.search(path) for path, _, _ in after):
+            return None
+        lines = [line for line in block.strip().splitlines() if line.strip()]
+        error = lines[-1].strip() if lines else "error"
+        path, line, _ = stack[user[-1]]
+        return stack[launched[0]][2], error, path, line
+    return None
+
+
+def _interpreter_limitation(verdict: Verdict, reports: list[KernelReport], path: str) -> None:
+    """Turn a candidate failure raised inside Triton's interpreter, for a kernel that compiles
+    for the targets, into the verdict "interpreter limitation" (stage "interpreter")."""
+    if verdict.ok or verdict.mode != "interpreter" or verdict.stage not in ("candidate", "shapes"):
+        return
+    by_name = {r.kernel: r for r in reports}
+    for key, payload in verdict.details.items():
+        if not key.endswith(".candidate") or not isinstance(payload, dict) or not payload.get("traceback"):
+            continue
+        found = interpreter_failure(str(payload["traceback"]), set(by_name))
+        if found is None:
+            continue
+        kernel, error, file, line = found
+        report = by_name[kernel]
+        targets = sorted({str(e.get("target")) for e in report.results if e.get("ok")})
+        if not report.ok or not targets:
+            return  # it does not compile either: the kernel's own failure
+        shown = path if os.path.basename(file) == os.path.basename(path) else os.path.basename(file)
+        verdict.stage = "interpreter"
+        verdict.message = (f"interpreter limitation: {error} (in {kernel}, {shown}:{line}); "
+                           f"{kernel} compiles for {', '.join(targets)}, so this is Triton's interpreter, "
+                           "not the kernel: verify it on a GPU")
+        return

@@ -5,6 +5,18 @@ environment without secrets, no network where the OS allows it, a wall-clock tim
 memory watchdog on resident size. This module holds the pieces that do not need a live pool;
 `pool.py` applies them. Nothing here imports torch or triton: the server imports it.
 
+The limits a verification runs under (docs/ARCHITECTURE.md, "Fault verdicts"):
+
+- **Hang limit** (`hang_limit`): no forward pass may take longer than max(30 s, 20x the
+  reference's own forward) unless the user says otherwise. The worker reports progress after
+  each forward pass (`progress.py`); the pool's watchdog kills a job that reports none for that
+  long, so a slow but progressing interpreter run lives and an endless loop dies in seconds.
+- **Memory limit** (`default_memory_mb`): a quarter of the memory the machine (or its cgroup)
+  has available, between 1 GB and 32 GB, unless the user says otherwise. The pool's watchdog
+  checks the resident size of every process in the worker's session; without CUDA the worker
+  also caps its address space (`address_limit_bytes`, `RLIMIT_AS`), so one huge allocation fails
+  at once instead of pushing the machine into swap.
+
 The sandbox contains accidents (a kernel that segfaults, hangs, eats memory or prints without
 end); it is not a security boundary against hostile code, which could still read the user's
 files.
@@ -22,10 +34,19 @@ from collections.abc import Mapping
 from pathlib import Path
 
 __all__ = [
+    "HANG_FACTOR",
+    "HANG_FLOOR_S",
     "SECRET_NAME",
+    "STARTUP_S",
+    "address_limit_bytes",
+    "available_memory_mb",
+    "default_memory_mb",
+    "hang_limit",
     "network_isolation_prefix",
     "resident_bytes",
     "scratch_dir",
+    "session_members",
+    "virtual_bytes",
     "worker_environment",
 ]
 
@@ -91,15 +112,165 @@ def network_isolation_prefix() -> tuple[str, ...]:
     return ("unshare", "-n") if probe.returncode == 0 else ()
 
 
-def _status_rss(pid: int) -> int:
+HANG_FLOOR_S = 30.0
+"""The shortest hang limit by default: worker start, imports and a first interpreted forward
+pass of a scaled-down problem fit in it with room to spare on a loaded two-core machine."""
+
+HANG_FACTOR = 20.0
+"""By default a forward pass may take this many times the reference's own forward pass."""
+
+STARTUP_S = 60.0
+"""Extra time before a verification job's first progress report: a fresh worker starts and its
+handler imports torch and Triton (trusted code, seconds, more on a loaded machine) before any
+user code runs; the hang limit counts from that report."""
+
+MEMORY_FRACTION = 0.25
+"""The default memory limit's share of the available memory: two verification workers, a
+compile pool and the editor share the machine."""
+
+MEMORY_MIN_MB = 1024
+MEMORY_MAX_MB = 32768
+MEMORY_FALLBACK_MB = 8192
+"""The default memory limit where the available memory cannot be read (not Linux)."""
+
+
+def hang_limit(reference_s: float | None, override_s: float | None = None) -> float:
+    """Seconds a forward pass may run before the job is reported as hung: `override_s` when the
+    user set one (`--timeout`, the `verifyTimeout` setting), else max(`HANG_FLOOR_S`,
+    `HANG_FACTOR` x the reference's forward time), else the floor when that time is unknown."""
+    if override_s is not None and override_s > 0:
+        return float(override_s)
+    if reference_s is None or reference_s <= 0:
+        return HANG_FLOOR_S
+    return max(HANG_FLOOR_S, HANG_FACTOR * reference_s)
+
+
+def _read_int(path: str) -> int | None:
     try:
-        with open(f"/proc/{pid}/status", "rb") as status:
-            for line in status:
-                if line.startswith(b"VmRSS:"):
+        with open(path, "rb") as handle:
+            text = handle.read().strip()
+    except OSError:
+        return None
+    if not text or text == b"max":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def _meminfo_available() -> int | None:
+    try:
+        with open("/proc/meminfo", "rb") as meminfo:
+            for line in meminfo:
+                if line.startswith(b"MemAvailable:"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
-    return 0  # gone, a zombie (no VmRSS line), or not Linux
+    return None
+
+
+def _cgroup_headroom() -> int | None:
+    """What the process's memory cgroup still allows (limit minus usage), if it sets a limit.
+    cgroup v2 (`memory.max`, `memory.current`) or v1 (`memory.limit_in_bytes`)."""
+    own = "/"
+    try:
+        with open("/proc/self/cgroup", encoding="utf-8") as cgroups:
+            for line in cgroups:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                if controllers == "" or "memory" in controllers.split(","):
+                    own = path or "/"
+                    if controllers:  # v1's memory controller wins over the v2 entry
+                        break
+    except (OSError, ValueError):
+        pass
+    candidates = [
+        (f"/sys/fs/cgroup{own}/memory.max", f"/sys/fs/cgroup{own}/memory.current"),
+        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+        (f"/sys/fs/cgroup/memory{own}/memory.limit_in_bytes",
+         f"/sys/fs/cgroup/memory{own}/memory.usage_in_bytes"),
+        ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+    ]
+    for limit_path, usage_path in candidates:
+        limit = _read_int(limit_path)
+        if limit is None or limit >= 1 << 60:  # no limit set ("max", or v1's huge number)
+            continue
+        usage = _read_int(usage_path) or 0
+        return max(0, limit - usage)
+    return None
+
+
+def available_memory_mb() -> int | None:
+    """Memory available to new work now, in MB: the kernel's MemAvailable, or less where this
+    process's memory cgroup allows less; None where neither can be read."""
+    values = [v for v in (_meminfo_available(), _cgroup_headroom()) if v is not None]
+    return min(values) // (1024 * 1024) if values else None
+
+
+def default_memory_mb() -> int:
+    """The memory limit for one worker when the user has not set one: `MEMORY_FRACTION` of the
+    available memory, at least `MEMORY_MIN_MB` and at most `MEMORY_MAX_MB`."""
+    available = available_memory_mb()
+    if available is None:
+        return MEMORY_FALLBACK_MB
+    return int(min(MEMORY_MAX_MB, max(MEMORY_MIN_MB, available * MEMORY_FRACTION)))
+
+
+def address_limit_bytes(memory_mb: int) -> int:
+    """The address-space cap (`RLIMIT_AS`) for a worker whose memory limit is `memory_mb` and
+    that does not use CUDA (CUDA reserves far more address space than it uses).
+
+    A worker's virtual size exceeds its resident size: torch and Triton map about 1 GB of
+    libraries, and each thread reserves a stack and a malloc arena (64 MB on 64-bit glibc).
+    The headroom covers those, so a job that stays under its resident limit never meets this
+    cap, while a single allocation past the limit fails at once (MemoryError) instead of being
+    touched page by page until the watchdog notices.
+    """
+    headroom_mb = 1536 + 96 * (os.cpu_count() or 1)
+    return (memory_mb + headroom_mb) * 1024 * 1024
+
+
+def _status_field(pid: int, field: bytes) -> int:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status:
+            for line in status:
+                if line.startswith(field):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0  # gone, a zombie (no Vm* lines), or not Linux
+
+
+def _status_rss(pid: int) -> int:
+    return _status_field(pid, b"VmRSS:")
+
+
+def virtual_bytes(pid: int) -> int:
+    """Virtual size (VmSize) of `pid` alone, in bytes (0 if it is gone)."""
+    return _status_field(pid, b"VmSize:")
+
+
+def session_members(session: int) -> list[int]:
+    """Every process in session `session` (a worker is the leader of its own session), found by
+    scanning `/proc/*/stat`: children, grandchildren, and daemons user code started that were
+    reparented away from the worker. Empty where /proc cannot be read."""
+    members: list[int] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return members
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # After the command: state, ppid, pgrp, session, ...
+        if len(fields) > 3 and fields[3] == str(session).encode():
+            members.append(int(entry))
+    return members
 
 
 def _children(pid: int) -> list[int]:
@@ -117,14 +288,16 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
-def resident_bytes(pid: int) -> int:
-    """Resident set size of `pid` plus its descendants, in bytes (0 if it is gone).
+def resident_bytes(pid: int, also: list[int] | tuple[int, ...] = ()) -> int:
+    """Resident set size of `pid` plus its descendants and the processes in `also`, in bytes
+    (0 if all are gone).
 
-    Descendants are found through `/proc/<pid>/task/*/children` where the kernel provides it;
-    elsewhere only the worker itself is counted, which covers Python code and the compiler's
-    in-process work (ptxas children are short-lived and small).
+    Descendants are found through `/proc/<pid>/task/*/children` where the kernel provides it
+    (CONFIG_PROC_CHILDREN; many kernels, this project's development machine's among them, lack
+    it). The pool passes the worker's session members (`session_members`) as `also`, so a
+    child that allocates is counted either way.
     """
-    total, seen, todo = 0, set(), [pid]
+    total, seen, todo = 0, set(), [pid, *also]
     while todo:
         current = todo.pop()
         if current in seen:

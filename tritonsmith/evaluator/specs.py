@@ -42,9 +42,11 @@ __all__ = [
 ]
 
 REFERENCE_NAMES = ("Model", "get_inputs", "get_init_inputs")
-HARNESS_SUFFIXES = ("_inputs", "_reference", "_tolerances")
+HARNESS_SUFFIXES = ("_inputs", "_reference", "_tolerances", "_torch_ops")
 _REFERENCE_COMMENT = re.compile(r"#\s*tritonsmith:\s*reference\s*=\s*(\S+)")
 _ANY_SHAPE_COMMENT = re.compile(r"#\s*tritonsmith:\s*any-shape\b")
+_TORCH_OPS_COMMENT = re.compile(r"#\s*tritonsmith:\s*torch-ops\s*=\s*([^\n#]*)")
+_LEVEL_1 = re.compile(r"level[_-]?1\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -55,10 +57,17 @@ class KernelBenchSpec:
     reference: Path
     same_file: bool
     any_shape: bool = False  # `# tritonsmith: any-shape`: the candidate must handle other sizes too
+    torch_ops: str | None = None  # `# tritonsmith: torch-ops = none | any | op, op` (policy.py)
 
     @property
     def name(self) -> str:
         return "ModelNew"
+
+    @property
+    def single_operator(self) -> bool | None:
+        """True for a KernelBench level-1 problem (by its folder or file name): one operator,
+        which the Triton kernels must compute themselves; else None (the reference decides)."""
+        return True if any(_LEVEL_1.search(part) for part in self.reference.parts[-3:]) else None
 
     @property
     def row(self) -> int:
@@ -78,6 +87,8 @@ class HarnessSpec:
     row: int  # 0-based row of `def <launcher>`
     tolerances: dict[str, float] = field(default_factory=dict)
     any_shape: bool = True  # a launcher takes any tensor of its kind: extra sizes are fair
+    torch_ops: str | None = None  # `F_torch_ops = "none"` / `["matmul"]`: the PyTorch compute allowed
+    single_operator: bool | None = False  # a fusion task unless `F_torch_ops` says otherwise
 
     @property
     def candidate(self) -> Path:
@@ -145,8 +156,11 @@ def detect_kernelbench(path: Path, source: str | None = None) -> KernelBenchSpec
     if "ModelNew" not in names:
         return None
     any_shape = bool(_ANY_SHAPE_COMMENT.search(source))
+    directive = _TORCH_OPS_COMMENT.search(source)
+    torch_ops = directive.group(1).strip() if directive else None
     if all(name in names for name in REFERENCE_NAMES):
-        return KernelBenchSpec(candidate=path, reference=path, same_file=True, any_shape=any_shape)
+        return KernelBenchSpec(candidate=path, reference=path, same_file=True, any_shape=any_shape,
+                               torch_ops=torch_ops)
     options: list[str] = []
     match = _REFERENCE_COMMENT.search(source)
     if match:
@@ -161,7 +175,8 @@ def detect_kernelbench(path: Path, source: str | None = None) -> KernelBenchSpec
         except OSError:
             continue
         if all(name in sibling_names for name in REFERENCE_NAMES):
-            return KernelBenchSpec(candidate=path, reference=sibling, same_file=False, any_shape=any_shape)
+            return KernelBenchSpec(candidate=path, reference=sibling, same_file=False, any_shape=any_shape,
+                                   torch_ops=torch_ops)
     return None
 
 
@@ -184,6 +199,31 @@ def _tolerances(root: Node, name: str) -> dict[str, float]:
     return {}
 
 
+def _torch_ops(root: Node, name: str) -> str | None:
+    """`NAME = "none"` or `NAME = ["matmul", ...]` at module level: the harness's policy for
+    PyTorch compute (policy.py), as a policy string; None when absent or not a literal."""
+    value = _literal(root, name)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value) if value else "none"
+    return None
+
+
+def _literal(root: Node, name: str) -> Any:
+    for node in root.named_children:
+        if node.type != "expression_statement" or node.named_child_count != 1:
+            continue
+        assign = node.named_children[0]
+        left, right = assign.child_by_field_name("left"), assign.child_by_field_name("right")
+        if assign.type == "assignment" and left is not None and right is not None and text(left) == name:
+            try:
+                return ast.literal_eval(text(right))
+            except (ValueError, SyntaxError):
+                return None
+    return None
+
+
 def detect_harnesses(path: Path, source: str | None = None) -> list[HarnessSpec]:
     """Every launcher in `source` with an in-file harness (docs/harness.md): a module-level
     function `F` that is not a Triton kernel, next to functions `F_inputs` and `F_reference`."""
@@ -204,7 +244,8 @@ def detect_harnesses(path: Path, source: str | None = None) -> list[HarnessSpec]
             continue
         if f"{name}_inputs" in functions and f"{name}_reference" in functions:
             specs.append(HarnessSpec(path=path, launcher=name, row=int(node.start_point[0]),
-                                     tolerances=_tolerances(root, f"{name}_tolerances")))
+                                     tolerances=_tolerances(root, f"{name}_tolerances"),
+                                     torch_ops=_torch_ops(root, f"{name}_torch_ops")))
     return specs
 
 

@@ -85,11 +85,7 @@ def _load_role(payload: dict[str, Any]) -> dict[str, Any]:
         torch.manual_seed(seed)
         with torch.no_grad():
             model = problem.model("candidate", _to(init["init_inputs"], device))
-        model = model.to(device).eval()
-        state = init["state_dict"]
-        own = model.state_dict()
-        if state and set(own) == set(state) and all(own[k].shape == state[k].shape for k in state):
-            model.load_state_dict(state)
+        model = model.to(device).eval()  # under the reference's seed; nothing copied from it
     flush = None
     if device == "cuda":
         flush_bytes = max(MIN_FLUSH_BYTES, 2 * int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0)))

@@ -5,15 +5,16 @@ A spec (specs.py) is a KernelBench problem or an in-file harness. The protocol r
 worker pools so that reference and candidate never share a process:
 
 1. `verify_inputs` (reference worker): under `manual_seed(seed)` build the reference, draw the
-   trial seeds after `manual_seed(42)`, and save each trial's inputs, the init inputs and the
-   model's state_dict. No expected output exists yet.
+   trial seeds after `manual_seed(42)`, and save each trial's inputs and the init inputs. No
+   expected output exists yet.
 2. `verify_candidate` (candidate worker, a different process): import only the candidate's
    source (the reference's parts blanked out), run each trial on pristine copies of the saved
    inputs with uninitialised memory poisoned, check inputs, threads and output types, save the
-   outputs; then the dynamic defenses (determinism, fault injection, ghost replay).
+   outputs, and record who computed what (attribution.py); then the dynamic defenses
+   (determinism, fault injection, ghost replay).
 3. `verify_reference` (reference worker): rebuild the reference, regenerate the inputs under
    each trial seed (checking the saved files were not altered), run it, compare, and lint the
-   task (trivial answers must fail).
+   task (trivial answers must fail); then the parent judges the work attribution (policy.py).
 
 So the expected outputs never exist, in any process or file, while candidate code runs
 (exploit 17), and the reference runs on inputs the candidate never touched (exploit 6).
@@ -33,16 +34,18 @@ import random
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .exploits import Rejection, static_checks
+from .policy import judge_work, parse_policy
 from .pool import WorkerPool
 from .protocol import Job, Result
-from .sizes import KERNELBENCH_INPUTS, rewrite_constants, scale_value, scaled_constants, tail_sizes
+from .sandbox import STARTUP_S, default_memory_mb, hang_limit
+from .sizes import KERNELBENCH_INPUTS, SizePlan, plan_sizes, rewrite_constants, scaled_constants
 from .specs import (
     REFERENCE_NAMES,
     HarnessSpec,
@@ -53,7 +56,8 @@ from .specs import (
     detect_kernelbench,
     detect_specs,
 )
-from .stats import Timing, summarize
+from .stats import Timing, interval_tight, summarize
+from .tracebacks import syntax_error, user_frame, user_paths
 
 __all__ = [
     "DEFAULT_TOLERANCES",
@@ -67,7 +71,6 @@ __all__ = [
     "detect_specs",
     "gpu_lock",
     "rewrite_constants",
-    "scale_value",
     "scaled_constants",
     "static_checks",
     "verify_spec",
@@ -96,7 +99,7 @@ class Verdict:
         name: what was verified: "ModelNew" or the harness's launcher.
         row: 0-based row of its definition (where the editor shows the verdict).
         trials: how many trials were run (or asked for, on an early failure).
-        sizes: each scaled constant's name -> (original, used).
+        sizes: each size constant the inputs read -> (as written, used in the trials).
         stage: where it ended: "static", "inputs", "candidate", "reference", "compare", "spec",
             "shapes", "timing", "done".
         message: one line: the failure, or the success summary.
@@ -119,17 +122,30 @@ class Verdict:
     tail: dict[str, tuple[int, int]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    work: str = ""  # who computed what (policy.py): "Triton computes: k ×1; PyTorch computes: nothing"
 
     def sizes_text(self) -> str:
-        return ", ".join(f"{name}={used}" for name, (_, used) in self.sizes.items()) or "as written"
+        """"batch_size=16 (of 4096), dim=3072 (of 393216)", or "as written (N=64000)"."""
+        if all(written == used for written, used in self.sizes.values()):
+            shown = ", ".join(f"{name}={used}" for name, (_, used) in self.sizes.items())
+            return f"as written ({shown})" if shown else "as written"
+        return ", ".join(f"{name}={used}" if written == used else f"{name}={used} (of {written})"
+                         for name, (written, used) in self.sizes.items())
 
     def summary(self) -> str:
         """"verified · interpreter · 3 trials · sizes: batch_size=16, dim=192", or the failure."""
         if not self.ok:
-            return f"FAILED · {self.mode} · {self.stage}: {self.message}"
+            ran = f" · sizes: {self.sizes_text()}" if self.sizes and self.stage not in ("static", "shapes", "syntax", "compile") else ""
+            # Not run (a kernel does not compile) or stopped by the interpreter: not a kernel failure.
+            label = "NOT VERIFIED" if self.stage in ("compile", "interpreter") else "FAILED"
+            return f"{label} · {self.mode} · {self.stage}: {self.message}{ran}"
         text = f"verified · {self.mode} · {self.trials} trials · sizes: {self.sizes_text()}"
+        if self.work:
+            text += f" · {self.work}"
         if self.tail:
-            text += " · also " + ", ".join(f"{n}={v}" for n, (_, v) in self.tail.items())
+            text += " · also at " + ", ".join(f"{n}={v}" for n, (_, v) in self.tail.items())
+        else:  # the notes say why
+            text += " · no odd-size trial"
         if self.timing is not None and self.mode == "gpu":
             text += " · timed as written: " + self.timing.summary()
         elif self.timing is not None:  # the search's relative measure; against PyTorch it means nothing
@@ -145,7 +161,9 @@ class Verdict:
             "name": self.name, "ok": self.ok, "mode": self.mode, "trials": self.trials, "stage": self.stage,
             "message": self.summary(), "sizes": {k: list(v) for k, v in self.sizes.items()},
             "extra_sizes": {k: list(v) for k, v in self.tail.items()},
+            "sizes_as_written": all(written == used for written, used in self.sizes.values()),
             "rejections": [str(r) for r in self.rejections], "timing": timing, "notes": self.notes,
+            "work": self.work, "attribution": self.details.get("attribution"),
         }
 
 
@@ -172,14 +190,50 @@ def gpu_lock() -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _failure(result: Result) -> str:
+_LIMIT_HINTS = {
+    "timeout": (" (each forward pass, and the setup before the first, must end within max(30 s, 20× the "
+                "reference's own forward pass) unless --timeout SECONDS or the verifyTimeout setting says otherwise)"),
+    "out-of-memory": " (--memory-mb MB or the memoryLimitMb setting changes the limit)",
+}
+
+
+def _failure(result: Result, work: Path | None = None, roles: Mapping[str, str] | None = None) -> str:
+    """A failed job in one line. With the run's work folder and the user's file per role, the
+    worker's copies are named as the user's files, and the place is the user's own line where
+    the root cause was raised (tracebacks.py), never a scratch path."""
     message = result.error or "the job failed"
+    if result.failure in _LIMIT_HINTS and ("(hang)" in message or "memory limit" in message):
+        message += _LIMIT_HINTS[result.failure]
+    folder, names = (str(work) if work is not None else None), dict(roles or {})
+    message = user_paths(message, folder, names)
     if result.failure is None and result.payload.get("traceback"):
-        frames = [line for line in str(result.payload["traceback"]).splitlines() if line.startswith("  File ")]
-        user = [f for f in frames if "tritonsmith/evaluator" not in f]
-        if user:
-            message += f" ({user[-1].strip()})"
+        text = str(result.payload["traceback"])
+        where = user_frame(text, folder, names)
+        if where is not None:
+            message += f" (at {where})"
+        else:
+            frames = [line for line in text.splitlines() if line.startswith("  File ")]
+            user = [f for f in frames if "tritonsmith/evaluator" not in f]
+            if user:
+                message += f" ({user_paths(user[-1].strip(), folder, names)})"
     return message
+
+
+def _syntax(spec: Spec, candidate_source: str | None) -> tuple[str, dict[str, Any]] | None:
+    """A syntax error in the candidate or the reference, as "syntax error at file:line:col: msg"
+    and where it is; None when both parse."""
+    files = [(spec.candidate, candidate_source), (spec.reference, None)]
+    for path, text in files:
+        try:
+            source = text if text is not None else path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        found = syntax_error(source, str(path))
+        if found is not None:
+            message, line, column = found
+            return (f"syntax error at {path}:{line}:{column}: {message}",
+                    {"path": str(path), "line": line, "column": column, "message": message})
+    return None
 
 
 @dataclass
@@ -225,18 +279,40 @@ def _sources(spec: Spec, candidate_source: str | None = None) -> _Sources:
 class _Run:
     """One verification's pools, work folder and job settings."""
 
+    hang_override: float | None = None  # the user's hang limit (--timeout), if any
+    reference_s: float | None = None  # the reference's own forward pass, once verify_inputs ran
+
+    def limits(self) -> dict[str, Any]:
+        """The limits jobs run under now (sandbox.py): hang limit per forward pass, memory."""
+        return {"hang_s": hang_limit(self.reference_s, self.hang_override), "memory_mb": self.memory_mb,
+                "reference_forward_s": self.reference_s, "hang_set_by_user": self.hang_override is not None}
+
     def __init__(self, spec: Spec, sources: _Sources, work: Path, mode: str, seed: int,
                  tolerances: dict[str, float], timeout_s: float, memory_mb: int,
-                 pools: tuple[WorkerPool, WorkerPool], cancel: threading.Event | None) -> None:
+                 pools: tuple[WorkerPool, WorkerPool], cancel: threading.Event | None,
+                 policy: str | tuple[str, ...] = "auto") -> None:
         self.spec, self.sources, self.work, self.mode, self.seed = spec, sources, work, mode, seed
+        self.policy = policy
         self.tolerances, self.timeout_s, self.memory_mb = tolerances, timeout_s, memory_mb
         self.reference_pool, self.candidate_pool = pools
         self.cancel = cancel
+        self.redraw = False  # standard-normal inputs in place of the task's own (a degenerate task)
+
+    def failure(self, result: Result) -> str:
+        """`_failure` naming the user's files, not the worker's copies of them."""
+        roles = {"candidate": str(self.spec.candidate), "reference": str(self.spec.reference),
+                 "inputs": str(self.spec.reference)}
+        return _failure(result, self.work, roles)
 
     def job(self, kind: str, folder: Path, **payload: Any) -> Job:
         common = {"data_dir": str(folder / "data"), "seed": self.seed, "mode": self.mode,
-                  "problem": self.spec.problem(), "tolerances": self.tolerances}
-        return Job(kind, {**common, **payload}, timeout_s=self.timeout_s, memory_mb=self.memory_mb)
+                  "problem": {**self.spec.problem(), "redraw": self.redraw}, "tolerances": self.tolerances}
+        # A job is hung when no forward pass ends within the hang limit (progress.py); the
+        # whole job's timeout stays as a backstop. No address-space cap where CUDA runs.
+        stall = hang_limit(self.reference_s, self.hang_override)
+        return Job(kind, {**common, **payload}, timeout_s=max(self.timeout_s, 10 * stall),
+                   memory_mb=self.memory_mb, stall_s=stall, startup_s=STARTUP_S,
+                   limit_address_space=self.mode == "interpreter")
 
     def files(self, name: str, sizes: Mapping[str, tuple[int, int]]) -> tuple[Path, dict[str, Path]]:
         """Write the three sources, with `sizes` applied, into a fresh folder of the work dir.
@@ -259,8 +335,11 @@ class _Run:
         inputs = self.reference_pool.run(
             self.job("verify_inputs", folder, reference=str(paths["reference"]), trials=trials), self.cancel)
         verdict.details[f"{name}.inputs"] = inputs.payload
+        if self.reference_s is None and inputs.ok and inputs.payload.get("forward_s"):
+            self.reference_s = float(inputs.payload["forward_s"])
+        verdict.details["limits"] = self.limits()
         if not inputs.ok:
-            verdict.stage, verdict.message = "inputs", f"the reference failed: {_failure(inputs)}"
+            verdict.stage, verdict.message = "inputs", f"the reference failed: {self.failure(inputs)}"
             return False, folder, paths
         manifest = inputs.payload
         candidate = self.candidate_pool.run(self.job(
@@ -269,7 +348,7 @@ class _Run:
         verdict.details[f"{name}.candidate"] = candidate.payload
         if not candidate.ok or candidate.payload.get("error"):
             verdict.stage = "candidate"
-            verdict.message = str(candidate.payload.get("error")) if candidate.ok else _failure(candidate)
+            verdict.message = str(candidate.payload.get("error")) if candidate.ok else self.failure(candidate)
             if candidate.failure == "crashed" and self.mode == "interpreter":
                 # The interpreter has no bounds checks: a load or store outside its tensor
                 # writes over the worker's own memory.
@@ -280,23 +359,45 @@ class _Run:
             input_hashes=manifest["input_hashes"], checks=checks), self.cancel)
         verdict.details[f"{name}.reference"] = compared.payload
         if not compared.ok:
-            verdict.stage, verdict.message = "reference", f"the reference failed: {_failure(compared)}"
+            verdict.stage, verdict.message = "reference", f"the reference failed: {self.failure(compared)}"
             return False, folder, paths
         failures = [t for t in compared.payload.get("trials", []) if not t.get("ok")]
         if compared.payload.get("error") or failures:
             verdict.stage = "compare"
             verdict.message = str(compared.payload.get("error") or failures[0]["error"])
+            casts = dict((candidate.payload.get("attribution") or {}).get("casts") or {})
+            if casts and failures:  # the likely cause, named
+                shown = ", ".join(f"{change} ×{count}" for change, count in sorted(casts.items()))
+                verdict.message += f" (the candidate changes precision: {shown}; exploit 11: precision downgrade)"
             return False, folder, paths
         if compared.payload.get("degenerate"):
             verdict.stage, verdict.message = "spec", str(compared.payload["degenerate"])
             return False, folder, paths
+        if checks and not self.judge(verdict, candidate.payload, compared.payload):
+            return False, folder, paths
         return True, folder, paths
+
+    def judge(self, verdict: Verdict, candidate: Mapping[str, Any], reference: Mapping[str, Any]) -> bool:
+        """Who did the work (policy.py), from both sides' records at the dispatcher."""
+        attribution = dict(candidate.get("attribution") or {})
+        reference_ops = dict(reference.get("reference_ops") or {})
+        judgement = judge_work(attribution, reference_ops, policy=self.policy,
+                               single_operator=self.spec.single_operator)
+        verdict.work = judgement.summary
+        verdict.details["attribution"] = {**attribution, "policy": judgement.policy, "reference_ops": reference_ops}
+        verdict.notes += judgement.notes
+        if judgement.error:
+            verdict.stage, verdict.message = "work", judgement.error
+            return False
+        return True
 
     def timing(self, verdict: Verdict, folder: Path, paths: dict[str, Path], rounds: int, runs: int) -> bool:
         """Alternating rounds of both sides on this GPU, then the check of the timed outputs."""
         chooser = random.Random()
         check_key = chooser.randrange(2**31 - 1)
-        round_seeds = [chooser.randrange(2**31 - 1) for _ in range(rounds)]
+        # On a GPU, `rounds` at least and up to three times as many, until the speedup's 95%
+        # interval is tight (stats.interval_tight): no claim rests on a wide interval.
+        round_seeds = [chooser.randrange(2**31 - 1) for _ in range(rounds * (3 if self.mode == "gpu" else 1))]
         times: dict[str, list[list[float]]] = {"reference": [], "candidate": []}
         host: dict[str, list[float]] = {"reference": [], "candidate": []}
         environment: dict[str, Any] = {}
@@ -304,7 +405,7 @@ class _Run:
         init = self.reference_pool.run(self.job("verify_inputs", folder, reference=str(paths["reference"]), trials=0),
                                        self.cancel)
         if not init.ok:
-            verdict.stage, verdict.message = "timing", f"the reference failed at the sizes as written: {_failure(init)}"
+            verdict.stage, verdict.message = "timing", f"the reference failed at the sizes as written: {self.failure(init)}"
             return False
         with gpu_lock():
             for r, round_seed in enumerate(round_seeds):
@@ -320,17 +421,20 @@ class _Run:
                     if not result.ok or result.payload.get("error"):
                         verdict.stage = "timing"
                         verdict.message = str(result.payload.get("error")) if result.ok else (
-                            f"timing the {role} failed: {_failure(result)}")
+                            f"timing the {role} failed: {self.failure(result)}")
                         return False
                     times[role].append([float(t) for t in result.payload["event_ms"]])
                     host[role] += [float(t) for t in result.payload["host_ms"]]
                     environment = environment or dict(result.payload.get("environment") or {})
+                if r + 1 >= rounds and (self.mode != "gpu" or interval_tight(times["reference"], times["candidate"])):
+                    round_seeds = round_seeds[: r + 1]
+                    break
             checked = self.reference_pool.run(self.job(
                 "time_check", folder, file=str(paths["reference"]), round_seeds=round_seeds,
                 check_seeds=[seed ^ check_key for seed in round_seeds]), self.cancel)
         if not checked.ok or checked.payload.get("error"):
             verdict.stage = "timing"
-            verdict.message = str(checked.payload.get("error")) if checked.ok else _failure(checked)
+            verdict.message = str(checked.payload.get("error")) if checked.ok else self.failure(checked)
             return False
         timing = summarize(times["reference"], times["candidate"], environment)
         event = timing.candidate_median
@@ -344,6 +448,83 @@ class _Run:
         return True
 
 
+def _redrawn(run: _Run, verdict: Verdict, sizes: Mapping[str, tuple[int, int]],
+             trials: int) -> tuple[bool, Path, dict[str, Path]]:
+    """The task's own inputs cannot tell a right answer from a trivial one (exploit 13: ELU or
+    HardTanh on `torch.rand` inputs is the identity). That is the task's fault, not the
+    candidate's: check again on standard-normal draws of the same shapes and dtypes. A task
+    still degenerate on those keeps its "spec" verdict."""
+    degenerate = verdict.message
+    run.redraw = True
+    retry = Verdict(ok=False, mode=verdict.mode, trials=trials, name=verdict.name, row=verdict.row, sizes=verdict.sizes)
+    ok, folder, paths = run.correctness(retry, "redrawn", sizes, trials, checks=True)
+    verdict.details.update(retry.details)
+    if not ok and retry.stage in ("spec", "inputs", "reference"):
+        run.redraw = False
+        verdict.notes.append(f"standard-normal inputs did not help: {retry.message}")
+        return False, folder, paths
+    verdict.stage, verdict.message, verdict.work = retry.stage, retry.message, retry.work
+    if not ok:  # the task's inputs hid it: a trivial answer (a copy, zeros) passes them
+        verdict.message += (" (on standard-normal inputs; the task's own cannot tell a right answer from a "
+                            "trivial one, exploit 13: degenerate task)")
+    verdict.notes += retry.notes
+    verdict.notes.append(f"the task's own inputs are degenerate ({degenerate}); checked on standard-normal "
+                         "inputs of the same shapes instead")
+    return ok, folder, paths
+
+
+def _settled(warnings: list[Rejection], verdict: Verdict) -> list[str]:
+    """Each name-based finding, confirmed or cleared by the forward pass's record."""
+    attribution = verdict.details.get("attribution")
+    if attribution is None:  # the run ended before the record was judged
+        return [f"static warning, not settled at run time: {w}" for w in warnings]
+    computed = ", ".join(sorted(attribution.get("torch") or {}))
+    notes = []
+    for warning in warnings:
+        if warning.exploit == 1:
+            seen = f"confirmed: PyTorch computed {computed} on the inputs" if computed else (
+                "cleared: no PyTorch compute on the inputs ran")
+        elif warning.exploit == 11:
+            seen = "a named precision change, judged against the tolerance"
+        else:
+            seen = "cleared: the forward pass launched Triton kernels"
+        notes.append(f"static warning {warning} — {seen}")
+    return notes
+
+
+def _size_plan(spec: Spec, sources: _Sources, mode: str) -> SizePlan:
+    """The trials' sizes (sizes.py), with the block sizes read from the user's file rather than
+    a search's variant, so that every variant of one search is checked at the same sizes."""
+    try:
+        blocks_from: str | None = spec.candidate.read_text(encoding="utf-8")
+    except OSError:
+        blocks_from = None
+    return plan_sizes(sources.reference, sources.readers, gpu=mode == "gpu", blocks_from=blocks_from)
+
+
+def _extra_shapes(run: _Run, verdict: Verdict, plan: SizePlan) -> bool:
+    """One trial at the plan's odd sizes; False when the candidate fails there (exploit 14).
+    A reference that cannot run there, or no size to change, is a note."""
+    if not plan.tail:
+        why = "no size constant the inputs read can change" if plan.main else (
+            "the inputs use no module-level size constants")
+        verdict.notes.append(f"extra sizes skipped: {why}")
+        return True
+    probe = Verdict(ok=False, mode=run.mode, trials=1)
+    passed = run.correctness(probe, "tail", plan.tail_run, 1, checks=False)[0]
+    verdict.details.update((key, value) for key, value in probe.details.items() if key.startswith("tail."))
+    if passed:
+        verdict.tail = plan.tail
+        return True
+    shown = ", ".join(f"{n}={v}" for n, (_, v) in plan.tail.items())
+    if probe.stage in ("inputs", "reference", "spec"):
+        verdict.notes.append(f"extra sizes {shown} skipped: the reference fails at them ({probe.message})")
+        return True
+    verdict.stage = "shapes"
+    verdict.message = f"at sizes {shown}: {probe.message} (exploit 14: hard-coding the test shape)"
+    return False
+
+
 def verify_spec(
     spec: Spec,
     *,
@@ -352,7 +533,8 @@ def verify_spec(
     mode: str | None = None,
     tolerances: Mapping[str, float] | None = None,
     timeout_s: float = 300.0,
-    memory_mb: int = 8192,
+    memory_mb: int | None = None,
+    hang_s: float | None = None,
     env: Mapping[str, str] | None = None,
     extra_shapes: bool | None = None,
     time_it: bool = True,
@@ -362,6 +544,7 @@ def verify_spec(
     cancel: threading.Event | None = None,
     candidate_source: str | None = None,
     interpreter_timing: bool = False,
+    torch_ops: str | Sequence[str] | None = None,
 ) -> Verdict:
     """Run the static checks, the correctness protocol, the extra-shape trial and (on a GPU)
     the timing for `spec`; never raises for a bad candidate (the verdict says what went wrong).
@@ -371,8 +554,13 @@ def verify_spec(
         seed: the seed both models are built under, so their weights match.
         mode: "interpreter" or "gpu" (default: `default_mode()`).
         tolerances: atol = rtol per dtype name, over `DEFAULT_TOLERANCES` and the spec's own.
-        extra_shapes: also run one trial at odd sizes (default: the spec says whether it takes
-            any shape; harnesses do, KernelBench problems only with `# tritonsmith: any-shape`).
+        timeout_s: the backstop for one job's whole run (raised to 10× the hang limit).
+        memory_mb: each worker's memory limit (default: `sandbox.default_memory_mb()`, a quarter
+            of the available memory); crossing it ends the job with a "memory limit" verdict.
+        hang_s: the longest one forward pass (or the start before the first) may take before
+            the job is reported as hung (default: max(30 s, 20× the reference's forward pass)).
+        extra_shapes: also run one trial at odd sizes (sizes.py; default: always, KernelBench
+            problems too: their sizes reach ModelNew through get_init_inputs and the inputs).
         time_it: on a GPU, time reference and candidate after they agree.
         rounds, runs: timing rounds, and timed calls per round and side.
         pools: (reference, candidate) worker pools to reuse (the server keeps them warm);
@@ -381,19 +569,33 @@ def verify_spec(
             search's variant); the reference still comes from the spec's files.
         interpreter_timing: also time under the interpreter (host time, for the search's
             relative comparisons; labelled "interpreter", never a GPU speedup).
+        torch_ops: the policy for PyTorch compute on the inputs (policy.py: "auto", "strict",
+            "allow", or the operators allowed); overrides the spec's own; default "auto".
     """
     mode = mode or default_mode()
     trials = max(3, trials)
     tol = {**DEFAULT_TOLERANCES, **(spec.tolerances if isinstance(spec, HarnessSpec) else {}), **(tolerances or {})}
     sources = _sources(spec, candidate_source)
-    sizes = scaled_constants(sources.reference, sources.readers, gpu=mode == "gpu")
+    plan = _size_plan(spec, sources, mode)
+    sizes = plan.main
     verdict = Verdict(ok=False, mode=mode, trials=trials, name=spec.name, row=spec.row, sizes=sizes)
-    rejections = static_checks(sources.candidate, reference_module=sources.reference_module,
-                               launcher=spec.launcher if isinstance(spec, HarnessSpec) else None)
+    if (syntax := _syntax(spec, candidate_source)) is not None:  # not "the reference failed"
+        verdict.stage, verdict.message = "syntax", syntax[0]
+        verdict.details["syntax"] = syntax[1]
+        return verdict
+    if not plan.within_budget and mode == "interpreter":
+        verdict.notes.append(f"sizes above the interpreter budget ({plan.elements} elements, work "
+                             f"{plan.work}): the relations between them allow no smaller problem")
+    found = static_checks(sources.candidate, reference_module=sources.reference_module,
+                          launcher=spec.launcher if isinstance(spec, HarnessSpec) else None)
+    rejections = [r for r in found if r.strict]
     if rejections:
         verdict.stage, verdict.rejections = "static", rejections
         verdict.message = "; ".join(str(r) for r in rejections)
         return verdict
+    # Name-based findings (a torch call on the path from forward, no launch seen in the syntax
+    # tree) are confirmed or cleared by what the forward pass executes, never the only evidence.
+    warnings = [r for r in found if not r.strict]
 
     work = Path(tempfile.mkdtemp(prefix="tritonsmith-verify-")).resolve()
     own_pools = pools is None
@@ -402,27 +604,21 @@ def verify_spec(
         if mode == "interpreter":
             worker_env["TRITON_INTERPRET"] = "1"
         pools = (WorkerPool(1, env=worker_env), WorkerPool(1, env=worker_env))
+        for pool in pools:  # both workers start and import torch and Triton at once
+            pool.prestart()
     try:
-        run = _Run(spec, sources, work, mode, seed, tol, timeout_s, memory_mb, pools, cancel)
+        policy = parse_policy(torch_ops if torch_ops is not None else spec.torch_ops)
+        run = _Run(spec, sources, work, mode, seed, tol, timeout_s, memory_mb or default_memory_mb(), pools,
+                   cancel, policy)
+        run.hang_override = hang_s
         ok, folder, paths = run.correctness(verdict, "main", sizes, trials, checks=True)
+        if not ok and verdict.stage == "spec":
+            ok, folder, paths = _redrawn(run, verdict, sizes, trials)
+        verdict.notes += _settled(warnings, verdict)
         if not ok:
             return verdict
-        if extra_shapes if extra_shapes is not None else spec.any_shape:
-            tail = tail_sizes(sources.reference, sources.readers, sizes)
-            if tail:
-                probe = Verdict(ok=False, mode=mode, trials=1)
-                if run.correctness(probe, "tail", tail, 1, checks=False)[0]:
-                    verdict.tail = tail
-                elif probe.stage in ("inputs", "reference"):
-                    verdict.notes.append(f"extra sizes skipped: the reference fails at them ({probe.message})")
-                else:
-                    shown = ", ".join(f"{n}={v}" for n, (_, v) in tail.items())
-                    verdict.stage = "shapes"
-                    verdict.message = (f"at sizes {shown}: {probe.message} "
-                                       "(exploit 14: hard-coding the test shape)")
-                    return verdict
-            else:
-                verdict.notes.append("extra sizes skipped: the inputs use no module-level size constants")
+        if extra_shapes is not False and not _extra_shapes(run, verdict, plan):
+            return verdict
         if time_it and (mode == "gpu" or interpreter_timing):
             # Timing at the sizes as written on a GPU; at the checked sizes under the interpreter.
             folder, paths = run.files("timed", {} if mode == "gpu" else sizes)

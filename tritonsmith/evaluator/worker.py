@@ -18,22 +18,27 @@ is the pool's business.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import importlib
 import importlib.util
 import itertools
 import json
 import os
 import re
+import resource
 import signal
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from tritonsmith.evaluator import progress
 from tritonsmith.evaluator.protocol import Job, Result
+from tritonsmith.evaluator.sandbox import address_limit_bytes
 
 __all__ = ["HANDLERS", "handle", "main"]
 
@@ -82,6 +87,19 @@ def _run_python(payload: dict[str, Any]) -> dict[str, Any]:
     return {"value": value}
 
 
+PRELOADABLE = frozenset({"torch", "triton", "triton.language", "numpy"})
+"""Modules a `preload` job may import: the heavy ones every verification job needs."""
+
+
+def _preload(payload: dict[str, Any]) -> dict[str, Any]:
+    """Import heavy modules before the first real job needs them (`WorkerPool.prestart`), so a
+    worker's start overlaps other work. Only `PRELOADABLE` modules; never user code."""
+    modules = [str(m) for m in payload.get("modules", []) if str(m) in PRELOADABLE]
+    for name in modules:
+        importlib.import_module(name)
+    return {"modules": modules}
+
+
 def _compile(payload: dict[str, Any]) -> dict[str, Any]:
     """Compile kernels for targets; see `tritonsmith.evaluator.compile` (imported lazily,
     because it imports triton)."""
@@ -105,6 +123,7 @@ def _lazy(module_name: str, function: str) -> Handler:
 HANDLERS: dict[str, Handler] = {
     "compile": _compile,
     "ping": _ping,
+    "preload": _preload,
     "run_python": _run_python,
     "time_check": _lazy("timing", "handle_time_check"),
     "time_round": _lazy("timing", "handle_time_round"),
@@ -122,8 +141,50 @@ _STICKY_CUDA_ERROR = re.compile(
 """CUDA errors after which every later call in the process fails too."""
 
 
+_ALLOCATION_FAILED = re.compile(
+    r"can't allocate memory|Cannot allocate memory|DefaultCPUAllocator", re.IGNORECASE)
+"""How torch's CPU allocator says an allocation failed (a RuntimeError, not a MemoryError)."""
+
+
+@contextlib.contextmanager
+def _address_limit(job: Job) -> Iterator[None]:
+    """Cap this process's address space for `job` when it asks (`Job.limit_address_space`:
+    only jobs that never touch CUDA), and lift the cap again afterwards (only the soft limit
+    changes, so raising it back is allowed)."""
+    if not job.limit_address_space:
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = address_limit_bytes(job.memory_mb)
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    except (ValueError, OSError):  # pragma: no cover - a platform without RLIMIT_AS
+        yield
+        return
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """An allocation failed: Python's MemoryError (numpy's is a subclass), ENOMEM from a system
+    call, or torch's CPU allocator's RuntimeError."""
+    if isinstance(exc, MemoryError):
+        return True
+    if isinstance(exc, OSError):  # mmap and friends: ENOMEM
+        return exc.errno == errno.ENOMEM
+    return isinstance(exc, RuntimeError) and bool(_ALLOCATION_FAILED.search(str(exc)))
+
+
 def handle(job: Job) -> Result:
-    """Run one job in this process; exceptions become `ok=False` results."""
+    """Run one job in this process; exceptions become `ok=False` results.
+
+    An allocation that fails (past the job's address-space cap, or refused by the system)
+    gives `failure="out-of-memory"` and retires the worker: its heap may be left fragmented or
+    half-built, and the pool starts a fresh one."""
     handler = HANDLERS.get(job.kind)
     if handler is None:
         known = ", ".join(sorted(HANDLERS))
@@ -139,6 +200,11 @@ def handle(job: Job) -> Result:
         lines = traceback.format_exception_only(type(exc), exc)
         error = lines[-1].strip() if lines else type(exc).__name__
         details: dict[str, Any] = {"traceback": traceback.format_exc()}
+        if _out_of_memory(exc):
+            details["retire"] = True
+            return Result(ok=False, kind=job.kind, payload=details, failure="out-of-memory", error=(
+                f"memory limit: {job.kind} job could not allocate memory within its "
+                f"{job.memory_mb} MB limit ({error.splitlines()[0][:200]}); worker replaced"))
         if _STICKY_CUDA_ERROR.search(str(exc)):
             details["retire"] = True  # the CUDA context is lost for good: the pool replaces us
         return Result(ok=False, kind=job.kind, error=error, payload=details)
@@ -175,7 +241,8 @@ def _guard_against_orphaning(parent: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Serve jobs until stdin closes. Each input line is `{"id": n, "job": {...}}`; each reply
-    is `{"id": n, "result": {...}}`, the id letting the pool drop anything stale."""
+    is `{"id": n, "result": {...}}`, the id letting the pool drop anything stale. While a job
+    runs, code in it may send `{"id": n, "progress": ...}` lines (`progress.py`)."""
     parser = argparse.ArgumentParser(prog="python -m tritonsmith.evaluator.worker")
     parser.add_argument("--result-fd", type=int, required=True)
     args = parser.parse_args(argv)
@@ -183,14 +250,22 @@ def main(argv: list[str] | None = None) -> int:
     _guard_against_orphaning(os.getppid())
     jobs = os.fdopen(_detach_stdin(), "r", encoding="utf-8")
     replies = os.fdopen(args.result_fd, "w", encoding="utf-8", buffering=1)
+    write_lock = progress.connect(replies)
     for line in jobs:
         if not line.strip():
             continue
         envelope = json.loads(line)
-        result = handle(Job.from_dict(envelope["job"]))
+        job = Job.from_dict(envelope["job"])
+        progress.begin(envelope["id"])
+        try:
+            with _address_limit(job):
+                result = handle(job)
+        finally:
+            progress.end()
         reply = json.dumps({"id": envelope["id"], "result": result.to_dict()})
-        replies.write(reply + "\n")
-        replies.flush()
+        with write_lock:
+            replies.write(reply + "\n")
+            replies.flush()
         if result.payload.get("retire"):
             break
     return 0

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TritonsmithError
+from ..evaluator.stats import Confirmation
 from ..evaluator.verify import Spec
 from .model import Evaluation, Outcome, Task
 
@@ -98,6 +99,12 @@ class _EvaluationActor:
             self._log.records = []
         evaluation = self._evaluator.evaluate(source)
         return evaluation, list(self._log.records) if self._log is not None else []
+
+    def confirm(self, original: str, candidate: str) -> Confirmation:
+        if self._evaluator is None:
+            self._evaluator = self._factory(self._task, self._spec, failure_log=self._log, **self._options)
+        confirmation: Confirmation = self._evaluator.confirm(original, candidate)
+        return confirmation
 
 
 def _lost_errors(ray: Any) -> tuple[type[BaseException], ...]:
@@ -196,6 +203,40 @@ class RayEvaluator:
                     self.baseline_ms = evaluation.time_ms
             return evaluation
         return Evaluation(Outcome.NOT_COMPILED, message=LOST_MESSAGE, seconds=round(time.perf_counter() - began, 3))
+
+    def confirm(self, original: str, candidate: str,
+                progress: Callable[[int, Confirmation], None] | None = None) -> Confirmation:
+        """Confirm on one free actor (its own fresh workers on its node's GPU); retried
+        elsewhere when its node dies. Round-by-round progress does not cross the cluster."""
+        failure = "no actor was free to confirm on"
+        for attempt in range(self.retries + 1):
+            actor = self._take()
+            if actor is None:
+                break
+            ref = actor.confirm.remote(original, candidate)
+            try:
+                while True:
+                    ready, _ = self._ray.wait([ref], timeout=0.2)
+                    if ready:
+                        confirmation: Confirmation = self._ray.get(ref)
+                        self._idle.put(actor)
+                        return confirmation
+                    if self.cancel.is_set():
+                        self._idle.put(actor)
+                        failure = "cancelled"
+                        break
+            except self._lost as error:
+                failure = f"lost with its actor (attempt {attempt + 1}): {type(error).__name__}"
+                self._replace(actor)
+                continue
+            except BaseException:
+                self._idle.put(actor)
+                raise
+            break
+        nan = float("nan")
+        return Confirmation(speedup=nan, low=nan, high=nan, noise_floor=float("inf"), rounds=0, claimed=False,
+                            stopped="cancelled" if failure == "cancelled" else "failed",
+                            error="" if failure == "cancelled" else failure)
 
     # -- actors ------------------------------------------------------------------------------
 

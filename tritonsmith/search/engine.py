@@ -11,9 +11,18 @@ evaluations are cancelled too; their placeholders are dropped, nothing half-done
 Resuming (`Search(..., resume=ID)`) rebuilds the tree from the journal and continues with the
 next id: no evaluated node is lost or re-run.
 
-The result is the fastest candidate that passed every check and beats the starting kernel by
-more than the timing spread (every timing round of the candidate faster than every round of the
-original), as a unified diff against the file as it was when the search started.
+Screening and confirmation. Each candidate is timed briefly as it is evaluated (a few calls,
+against the original's time from the start of the search): enough to steer the tree, not enough
+to claim anything, since on a loaded machine the moment of a measurement can matter more than
+the kernel. A candidate that is the same kernel as one already evaluated once hints that cannot
+change the measured time are set aside (equivalence.py) is not evaluated again: it takes that
+node's measurement, marked `same_as`, and can never be the result. When the search ends, the
+fastest candidates by screening (at most `SearchOptions.confirmations` of them, each screened
+faster than the original) are confirmed in turn (`Evaluator.confirm`: re-timed against the
+original in alternating rounds in fresh workers, evaluator/confirm.py and stats.py), and the first
+whose 95% interval clears 1 + the measured noise floor is the result, as a unified diff against
+the file as it was when the search started. A search cancelled by the user confirms nothing and
+claims nothing (resume it to finish); nothing else claims a speedup.
 """
 
 from __future__ import annotations
@@ -29,6 +38,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from ..evaluator.stats import Confirmation
+from .equivalence import equivalence_key
 from .journal import Journal
 from .model import (
     Evaluation,
@@ -49,9 +60,14 @@ __all__ = ["Evaluator", "Guardian", "Progress", "Search", "SearchOptions", "Sear
 
 
 class Evaluator(Protocol):
-    baseline_ms: float | None  # the original's time, which speedups are against
+    baseline_ms: float | None  # the original's time, which screening speedups are against
 
     def evaluate(self, source: str) -> Evaluation: ...
+
+    def confirm(self, original: str, candidate: str,
+                progress: Callable[[int, Confirmation], None] | None = None) -> Confirmation:
+        """Re-time `candidate` against `original` until the speedup is known (stats.confirm)."""
+        ...
 
 
 class Guardian(Protocol):
@@ -72,6 +88,8 @@ class SearchOptions:
     tree: TreeSettings = field(default_factory=TreeSettings)
     pitfalls: tuple[str, ...] = ()
     demonstrations: tuple[str, ...] = ()
+    confirmations: int = 2
+    """At most this many of the fastest candidates (by screening) are confirmed at the end."""
 
 
 @dataclass(frozen=True)
@@ -87,7 +105,10 @@ class Progress:
 
     def message(self, device: str) -> str:
         unit = "interpreter time" if device != "gpu" else "GPU time"
-        best = f"best {self.best_speedup:.2f}× ({unit})" if self.best_speedup else "no faster variant yet"
+        if self.last.startswith("confirming"):
+            return f"step {self.step}/{self.steps} · {self.last} ({unit})"
+        best = (f"best so far {self.best_speedup:.2f}× in screening, unconfirmed ({unit})" if self.best_speedup
+                else "no faster variant yet")
         cost = f" · ${self.cost_usd:.2f}" if self.cost_usd else ""
         return f"step {self.step}/{self.steps} · {best}{cost}"
 
@@ -100,18 +121,50 @@ class SearchResult:
     task: Task
     tree: Tree
     stopped: str  # "budget", "time", "cancelled", "original-fails", "proposer stopped: <why>"
-    best: Node | None = None  # the fastest correct candidate, improved or not
-    improved: bool = False  # `best` beats the original by more than the timing spread
+    best: Node | None = None  # the confirmed candidate; else the fastest new one by screening
+    improved: bool = False  # `best`'s speedup is confirmed (`confirmation.claimed`)
     diff: str = ""  # unified diff of the improvement against the starting file ("" when none)
     cost_usd: float = 0.0
+    confirmation: Confirmation | None = None  # `best`'s confirmation, when one ran
+    confirmations: list[tuple[int, Confirmation]] = field(default_factory=list)  # every one that ran, in order
+    new_verified: list[Node] = field(default_factory=list)  # verified, not the start up to hints; fastest first
 
     @property
     def speedup(self) -> float | None:
+        """The confirmed estimate of `best`'s speedup (with its interval in `confirmation`),
+        or None when no confirmation ran: a screening figure is never the search's speedup."""
+        return self.confirmation.speedup if self.confirmation is not None and not self.confirmation.error else None
+
+    @property
+    def screening_speedup(self) -> float | None:
         return self.best.evaluation.speedup if self.best is not None and self.best.evaluation else None
 
+    @property
+    def set_aside(self) -> int:
+        """Candidates not evaluated: the same kernel as an evaluated one for the timing."""
+        return sum(1 for n in self.tree.evaluated() if n.evaluation is not None and n.evaluation.same_as is not None)
+
+    def outcome_text(self) -> str:
+        """"1.32× (95% CI 1.21–1.44×, noise floor 3%)", "no improvement (best 1.04×, CI
+        0.97–1.10×, within noise; …)", or why there is nothing to confirm."""
+        if self.confirmation is not None:
+            return self.confirmation.text()
+        if self.stopped == "original-fails":
+            return "the original kernel fails verification"
+        if self.best is None:
+            same = self.set_aside
+            return "no improvement (no new verified candidate" + (
+                f"; {same} set aside as the original up to hints that cannot change the time)" if same else ")")
+        if self.stopped == "cancelled":
+            return "no improvement claimed (cancelled before the confirmation; resume to finish)"
+        screening = self.screening_speedup
+        return (f"no improvement (no candidate faster than the original in screening; best "
+                f"{screening:.2f}×)" if screening is not None else "no improvement")
+
     def leaders(self, count: int = 5) -> list[Node]:
-        """The fastest correct candidates, best first."""
-        correct = [n for n in self.tree.evaluated() if n.evaluation is not None
+        """The fastest correct candidates by screening, best first (the original included;
+        candidates that are another node's kernel for the timing left out)."""
+        correct = [n for n in self.tree.evaluated() if n.evaluation is not None and n.evaluation.same_as is None
                    and n.evaluation.outcome is Outcome.CORRECT and n.evaluation.speedup is not None]
         return sorted(correct, key=lambda n: -(n.evaluation.speedup or 0.0))[:count]  # type: ignore[union-attr]
 
@@ -165,10 +218,16 @@ class Search:
             self.tree = Tree(self.options.tree)
             self.search_id = journal.start(task, {"tree": self.options.tree.to_dict(), "steps": self.options.steps,
                                                   "proposer": proposer.name})
-        self._seen: dict[str, Evaluation] = {
-            _digest(n.source): n.evaluation for n in self.tree.evaluated() if n.evaluation is not None and n.source
-        }
+        # What has been measured, by exact text and by kernel-for-the-timing (equivalence.py).
+        self._seen: dict[str, tuple[int, Evaluation]] = {}
+        self._keys: dict[int, str] = {}  # node id -> its equivalence key
+        self._same: dict[str, tuple[int, Evaluation]] = {}
+        for node in self.tree.evaluated():
+            if node.evaluation is not None and node.source and node.evaluation.same_as is None:
+                self._remember(node.id, node.source, node.evaluation)
         self._lock = threading.Lock()
+        self._root_key = equivalence_key(self.task.source, self.task.device)
+        self._stop = threading.Event()  # the proposer cannot go on: no new steps (in-flight ones finish)
         self.stop_reason = ""  # why the proposer stopped the search, if it did
         baseline = self._root()
         if baseline is not None and baseline.evaluation is not None and baseline.evaluation.time_ms:
@@ -199,13 +258,16 @@ class Search:
         with ThreadPoolExecutor(max_workers=max(1, self.options.concurrency)) as executor:
             while True:
                 if self.cancel.is_set():
-                    stopped = "proposer stopped: " + self.stop_reason if self.stop_reason else "cancelled"
+                    stopped = "cancelled"
                     break
+                if self._stop.is_set():
+                    stopped = "proposer stopped: " + self.stop_reason
                 out_of_time = self.options.wall_time_s is not None and time.monotonic() - started > self.options.wall_time_s
                 budget_left = self.options.steps - (self.tree.evaluated_count - 1) - len(in_flight)
-                if out_of_time:
+                if out_of_time and not self._stop.is_set():
                     stopped = "time"
-                while not out_of_time and budget_left > 0 and len(in_flight) < max(1, self.options.concurrency):
+                while (not out_of_time and not self._stop.is_set() and budget_left > 0
+                       and len(in_flight) < max(1, self.options.concurrency)):
                     parent, kind = self.tree.select(self.rng)
                     parent, kind = self._forced(parent, kind)
                     placeholder = self.tree.reserve(parent, kind)
@@ -227,9 +289,10 @@ class Search:
             if self.cancel.is_set():
                 for placeholder in in_flight.values():
                     self.tree.discard(placeholder)
-                stopped = "proposer stopped: " + self.stop_reason if self.stop_reason else "cancelled"
+                stopped = "cancelled"
+        result = self._result(stopped)
         self.journal.finish(self.search_id, stopped)
-        return self._result(stopped)
+        return result
 
     def _forced(self, parent: Node, kind: StepKind) -> tuple[Node, StepKind]:
         """The step the options ask for ("… by refinement", "… by regeneration")."""
@@ -257,7 +320,7 @@ class Search:
                 break
             except ProposerStopped as error:  # no key, cap reached: every later step would fail too
                 self.stop_reason = str(error)
-                self.cancel.set()
+                self._stop.set()
                 errors.append(str(error))
                 break
             except ProposalError as error:
@@ -271,15 +334,35 @@ class Search:
             if checked is None:
                 return source, Evaluation(Outcome.NOT_COMPILED, message=f"guardian: {note}"), seconds, note
             source = checked
-        digest = _digest(source)
+        digest, key = _digest(source), equivalence_key(source, self.task.device)
         with self._lock:
-            known = self._seen.get(digest)
-        if known is not None:  # the same file again: its measurement stands
-            return source, replace(known, message="same as an evaluated candidate: " + known.message), seconds, note
+            exact, same = self._seen.get(digest), self._same.get(key)
+        if exact is not None:  # the same file again: its measurement stands
+            known_id, known = exact
+            return source, replace(known, message=f"same as #{known_id}: " + known.message, same_as=known_id,
+                                   seconds=0.0), seconds, note
+        if same is not None:  # the same kernel for the timing: not re-timed, and it cannot win
+            known_id, known = same
+            hints = ("hints that cannot change interpreter time (num_warps, num_stages, eviction_policy, "
+                     "cache_modifier, max_contiguous, multiple_of, …)" if self.task.device != "gpu"
+                     else "names, comments and layout")
+            return source, replace(known, message=(f"the same kernel as #{known_id} up to {hints}: not re-timed; "
+                                                   "its measurement stands: " + known.message),
+                                   same_as=known_id, seconds=0.0), seconds, note
         evaluation = self.evaluator.evaluate(source)
-        with self._lock:
-            self._seen[digest] = evaluation
         return source, evaluation, seconds, note
+
+    def _key(self, node: Node) -> str:
+        key = self._keys.get(node.id)
+        if key is None:
+            key = self._keys[node.id] = equivalence_key(node.source, self.task.device)
+        return key
+
+    def _remember(self, node_id: int, source: str, evaluation: Evaluation) -> None:
+        key = equivalence_key(source, self.task.device)
+        self._keys[node_id] = key
+        self._seen.setdefault(_digest(source), (node_id, evaluation))
+        self._same.setdefault(key, (node_id, evaluation))
 
     def _context(self, parent: Node, kind: StepKind) -> StepContext:
         if kind is StepKind.REFINE:
@@ -293,12 +376,15 @@ class Search:
         node = self.tree.complete(placeholder, evaluation, source=source, proposer=self.proposer.name,
                                   cost_usd=self.proposer.cost_usd, propose_seconds=round(seconds, 3))
         self.journal.record(self.search_id, node)
+        if source and evaluation.same_as is None:
+            with self._lock:
+                self._remember(node.id, source, evaluation)
         if self.memory is not None and node.kind is not StepKind.ROOT and source:
             # Experience memory (adapt/experience.py): every proposed candidate is an attempt at
             # the task, every correct one a solution. The original is not a proposal; a step
             # that produced no candidate (no key, a proposer bug) is not an attempt.
             self.memory.record_attempt(self.task, evaluation.outcome)
-            if evaluation.outcome is Outcome.CORRECT:
+            if evaluation.outcome is Outcome.CORRECT and evaluation.same_as is None:
                 self.memory.record_solution(self.task, source, evaluation.speedup, self.task.device)
         if self.progress is not None:
             best = self._best_correct()
@@ -313,21 +399,57 @@ class Search:
 
     # -- the result -----------------------------------------------------------------------
 
+    def _candidates(self) -> list[Node]:
+        """New verified kernels that may be the result, fastest by screening first: correct,
+        not the original, and not the original's (or another node's) kernel for the timing."""
+        root = self._root()
+        root_key = self._root_key
+        correct = [n for n in self.tree.evaluated() if n is not root and n.kind is not StepKind.ROOT
+                   and n.evaluation is not None and n.evaluation.outcome is Outcome.CORRECT
+                   and n.evaluation.speedup is not None and n.evaluation.same_as is None and n.source
+                   and n.source != self.task.source and self._key(n) != root_key]
+        return sorted(correct, key=lambda n: -(n.evaluation.speedup or 0.0))  # type: ignore[union-attr]
+
     def _best_correct(self) -> Node | None:
-        correct = [n for n in self.tree.evaluated() if n.kind is not StepKind.ROOT and n.evaluation is not None
-                   and n.evaluation.outcome is Outcome.CORRECT and n.evaluation.speedup is not None]
-        return max(correct, key=lambda n: n.evaluation.speedup or 0.0, default=None)  # type: ignore[union-attr]
+        candidates = self._candidates()
+        return candidates[0] if candidates else None
 
     def _result(self, stopped: str) -> SearchResult:
         result = SearchResult(self.search_id, self.task, self.tree, stopped, cost_usd=self.proposer.cost_usd)
-        best = self._best_correct()
+        candidates = self._candidates()
         root = self._root()
-        result.best = best
-        if best is None or best.evaluation is None or root is None or root.evaluation is None:
+        result.new_verified = list(candidates)
+        result.best = candidates[0] if candidates else None
+        if (not candidates or root is None or root.evaluation is None or root.evaluation.outcome is not Outcome.CORRECT
+                or stopped == "cancelled" or self.cancel.is_set()):
             return result
-        low = best.evaluation.spread[0] if best.evaluation.spread else best.evaluation.speedup or 0.0
-        root_high = root.evaluation.spread[1] if root.evaluation.spread else 1.0
-        result.improved = low > max(1.0, root_high) and best.source != self.task.source
-        if result.improved:
-            result.diff = unified_diff(self.task.source, best.source, self.relative_path)
+        for node in candidates[: max(0, self.options.confirmations)]:
+            if (node.evaluation.speedup or 0.0) <= 1.0 or self.cancel.is_set():  # type: ignore[union-attr]
+                break  # screened no faster than the original: nothing left to confirm
+            confirmation = self._confirm(node)
+            result.confirmations.append((node.id, confirmation))
+            self.journal.record_confirmation(self.search_id, node.id, confirmation)
+            if result.confirmation is None or confirmation.claimed:
+                result.best, result.confirmation = node, confirmation
+            if confirmation.claimed:
+                result.improved = True
+                result.diff = unified_diff(self.task.source, node.source, self.relative_path)
+                break
         return result
+
+    def _confirm(self, node: Node) -> Confirmation:
+        screening = node.evaluation.speedup if node.evaluation is not None else None
+
+        def report(line: str) -> None:
+            if self.progress is not None:
+                self.progress(Progress(self.search_id, self.tree.evaluated_count - 1, self.options.steps,
+                                       screening, self.proposer.cost_usd, line))
+
+        report(f"confirming #{node.id} against the original in fresh workers "
+               f"(screening said {screening or 0.0:.2f}×)")
+        try:
+            return self.evaluator.confirm(self.task.source, node.source, progress=lambda rounds, state: report(
+                f"confirming #{node.id}: round {rounds}, {state.speedup:.2f}× so far ({state.interval()})"))
+        except Exception as error:  # an evaluator bug: nothing is claimed, the search's tree stands
+            return Confirmation(speedup=float("nan"), low=float("nan"), high=float("nan"), noise_floor=float("inf"),
+                                rounds=0, claimed=False, stopped="failed", error=f"{type(error).__name__}: {error}")

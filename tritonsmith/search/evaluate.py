@@ -8,6 +8,10 @@ CPU search optimises"). The reference is always the spec's own (the harness's fu
 KernelBench's `Model`) from the file as it was when the search started: a variant can change
 the kernel, never what it is checked against.
 
+That speedup is a screening figure, to steer the search: a few calls, timed at another moment
+than the original's. Before anything is claimed, `confirm` re-times the winner against the
+original in alternating rounds in fresh workers (evaluator/confirm.py).
+
 Nothing here imports torch or triton.
 """
 
@@ -16,11 +20,14 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..adapt import FailureLog
+from ..evaluator.confirm import confirm_speedup
 from ..evaluator.pool import WorkerPool
-from ..evaluator.reports import compile_file, log_verdict
+from ..evaluator.reports import compile_file, correctness_blockers, log_verdict, settle_reports
+from ..evaluator.stats import Confirmation, RoundPolicy
 from ..evaluator.verify import Spec, verify_spec
 from .model import Evaluation, Outcome, Task
 
@@ -39,8 +46,10 @@ class CandidateEvaluator:
 
     def __init__(self, task: Task, spec: Spec, *, rounds: int | None = None, runs: int | None = None,
                  trials: int = 3, tolerances: dict[str, float] | None = None,
-                 failure_log: FailureLog | None = None, cancel: threading.Event | None = None) -> None:
+                 failure_log: FailureLog | None = None, cancel: threading.Event | None = None,
+                 confirm_policy: RoundPolicy | None = None) -> None:
         self.task = task
+        self.confirm_policy = confirm_policy  # None: evaluator/confirm.py's default for the device
         self.spec = spec
         self.trials = trials
         self.tolerances = tolerances
@@ -52,6 +61,7 @@ class CandidateEvaluator:
         env = dict(os.environ)
         if not gpu:
             env["TRITON_INTERPRET"] = "1"
+        self._env = env
         self._compile_pool = WorkerPool(1)
         self._verify_pools = (WorkerPool(1, env=env), WorkerPool(1, env=env))
         self.baseline_ms: float | None = None  # the root's time, set by its evaluation
@@ -71,16 +81,24 @@ class CandidateEvaluator:
             {"kernel": r.kernel, "config": e.get("config"), "target": e.get("target"), "resources": e.get("resources")}
             for r in reports for e in r.results if e.get("ok")
         ]
-        failed = [r for r in reports if not r.ok]
-        if failed:
-            first = failed[0]
-            message = first.findings[0].message if first.findings else (first.error or "compilation failed")
-            return Evaluation(Outcome.NOT_COMPILED, message=message, resources=resources)
+        # Only a kernel that truly cannot launch is "not compiled": spills, a Config the autotuner
+        # prunes and errors under assumed pointer types (re-checked below) are not.
+        blockers = correctness_blockers(reports)
+        if blockers:
+            return Evaluation(Outcome.NOT_COMPILED, message=blockers[0], resources=resources)
         verdict = verify_spec(
             self.spec, mode="gpu" if task.device == "gpu" else "interpreter", candidate_source=source,
             rounds=self.rounds, runs=self.runs, interpreter_timing=True, pools=self._verify_pools,
             cancel=self.cancel, trials=self.trials, tolerances=self.tolerances,
         )
+        reports = settle_reports(reports, [verdict], source=source, path=task.path, targets=[task.target],
+                                 pool=self._compile_pool, failure_log=self.failure_log, cancel_event=self.cancel)
+        failed = [r for r in reports if not r.ok]
+        if failed:  # it compiles with the types recorded at its launches no better
+            first = failed[0]
+            errors = [f for f in first.findings if f.severity.value == "error"] or first.findings
+            message = errors[0].message if errors else (first.error or "compilation failed")
+            return Evaluation(Outcome.NOT_COMPILED, message=message, resources=resources)
         if self.failure_log is not None and not verdict.ok:
             log_verdict(self.failure_log, task.path, verdict, source=source, stage_prefix="search", kernel=task.kernel)
         if not verdict.ok or verdict.timing is None:
@@ -95,6 +113,15 @@ class CandidateEvaluator:
         return Evaluation(Outcome.CORRECT, speedup=speedup, spread=spread, time_ms=time_ms,
                           message=verdict.summary(), resources=resources,
                           reference_speedup=timing.speedup if task.device == "gpu" else None)
+
+    def confirm(self, original: str, candidate: str,
+                progress: Callable[[int, Confirmation], None] | None = None) -> Confirmation:
+        """Re-time `candidate` against `original` in alternating rounds in fresh workers until
+        the speedup's interval is tight (evaluator/confirm.py); the search's own workers idle
+        meanwhile."""
+        return confirm_speedup(self.spec, original, candidate, mode="gpu" if self.task.device == "gpu" else "interpreter",
+                               policy=self.confirm_policy, env=self._env, cancel=self.cancel, progress=progress,
+                               tolerances=self.tolerances)
 
     def close(self) -> None:
         self._compile_pool.close()

@@ -26,12 +26,13 @@ from typing import Any
 
 from ..adapt.statedb import connect, migrate, write
 from ..errors import TritonsmithError
+from ..evaluator.stats import Confirmation
 from .model import Evaluation, Outcome, StepKind, Task
 from .tree import Node, Tree, TreeSettings
 
 __all__ = ["SCHEMA_VERSION", "Journal", "SearchSummary"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _VERSION_KEY = "search_schema_version"  # the failure log owns `schema_version`
 
 _MIGRATIONS = {
@@ -70,12 +71,30 @@ _MIGRATIONS = {
     ],
     # On a GPU, the speedup against the spec's PyTorch reference (tritonsmith bench reports it).
     2: ["ALTER TABLE search_nodes ADD COLUMN reference_speedup REAL"],
+    # A node that is another's kernel for the timing (not re-timed), and the confirmation runs
+    # behind a search's claim (stats.Confirmation.to_json, one row per confirmed node).
+    3: [
+        "ALTER TABLE search_nodes ADD COLUMN same_as INTEGER",
+        """CREATE TABLE search_confirmations (
+               search_id TEXT NOT NULL REFERENCES searches(id),
+               node_id INTEGER NOT NULL,
+               created REAL NOT NULL,
+               claimed INTEGER NOT NULL,
+               speedup REAL,
+               low REAL,
+               high REAL,
+               noise_floor REAL,
+               rounds INTEGER NOT NULL,
+               data TEXT NOT NULL,
+               PRIMARY KEY (search_id, node_id)
+           )""",
+    ],
 }
 
 _NODE_COLUMNS = (
     "node_id", "parent_id", "kind", "source", "outcome", "reward", "speedup", "spread_low",
     "spread_high", "time_ms", "message", "resources", "seconds", "proposer", "cost_usd",
-    "propose_seconds", "created", "reference_speedup",
+    "propose_seconds", "created", "reference_speedup", "same_as",
 )
 
 
@@ -90,7 +109,7 @@ class SearchSummary:
     started: float
     finished: float | None
     nodes: int  # evaluated nodes
-    best_speedup: float | None  # the fastest correct kernel's speedup
+    best_speedup: float | None  # the confirmed speedup the search claimed, if it claimed one
     cost_usd: float  # what the proposers had spent by the last node
 
 
@@ -146,7 +165,7 @@ class Journal:
             node.reward, _finite(evaluation.speedup), _finite(spread[0]), _finite(spread[1]),
             _finite(evaluation.time_ms), evaluation.message, json.dumps(evaluation.resources, default=str),
             evaluation.seconds, node.proposer, node.cost_usd, node.propose_seconds, node.created,
-            _finite(evaluation.reference_speedup),
+            _finite(evaluation.reference_speedup), evaluation.same_as,
         )
         with self._lock, write(self._db):
             if self._db.execute("SELECT 1 FROM searches WHERE id = ?", (search_id,)).fetchone() is None:
@@ -156,6 +175,28 @@ class Journal:
                 f"VALUES ({', '.join('?' * (len(_NODE_COLUMNS) + 1))})",
                 row,
             )
+
+    def record_confirmation(self, search_id: str, node_id: int, confirmation: Confirmation) -> None:
+        """Write the confirmation run of one node (replacing an earlier one of the same node)."""
+        row = (search_id, node_id, time.time(), int(confirmation.claimed), _finite(confirmation.speedup),
+               _finite(confirmation.low), _finite(confirmation.high), _finite(confirmation.noise_floor),
+               confirmation.rounds, json.dumps(confirmation.to_json()))
+        with self._lock, write(self._db):
+            self._db.execute(
+                "INSERT OR REPLACE INTO search_confirmations(search_id, node_id, created, claimed, speedup, low, "
+                "high, noise_floor, rounds, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+
+    def confirmations(self, search_id: str) -> list[tuple[int, Confirmation]]:
+        """The search's confirmation runs, oldest first, as (node id, confirmation)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT node_id, data FROM search_confirmations WHERE search_id = ? ORDER BY created, node_id",
+                (search_id,)).fetchall()
+        return [(int(node_id), Confirmation.from_json(json.loads(data))) for node_id, data in rows]
+
+    def claimed(self, search_id: str) -> tuple[int, Confirmation] | None:
+        """The node whose speedup the search claimed, with its confirmation, if any."""
+        return next(((n, c) for n, c in reversed(self.confirmations(search_id)) if c.claimed), None)
 
     def finish(self, search_id: str, status: str) -> None:
         """Mark a search ended: "done", "cancelled", "failed", "budget", ... (free text)."""
@@ -204,6 +245,7 @@ class Journal:
                 resources=json.loads(values["resources"]),
                 seconds=values["seconds"],
                 reference_speedup=values["reference_speedup"],
+                same_as=values["same_as"],
             )
             tree.add(
                 parent, StepKind(values["kind"]), values["source"], evaluation,
@@ -218,7 +260,7 @@ class Journal:
             rows = self._db.execute(
                 """SELECT s.id, s.path, s.kernel, s.status, s.started, s.finished,
                           COUNT(n.node_id),
-                          MAX(CASE WHEN n.outcome = 'correct' THEN n.speedup END),
+                          (SELECT MAX(c.speedup) FROM search_confirmations c WHERE c.search_id = s.id AND c.claimed),
                           COALESCE(MAX(n.cost_usd), 0)
                    FROM searches s LEFT JOIN search_nodes n ON n.search_id = s.id
                    GROUP BY s.id ORDER BY s.started DESC, s.id DESC"""

@@ -94,10 +94,14 @@ class Evaluation:
     resources: list[dict[str, Any]] = field(default_factory=list)  # per config × target
     seconds: float = 0.0  # how long the evaluation took
     reference_speedup: float | None = None  # on a GPU: against the spec's PyTorch reference (KernelBench's sense)
+    same_as: int | None = None  # the evaluated node this one is identical to for the timing (search/equivalence.py)
 
     def feedback(self) -> str:
         """Execution feedback for the next prompt: one short paragraph."""
-        if self.outcome is Outcome.CORRECT and self.speedup is not None:
+        if self.same_as is not None:
+            text = (f"the same kernel as #{self.same_as} once hints that cannot change the measured time are set "
+                    f"aside: not re-timed ({self.outcome.value})")
+        elif self.outcome is Outcome.CORRECT and self.speedup is not None:
             text = f"correct; {self.speedup:.2f}x against the original"
             if self.time_ms is not None:
                 text += f" ({self.time_ms:.4g} ms)"

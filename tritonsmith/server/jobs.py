@@ -25,7 +25,14 @@ from pygls.uris import to_fs_path
 
 from ..adapt import FailureLog
 from ..evaluator.pool import WorkerPool, compile_workers
-from ..evaluator.reports import compile_file, log_verdict, verdict_findings
+from ..evaluator.reports import (
+    compile_file,
+    correctness_blockers,
+    log_verdict,
+    settle_reports,
+    skipped_verdicts,
+    verdict_findings,
+)
 from ..evaluator.verify import Verdict, default_mode, detect_specs, verify_spec
 from ..version import installed_triton_version
 
@@ -62,6 +69,8 @@ class CompileJobs:
             if default_mode() == "interpreter":
                 env["TRITON_INTERPRET"] = "1"
             self._verify_pools = (WorkerPool(1, env=env), WorkerPool(1, env=env))
+            for pool in self._verify_pools:  # the candidate's worker warms up while the reference runs
+                pool.prestart()
         return self._verify_pools
 
     def failure_log(self) -> FailureLog | None:
@@ -111,8 +120,16 @@ class CompileJobs:
                 compile_file, self.pool, source, path=path, targets=targets, cancel_event=cancel,
                 failure_log=self.failure_log(),
             )
-            if settings.verify_on_save == "verify" and all(r.ok for r in reports) and not cancel.is_set():
+            # Warnings (spills, a Config the autotuner prunes) and errors under assumed pointer
+            # types never stop the check; a kernel that truly cannot launch does, and says so.
+            blockers = correctness_blockers(reports)
+            if settings.verify_on_save == "verify" and not blockers and not cancel.is_set():
                 verdicts = await self._verify(path, source, token, cancel)
+                reports = await asyncio.to_thread(
+                    settle_reports, reports, verdicts, source=source, path=path, targets=targets,
+                    pool=self.pool, failure_log=self.failure_log(), cancel_event=cancel)
+            elif settings.verify_on_save == "verify" and not cancel.is_set():
+                verdicts = skipped_verdicts(detect_specs(Path(path), source), blockers, default_mode())
         except Exception:  # a bug here must not take the editor down
             log.exception("compile job for %s failed", uri)
             reports = None
@@ -139,6 +156,7 @@ class CompileJobs:
 
     async def _verify(self, path: str, source: str, token: str | None, cancel: threading.Event) -> list[Verdict]:
         """Check each spec in the file against its reference (the saved file on disk)."""
+        settings = self.server.workspace_state.settings
         verdicts = []
         for spec in detect_specs(Path(path), source):
             if cancel.is_set():
@@ -146,7 +164,12 @@ class CompileJobs:
             if token is not None:
                 self.server.work_done_progress.report(
                     token, types.WorkDoneProgressReport(message=f"checking {spec.name} against its reference"))
-            verdicts.append(await asyncio.to_thread(verify_spec, spec, pools=self.verify_pools(), cancel=cancel))
+            verdicts.append(await asyncio.to_thread(
+                verify_spec, spec, pools=self.verify_pools(), cancel=cancel,
+                torch_ops=None if settings.torch_ops == "auto" else settings.torch_ops,
+                # A hang or a memory hog ends in seconds (sandbox.py); a newer save sets `cancel`,
+                # which kills the running worker within the pool's poll.
+                hang_s=settings.verify_timeout, memory_mb=settings.memory_limit_mb))
         return verdicts
 
     async def _begin_progress(self, title: str) -> str | None:

@@ -16,7 +16,10 @@ OpenAI-compatible endpoint that is not on this machine) asks once per workspace 
 `window/showMessageRequest`, and "Allow" is remembered in `.tritonsmith/consent.json`.
 
 A search that found a faster verified variant sends `tritonsmith/searchResult` (original and
-best source, speedup and spread, how it was measured, the tree, and a ready workspace edit).
+best source, the confirmed speedup with its 95% interval and the noise floor, how it was
+measured, the tree, and a ready workspace edit). "Faster" means confirmed: the candidate and the
+original re-timed in alternating rounds in fresh workers, the interval's lower bound above 1 +
+the noise floor (search/engine.py, evaluator/stats.py); screening figures are never offered.
 Clients that declare `experimental.tritonsmith.searchResultSupport` show it themselves (VS Code's
 diff editor) and apply it through `tritonsmith.server.applySearchResult`; other clients get
 `window/showDocument` of `.tritonsmith/<searchId>.patch` and the edit through
@@ -374,8 +377,8 @@ class Searches:
             return f"cancelled after {count} candidates"
         if result.stopped == "original-fails":
             return "the original kernel fails verification"
-        found = (f"{result.speedup:.2f}× faster ({unit})" if result.improved and result.speedup is not None
-                 else "no faster verified variant")
+        found = (f"{result.outcome_text()} faster ({unit})" if result.improved
+                 else f"no faster verified variant: {result.outcome_text()}")
         if result.stopped.startswith("proposer stopped"):
             return f"{result.stopped}; {found}, {count} candidates"
         return f"done: {found}, {count} candidates"
@@ -444,7 +447,8 @@ class Searches:
             self.server.protocol.notify(SEARCH_RESULT, self._payload(search, result, None))
             if result.stopped.startswith("proposer stopped"):
                 self._show(types.MessageType.Warning, f"the search on {search.kernel} {result.stopped} "
-                                                      f"(no faster verified variant, {count} candidates)")
+                                                      f"(no faster verified variant: {result.outcome_text()}, "
+                                                      f"{count} candidates)")
                 return
             if result.stopped == "original-fails":
                 root = next((n for n in result.tree.evaluated() if n.id == 0), None)
@@ -452,9 +456,9 @@ class Searches:
                 self._show(types.MessageType.Warning, f"{search.kernel} fails verification before any change"
                                                       + (f": {why}" if why else ""))
                 return
-            best = f"best {result.speedup:.2f}×" if result.speedup is not None else "no correct candidate"
             self._show(types.MessageType.Info,
-                       f"no faster verified variant of {search.kernel} found ({best}, {count} candidates)")
+                       f"no faster verified variant of {search.kernel} found: {result.outcome_text()} "
+                       f"({count} candidates)")
             return
         best_source = result.best.source
         self.finished[search.id] = _Finished(search, best_source)
@@ -485,8 +489,8 @@ class Searches:
             "original": search.original,
             "best": best.source if best is not None else "",
             "bestId": best.id if best is not None else None,
-            "speedup": result.speedup,
-            "spread": list(evaluation.spread) if evaluation is not None and evaluation.spread else None,
+            **_claim(result.confirmation, evaluation),
+            "result": result.outcome_text(),
             "measuredOn": search.device,
             "stopped": result.stopped,
             "costUsd": result.cost_usd,
@@ -604,6 +608,18 @@ class Searches:
 # -- the journal, for views ------------------------------------------------------------------
 
 
+def _claim(confirmation: Any, evaluation: Any) -> dict[str, Any]:
+    """`speedup`, `spread` (the 95% interval), `confirmation` and `screeningSpeedup` of a
+    result: the confirmed figures when a confirmation ran, never a screening figure alone."""
+    ok = confirmation is not None and not confirmation.error
+    return {
+        "speedup": confirmation.speedup if ok else None,
+        "spread": [confirmation.low, confirmation.high] if ok else None,
+        "confirmation": confirmation.to_json() if confirmation is not None else None,
+        "screeningSpeedup": evaluation.speedup if evaluation is not None else None,
+    }
+
+
 def _node_entry(node: Any, *, full_message: bool = False) -> dict[str, Any]:
     from ..search.tree import ROOT_ID
 
@@ -615,6 +631,7 @@ def _node_entry(node: Any, *, full_message: bool = False) -> dict[str, Any]:
         "kind": node.kind.value,
         "outcome": ev.outcome.value if ev is not None else None,
         "speedup": ev.speedup if ev is not None else None,
+        "sameAs": ev.same_as if ev is not None else None,
         "message": message if full_message else (message.splitlines() or [""])[0][:200],
     }
     if node.reward is not None:
@@ -639,8 +656,8 @@ def _progress_node(tree: Any, last: str) -> dict[str, Any] | None:
     if node is None or node.evaluation is None:
         return None
     entry = _node_entry(node)
-    entry.pop("message", None)
-    entry.pop("reward", None)
+    for key in ("message", "reward", "sameAs"):
+        entry.pop(key, None)
     return entry
 
 
@@ -680,7 +697,8 @@ def list_searches(roots: list[Path], path: Path | None = None) -> list[dict[str,
     return [entry for _, entry in sorted(found, key=lambda item: -item[0])]
 
 
-def _load(roots: list[Path], journal_id: str) -> tuple[Any, dict[str, Any], Any] | None:
+def _load(roots: list[Path], journal_id: str) -> tuple[Any, dict[str, Any], Any, list[Any]] | None:
+    """(task, settings, tree, confirmations) of a journaled search."""
     from ..errors import TritonsmithError
 
     for root in dict.fromkeys(roots):
@@ -688,7 +706,8 @@ def _load(roots: list[Path], journal_id: str) -> tuple[Any, dict[str, Any], Any]
         if journal is None:
             continue
         try:
-            return journal.load(journal_id)  # type: ignore[no-any-return]
+            task, settings, tree = journal.load(journal_id)
+            return task, settings, tree, journal.confirmations(journal_id)
         except TritonsmithError:
             continue
         finally:
@@ -717,17 +736,18 @@ def search_tree(roots: list[Path], journal_id: str) -> dict[str, Any] | None:
     loaded = _load(roots, journal_id)
     if loaded is None:
         return None
-    task, settings, tree = loaded
+    task, settings, tree, confirmations = loaded
     nodes = list(tree.evaluated())
-    root = next((n for n in nodes if n.kind is StepKind.ROOT), None)
-    correct = [n for n in nodes if n.kind is not StepKind.ROOT and n.evaluation is not None
-               and n.evaluation.outcome is Outcome.CORRECT and n.evaluation.speedup is not None]
-    best = max(correct, key=lambda n: n.evaluation.speedup or 0.0, default=None)
-    improved = False
-    if best is not None and root is not None and root.evaluation is not None:
-        low = best.evaluation.spread[0] if best.evaluation.spread else best.evaluation.speedup or 0.0
-        root_high = root.evaluation.spread[1] if root.evaluation.spread else 1.0
-        improved = low > max(1.0, root_high) and best.source != task.source
+    claimed = next(((n, c) for n, c in reversed(confirmations) if c.claimed and n in tree.nodes), None)
+    confirmation = claimed[1] if claimed is not None else (confirmations[0][1] if confirmations else None)
+    best = tree.nodes[claimed[0]] if claimed is not None else (
+        tree.nodes.get(confirmations[0][0]) if confirmations else None)
+    if best is None:
+        correct = [n for n in nodes if n.kind is not StepKind.ROOT and n.evaluation is not None
+                   and n.evaluation.outcome is Outcome.CORRECT and n.evaluation.speedup is not None
+                   and n.evaluation.same_as is None]
+        best = max(correct, key=lambda n: n.evaluation.speedup or 0.0, default=None)
+    improved = claimed is not None and best is not None and best.source != task.source
     summary = next((s for s in list_searches(roots) if s["id"] == journal_id), None)
     diff = ""
     if best is not None and improved:
@@ -743,8 +763,8 @@ def search_tree(roots: list[Path], journal_id: str) -> dict[str, Any] | None:
         "original": task.source,
         "best": best.source if best is not None else "",
         "bestId": best.id if best is not None else None,
-        "speedup": best.evaluation.speedup if best is not None else None,
-        "spread": list(best.evaluation.spread) if best is not None and best.evaluation.spread else None,
+        **_claim(confirmation, best.evaluation if best is not None else None),
+        "result": confirmation.text() if confirmation is not None else "no speedup confirmed",
         "measuredOn": task.device,
         "stopped": summary["status"] if summary is not None else "",
         "costUsd": max((n.cost_usd for n in nodes), default=0.0),

@@ -39,7 +39,7 @@ describe('search review (diff flow)', () => {
         assert.equal(left.toString(), FILE, 'the current file on the left');
         assert.equal(right.scheme, TOOL_CONFIG.searchScheme);
         assert.ok(right.toString().endsWith('/best/slow_add.py'), right.toString());
-        assert.match(title, /add_kernel: current ↔ faster \(3\.50× faster \(interpreter time\)/);
+        assert.match(title, /add_kernel: current ↔ faster \(3\.50× \(95% CI 3\.20–3\.80×, noise floor 2%\) faster \(interpreter time\)/);
         assert.equal(reviews.provideTextDocumentContent(right as never), BEST);
         assert.equal(
             reviews.provideTextDocumentContent(searchDocUri({ searchId: 'ts-20260101-000000-abcdef', uri: FILE }, 'original') as never),
@@ -47,7 +47,7 @@ describe('search review (diff flow)', () => {
         );
         const message = fake.messages.at(-1);
         assert.deepEqual(message?.items, [ACCEPT, REJECT, SHOW_TREE]);
-        assert.match(message?.text ?? '', /add_kernel: 3\.50× faster \(interpreter time\), 2 candidates/);
+        assert.match(message?.text ?? '', /add_kernel: 3\.50× \(95% CI 3\.20–3\.80×, noise floor 2%\) faster \(interpreter time\), 2 candidates/);
         assert.equal(reviews.isPending('ts-20260101-000000-abcdef'), true);
     });
 
@@ -148,7 +148,7 @@ describe('search review: live trees, node diffs, past searches', () => {
         assert.equal(live.bestId, 1);
         assert.match(summarize(live), /running, step 1\/3/);
         assert.deepEqual(fired, ['ts-live', 'ts-live']);
-        await reviews.receive(payload({ searchId: 'ts-live', improved: false, best: '', bestId: null, speedup: null, edit: null }));
+        await reviews.receive(payload({ searchId: 'ts-live', improved: false, best: '', bestId: null, speedup: null, edit: null, confirmation: null, result: '' }));
         const done = reviews.get('ts-live');
         assert.ok(done && !done.live && !done.improved);
         assert.equal(reviews.isPending('ts-live'), false);

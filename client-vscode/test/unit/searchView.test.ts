@@ -21,8 +21,26 @@ describe('search tree model', () => {
         assert.deepEqual(result.spread, [3.2, 3.8]);
         assert.equal(measuredLabel('interpreter'), 'interpreter time');
         assert.equal(measuredLabel('gpu'), 'GPU time');
-        assert.equal(summarize(result), 'add_kernel: 3.50× faster (interpreter time), 2 candidates');
+        assert.equal(summarize(result), 'add_kernel: 3.50× (95% CI 3.20–3.80×, noise floor 2%) faster (interpreter time), 2 candidates');
+        assert.equal(result.confirmation?.claimed, true);
+        assert.equal(result.confirmation?.noiseFloor, 0.02);
         assert.equal(parseSearchResult({ searchId: 'x' }), undefined);
+        // Not confirmed: the interval and "no improvement", never a bare figure.
+        const text = 'no improvement (best 1.04×, CI 0.97–1.10×, within noise; noise floor 3%)';
+        const none = parseSearchResult(payload({
+            improved: false, edit: null, speedup: 1.04, spread: [0.97, 1.1], result: text,
+            confirmation: { speedup: 1.04, low: 0.97, high: 1.1, noiseFloor: 0.03, rounds: 6, claimed: false, text },
+        }));
+        assert.ok(none);
+        assert.equal(summarize(none), `add_kernel: no faster verified variant (${text}, interpreter time), 2 candidates`);
+        assert.match(renderSearchHtml({ result: none, running: [], pending: false }, 'N', 'c'), /no improvement \(best 1\.04×, CI 0\.97–1\.10×, within noise/);
+        const html = renderSearchHtml({ result, running: [], pending: true }, 'N', 'c');
+        assert.match(html, /3\.50× \(95% CI 3\.20–3\.80×, noise floor 2%\), confirmed over 8 alternating rounds/);
+        // A node that is another's kernel for the timing says so.
+        const same = parseSearchResult(payload({ tree: [{ id: 0, parent: null, kind: 'root', outcome: 'correct', speedup: 1, message: '' },
+            { id: 1, parent: 0, kind: 'refine', outcome: 'correct', speedup: 1, message: '', sameAs: 0 }] }));
+        assert.equal(same?.tree[1]?.sameAs, 0);
+        assert.match(renderSearchHtml({ result: same, running: [], pending: true }, 'N', 'c'), /the same kernel as #0 \(not re-timed\)/);
     });
 
     it('lays the original out first, children one column right, regenerated heads off the original', () => {
@@ -114,7 +132,7 @@ describe('search tree model', () => {
         await view.onMessage({ type: 'node', id: 2 });
         await view.onMessage({ type: 'node', id: 0 });
         assert.deepEqual(opened, ['node 1', 'best', 'original']);
-        const none = parseSearchResult(payload({ improved: false, best: '', bestId: null, speedup: null }));
+        const none = parseSearchResult(payload({ improved: false, best: '', bestId: null, speedup: null, confirmation: null, result: '' }));
         const html = renderSearchHtml({ result: none, running: [], pending: false }, 'N', 'c');
         assert.ok(!html.includes('data-action="accept"') && !html.includes('data-action="diff"'));
         assert.match(html, /no faster verified variant/);

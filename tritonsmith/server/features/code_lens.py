@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ...evaluator.reports import resource_summary
+from ...evaluator.reports import lens_title
 from ..server import TritonsmithServer
 
 __all__ = ["VERIFY_COMMAND", "register"]
@@ -28,15 +28,8 @@ def register(server: TritonsmithServer) -> None:
             row = kernel.outer.start_point[0]  # above the decorators: the whole kernel
             where = types.Range(types.Position(row, 0), types.Position(row, 0))
             report = reports.get(kernel.name)
-            if report is None:
-                title = "Compile now"
-            else:
-                compiled = [e for e in report.results if e.get("ok")]
-                status = "compile failed" if not report.ok else (
-                    "compiled" if compiled else "not compiled: constexpr values known only at run time")
-                title = status + (f" · {resource_summary(compiled[0])}" if compiled else "")
-                if len(compiled) > 1:
-                    title += f" (+{len(compiled) - 1} more)"
+            # The status, with any argument types the compile had to assume, and the resources.
+            title = "Compile now" if report is None else lens_title(report)
             lenses.append(
                 types.CodeLens(
                     range=where,

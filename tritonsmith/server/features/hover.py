@@ -51,7 +51,8 @@ def verdict_markdown(verdict: Verdict) -> str:
     if timing is not None:
         env = timing.environment
         lines += [
-            f"- speedup **{timing.speedup:.2f}×** (per-round range {timing.speedup_low:.2f}–{timing.speedup_high:.2f}×)",
+            f"- vs reference: **{timing.interval_text()}** (per-round range {timing.speedup_low:.2f}–"
+            f"{timing.speedup_high:.2f}×; ratio of trimmed means {timing.speedup:.2f}×)",
             f"- candidate {timing.candidate_mean:.4g} ms trimmed mean, {timing.candidate_median:.4g} ms median",
             f"- reference {timing.reference_mean:.4g} ms trimmed mean, {timing.reference_median:.4g} ms median",
             f"- {timing.runs} timed runs per side in {timing.rounds} alternating rounds, L2 flushed, sizes as written",

@@ -1,0 +1,693 @@
+"""The types a kernel's runtime arguments have at a launch site, read from the syntax tree.
+
+Compiling ahead of time needs a signature (`*fp16` for a pointer to half-precision data, `i32`
+for an integer). Triton takes it from the arguments of each launch; without running anything,
+this module follows each argument of a launch site back to where its value is made:
+
+- allocations and casts in the launcher: `torch.empty(..., dtype=torch.int32)`,
+  `torch.empty_like(x)`, `x.half()`, `x.to(torch.float16)`, `x.int()`, `x.view(torch.int32)`;
+  factories without a dtype make torch's default, float32 (unless the file changes it);
+- a launcher's parameters through its callers in the file (`out = my_add(x, y)`), through
+  `ModelNew.forward` to KernelBench's `get_inputs()`, and through a harness launcher `F` to
+  `F_inputs()` (docs/harness.md);
+- `self.<name>` through its assignment in the class (`self.w = nn.Parameter(torch.randn(...))`,
+  `self.register_buffer("packed", ...)`), module constants, and literals.
+
+What it cannot follow stays unknown, and the caller says that it assumed a type. Tree-sitter
+only: the server imports this module too, so no torch or triton here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from ..analysis import Document
+from ..analysis.index import LaunchSite, ModuleIndex
+from ..analysis.syntax import call_args, string_value, text, unparen
+
+__all__ = ["ArgType", "LaunchTyper", "triton_type", "TORCH_DTYPES"]
+
+TORCH_DTYPES: dict[str, str] = {
+    "float16": "float16", "half": "float16", "bfloat16": "bfloat16", "float32": "float32",
+    "float": "float32", "float64": "float64", "double": "float64", "int8": "int8", "int16": "int16",
+    "short": "int16", "int32": "int32", "int": "int32", "int64": "int64", "long": "int64",
+    "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64", "bool": "bool",
+    "float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2",
+    "float8_e4m3fnuz": "float8_e4m3fnuz", "float8_e5m2fnuz": "float8_e5m2fnuz",
+}
+"""`torch.<attribute>` -> the dtype's canonical name."""
+
+_TRITON: dict[str, str] = {
+    "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64", "int8": "i8",
+    "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32",
+    "uint64": "u64", "bool": "i1", "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
+    "float8_e4m3fnuz": "fp8e4b8", "float8_e5m2fnuz": "fp8e5b16",
+}
+
+_CAST_METHODS = {"half": "float16", "float": "float32", "double": "float64", "bfloat16": "bfloat16",
+                 "int": "int32", "long": "int64", "short": "int16", "char": "int8", "byte": "uint8",
+                 "bool": "bool"}
+# Methods whose result has the dtype of the tensor they are called on.
+_SAME_DTYPE_METHODS = frozenset({
+    "contiguous", "clone", "detach", "view", "reshape", "flatten", "t", "transpose", "permute",
+    "expand", "expand_as", "squeeze", "unsqueeze", "cuda", "cpu", "narrow", "select", "as_strided",
+    "view_as", "reshape_as", "repeat", "unfold", "movedim", "swapaxes", "flip", "roll", "requires_grad_",
+    "pin_memory", "share_memory_", "relu", "sigmoid", "tanh", "exp", "abs", "neg", "sqrt", "square",
+    "zero_", "fill_", "copy_", "normal_", "uniform_", "add", "sub", "mul", "add_", "mul_", "sub_",
+    "clamp", "clamp_", "sum", "mean", "amax", "amin", "max", "min", "softmax", "cumsum", "tril",
+    "triu", "masked_fill", "index_select", "gather", "T", "mT", "data", "real", "diagonal",
+})
+_INT_METHODS = frozenset({"numel", "size", "stride", "dim", "element_size", "nelement", "ndimension",
+                          "storage_offset", "get_device", "data_ptr"})
+_BOOL_RESULT = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "logical_not",
+                          "logical_and", "logical_or", "logical_xor"})
+_INT64_RESULT = frozenset({"argmax", "argmin", "argsort", "nonzero", "randint", "randperm",
+                           "bincount", "searchsorted", "bucketize"})
+_FLOAT_FACTORIES = frozenset({"empty", "zeros", "ones", "rand", "randn", "empty_strided", "linspace",
+                              "logspace", "eye", "normal"})
+_LIKE_FACTORIES = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "rand_like",
+                             "randn_like", "randint_like"})
+# torch functions (and torch.nn.functional's) whose result has the dtype of their first tensor.
+_SAME_DTYPE_FUNCTIONS = frozenset({
+    "relu", "sigmoid", "tanh", "exp", "abs", "neg", "sqrt", "softmax", "log_softmax", "gelu", "silu",
+    "matmul", "mm", "bmm", "addmm", "linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+    "conv_transpose2d", "conv_transpose3d", "layer_norm", "group_norm", "batch_norm", "dropout",
+    "clone", "contiguous", "transpose", "permute", "reshape", "flatten", "squeeze", "unsqueeze",
+    "narrow", "t", "cat", "concat", "concatenate", "stack", "clamp", "maximum", "minimum", "add",
+    "sub", "mul", "sum", "mean", "amax", "amin", "cumsum", "tril", "triu", "max_pool2d", "avg_pool2d",
+    "pad", "interpolate", "where", "flip", "roll", "chunk", "split",
+})
+_INT_FUNCTIONS = frozenset({"int", "len", "triton.cdiv", "triton.next_power_of_2", "math.ceil",
+                            "math.floor", "math.prod", "round", "divmod", "cdiv", "next_power_of_2"})
+_LAYERS_WITH_WEIGHTS = ("Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+                        "ConvTranspose3d", "LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d",
+                        "BatchNorm3d", "Embedding", "InstanceNorm2d", "RMSNorm", "Bilinear")
+_FLOAT_RANK = {"float16": 1, "bfloat16": 1, "float32": 2, "float64": 3}
+_MAX_DEPTH = 24
+_SCOPES = frozenset({"function_definition", "class_definition", "lambda"})
+
+
+def triton_type(dtype: str) -> str:
+    """A torch dtype name (`float16`, `torch.int32`) as Triton writes it in a signature (`fp16`,
+    `i32`); unknown names come back unchanged."""
+    name = dtype.rsplit(".", 1)[-1]
+    return _TRITON.get(TORCH_DTYPES.get(name, name), name)
+
+
+@dataclass(frozen=True)
+class _Value:
+    """What an expression evaluates to, as far as dtypes go."""
+
+    kind: str  # "tensor", "int", "float", "bool", "none", "dtype"
+    dtype: str | None = None  # tensors and dtype values: the torch dtype name
+    node: Node | None = None  # the expression that decided the dtype (for the provenance)
+    value: int | None = None  # ints known exactly (literals)
+    via: str = ""  # how the launch reached it: "", "get_inputs", "harness inputs", a caller
+
+
+@dataclass(frozen=True)
+class ArgType:
+    """One runtime argument's signature type and where it came from."""
+
+    type: str  # "*fp16", "i32", "fp32", "i1", or "constexpr" for a literal None
+    source: str  # in words: "torch.empty(..., dtype=torch.int32) at line 31"
+    assumed: bool = False
+
+
+def _shorten(value: str, limit: int = 70) -> str:
+    value = " ".join(value.split())
+    return value if len(value) <= limit else value[: limit - 3] + "..."
+
+
+class LaunchTyper:
+    """Types the runtime arguments of a file's launch sites (one per parsed file: it caches the
+    file's calls and scopes)."""
+
+    def __init__(self, document: Document, index: ModuleIndex) -> None:
+        self.document = document
+        self.index = index
+        self._calls: dict[str, list[Node]] | None = None
+        self.default_float = self._default_float()
+
+    # -- the public question ---------------------------------------------------------------
+
+    def launch_types(self, launch: LaunchSite, names: list[str], positions: dict[str, int]) -> dict[str, ArgType]:
+        """The types of the named runtime parameters at `launch` (positions: the parameter's
+        index among all of the kernel's parameters). Unknown parameters are left out."""
+        out: dict[str, ArgType] = {}
+        for name in names:
+            arg: Node | None = None
+            index = positions[name]
+            if index < len(launch.positional):
+                arg = launch.positional[index]
+            elif name in launch.keywords:
+                arg = launch.keywords[name][1]
+            if arg is None or arg.type in ("list_splat", "dictionary_splat"):
+                continue
+            value = self.value(arg, 0, frozenset())
+            typed = _arg_type(value)
+            if typed is not None:
+                out[name] = typed
+        return out
+
+    # -- evaluation ----------------------------------------------------------------------
+
+    def value(self, node: Node | None, depth: int, seen: frozenset[int]) -> _Value | None:
+        node = unparen(node)
+        if node is None or depth > _MAX_DEPTH:
+            return None
+        kind = node.type
+        if kind == "integer":
+            try:
+                return _Value("int", node=node, value=int(text(node).replace("_", ""), 0))
+            except ValueError:
+                return _Value("int", node=node)
+        if kind == "float":
+            return _Value("float", node=node)
+        if kind in ("true", "false"):
+            return _Value("bool", node=node)
+        if kind == "none":
+            return _Value("none", node=node)
+        if kind == "unary_operator":
+            return self.value(node.child_by_field_name("argument"), depth + 1, seen)
+        if kind == "identifier":
+            return self._name(node, text(node), depth, seen)
+        if kind == "attribute":
+            return self._attribute(node, depth, seen)
+        if kind == "subscript":
+            base = self.value(node.child_by_field_name("value"), depth + 1, seen)
+            if base is not None and base.kind == "tensor":
+                return base
+            if base is not None and base.kind == "shape":
+                return _Value("int", node=node)
+            return None
+        if kind == "call":
+            return self._call(node, depth, seen)
+        if kind == "binary_operator":
+            return self._binary(node, depth, seen)
+        if kind in ("comparison_operator", "not_operator", "boolean_operator"):
+            left = self.value(node.named_children[0] if node.named_children else None, depth + 1, seen)
+            if left is not None and left.kind == "tensor":
+                return _Value("tensor", "bool", node)
+            return _Value("bool", node=node)
+        if kind == "conditional_expression":
+            parts = [self.value(c, depth + 1, seen) for c in node.named_children[:2]]
+            if parts[0] is not None and parts[1] is not None and (parts[0].kind, parts[0].dtype) == (parts[1].kind, parts[1].dtype):
+                return parts[0]
+            return None
+        return None
+
+    def _binary(self, node: Node, depth: int, seen: frozenset[int]) -> _Value | None:
+        operator = node.child_by_field_name("operator")
+        op = operator.type if operator is not None else ""
+        left = self.value(node.child_by_field_name("left"), depth + 1, seen)
+        right = self.value(node.child_by_field_name("right"), depth + 1, seen)
+        if left is None or right is None:
+            # `x + 1` with x a tensor of a known dtype: the scalar's kind matters, not its value.
+            return None
+        if left.kind == "tensor" or right.kind == "tensor":
+            tensors = [v for v in (left, right) if v.kind == "tensor"]
+            scalars = [v for v in (left, right) if v.kind != "tensor"]
+            dtypes = [v.dtype for v in tensors]
+            if any(d is None for d in dtypes):
+                return None
+            if len(tensors) == 2:
+                a, b = dtypes
+                if a == b:
+                    dtype = a
+                elif a in _FLOAT_RANK and b in _FLOAT_RANK:
+                    dtype = a if _FLOAT_RANK[a] >= _FLOAT_RANK[b] else b  # type: ignore[index]
+                elif a in _FLOAT_RANK:
+                    dtype = a
+                elif b in _FLOAT_RANK:
+                    dtype = b
+                else:
+                    return None
+            else:
+                dtype = dtypes[0]
+                scalar = scalars[0].kind
+                if dtype not in _FLOAT_RANK and (scalar == "float" or op == "/"):
+                    dtype = self.default_float
+            if op == "/" and dtype not in _FLOAT_RANK:
+                dtype = self.default_float
+            return _Value("tensor", dtype, node, via=tensors[0].via)
+        kinds = {left.kind, right.kind}
+        if kinds <= {"int", "bool"}:
+            return _Value("float", node=node) if op == "/" else _Value("int", node=node)
+        if kinds <= {"int", "float", "bool"}:
+            return _Value("float", node=node)
+        return None
+
+    def _attribute(self, node: Node, depth: int, seen: frozenset[int]) -> _Value | None:
+        qualified = self.index.imports.qualify(node) or ""
+        if qualified.startswith("torch."):
+            name = qualified[len("torch."):]
+            if name in TORCH_DTYPES:
+                return _Value("dtype", TORCH_DTYPES[name], node)
+        obj = node.child_by_field_name("object")
+        attr = text(node.child_by_field_name("attribute"))
+        if obj is not None and obj.type == "identifier" and text(obj) == "self":
+            return self._self_attribute(node, attr, depth, seen)
+        if attr == "dtype":
+            base = self.value(obj, depth + 1, seen)
+            if base is not None and base.kind == "tensor" and base.dtype is not None:
+                return _Value("dtype", base.dtype, base.node, via=base.via)
+            return None
+        if attr == "shape":
+            return _Value("shape", node=node)
+        if attr in ("ndim", "itemsize"):
+            return _Value("int", node=node)
+        if attr in ("T", "mT", "H", "data", "real"):
+            base = self.value(obj, depth + 1, seen)
+            return base if base is not None and base.kind == "tensor" else None
+        if attr in ("weight", "bias") and obj is not None:
+            layer = self._layer(obj, depth, seen)
+            if layer is not None:
+                return layer
+        return None
+
+    def _layer(self, layer: Node, depth: int, seen: frozenset[int]) -> _Value | None:
+        """`self.linear` made by `nn.Linear(...)`: its parameters are float32 (or its dtype=)."""
+        node = unparen(layer)
+        if node is None or node.type != "attribute":
+            return None
+        obj = node.child_by_field_name("object")
+        if obj is None or text(obj) != "self":
+            return None
+        for assigned, _ in self._self_assignments(node, text(node.child_by_field_name("attribute"))):
+            value = unparen(assigned)
+            if value is None or value.type != "call":
+                continue
+            qualified = self.index.imports.qualify(value.child_by_field_name("function")) or ""
+            if qualified.rsplit(".", 1)[-1] in _LAYERS_WITH_WEIGHTS and qualified.startswith("torch.nn"):
+                _, keywords = call_args(value)
+                if "dtype" in keywords:
+                    given = self.value(keywords["dtype"][1], depth + 1, seen)
+                    if given is not None and given.kind == "dtype":
+                        return _Value("tensor", given.dtype, value)
+                    return None
+                return _Value("tensor", self.default_float, value)
+        return None
+
+    def _self_assignments(self, node: Node, attr: str) -> Iterator[tuple[Node, Node | None]]:
+        """Values assigned to `self.<attr>` in the class holding `node` (and `register_buffer`/
+        `register_parameter` of that name), with the method they are in."""
+        cls = _enclosing(node, "class_definition")
+        if cls is None:
+            return
+        for current in _descendants(cls, scopes=True):
+            if current.type == "assignment":
+                left = current.child_by_field_name("left")
+                right = current.child_by_field_name("right")
+                if left is not None and right is not None and left.type == "attribute" and \
+                        text(left.child_by_field_name("object")) == "self" and \
+                        text(left.child_by_field_name("attribute")) == attr:
+                    yield right, _enclosing(current, "function_definition")
+            elif current.type == "call":
+                function = current.child_by_field_name("function")
+                if function is not None and function.type == "attribute" and \
+                        text(function.child_by_field_name("attribute")) in ("register_buffer", "register_parameter"):
+                    positional, _ = call_args(current)
+                    if len(positional) >= 2 and string_value(positional[0]) == attr:
+                        yield positional[1], _enclosing(current, "function_definition")
+
+    def _self_attribute(self, node: Node, attr: str, depth: int, seen: frozenset[int]) -> _Value | None:
+        for value, _ in self._self_assignments(node, attr):
+            if value.id in seen:
+                continue
+            found = self.value(value, depth + 1, seen | {value.id})
+            if found is not None:
+                return found
+        return None
+
+    def _call(self, node: Node, depth: int, seen: frozenset[int]) -> _Value | None:
+        function = node.child_by_field_name("function")
+        positional, keywords = call_args(node)
+        qualified = self.index.imports.qualify(function) or ""
+        explicit = self._dtype_keyword(keywords, depth, seen)
+        if qualified.startswith(("torch.", "torch.nn.functional.")) and function is not None and \
+                self._is_module_path(function):
+            name = qualified.rsplit(".", 1)[-1]
+            if name in ("Parameter", "Buffer"):
+                return self.value(positional[0], depth + 1, seen) if positional else None
+            if explicit is not None:
+                return _Value("tensor", explicit.dtype, node)
+            if "dtype" in keywords:
+                return None  # a dtype we cannot read
+            if name in _FLOAT_FACTORIES:
+                return _Value("tensor", self.default_float, node)
+            if name in _LIKE_FACTORIES:
+                like = self.value(positional[0], depth + 1, seen) if positional else None
+                return like if like is not None and like.kind == "tensor" else _Value("tensor", None, node)
+            if name == "full" and len(positional) >= 2:
+                fill = self.value(positional[1], depth + 1, seen)
+                kinds = {"float": self.default_float, "int": "int64", "bool": "bool"}
+                return _Value("tensor", kinds[fill.kind], node) if fill is not None and fill.kind in kinds else None
+            if name == "arange":
+                values = [self.value(p, depth + 1, seen) for p in positional]
+                if values and all(v is not None and v.kind == "int" for v in values):
+                    return _Value("tensor", "int64", node)
+                if any(v is not None and v.kind == "float" for v in values):
+                    return _Value("tensor", self.default_float, node)
+                return None
+            if name in _INT64_RESULT:
+                return _Value("tensor", "int64", node)
+            if name in _BOOL_RESULT:
+                return _Value("tensor", "bool", node)
+            if name in _SAME_DTYPE_FUNCTIONS:
+                # `torch.where(cond, a, b)` has a's dtype; the others their first tensor's.
+                first = positional[1 if name == "where" else 0] if len(positional) > (name == "where") else None
+                if first is not None and first.type in ("list", "tuple") and first.named_children:
+                    first = first.named_children[0]
+                value = self.value(first, depth + 1, seen)
+                return value if value is not None and value.kind == "tensor" else None
+            return None
+        if qualified in _INT_FUNCTIONS or qualified.rsplit(".", 1)[-1] in ("cdiv", "next_power_of_2"):
+            return _Value("int", node=node)
+        if qualified == "float":
+            return _Value("float", node=node)
+        if qualified == "bool":
+            return _Value("bool", node=node)
+        if qualified in ("max", "min", "abs") and positional:
+            value = self.value(positional[0], depth + 1, seen)
+            return value if value is not None and value.kind in ("int", "float") else None
+        if function is not None and function.type == "attribute":
+            return self._method(function, positional, keywords, explicit, node, depth, seen)
+        if function is not None and function.type == "identifier":
+            return self._returned(text(function), node, depth, seen)
+        return None
+
+    def _is_module_path(self, function: Node) -> bool:
+        """`torch.empty` rather than a method call on a local that happens to be named torch."""
+        head = function
+        while head.type == "attribute":
+            obj = head.child_by_field_name("object")
+            if obj is None:
+                return False
+            head = obj
+        return head.type == "identifier" and text(head) in self.index.imports.names
+
+    def _method(self, function: Node, positional: list[Node], keywords: dict[str, tuple[Node, Node]],
+                explicit: _Value | None, node: Node, depth: int, seen: frozenset[int]) -> _Value | None:
+        method = text(function.child_by_field_name("attribute"))
+        obj = function.child_by_field_name("object")
+        if method in _CAST_METHODS and not positional:
+            return _Value("tensor", _CAST_METHODS[method], node)
+        if method in _INT_METHODS:
+            return _Value("int", node=node)
+        if method == "item":
+            base = self.value(obj, depth + 1, seen)
+            if base is not None and base.kind == "tensor" and base.dtype is not None:
+                return _Value("float" if base.dtype in _FLOAT_RANK else "int", node=node)
+            return None
+        if method in ("to", "type", "view"):
+            for arg in positional:
+                given = self.value(arg, depth + 1, seen)
+                if given is not None and given.kind == "dtype":
+                    return _Value("tensor", given.dtype, node)
+                if method == "to" and given is not None and given.kind == "tensor":
+                    return given
+            if explicit is not None:
+                return _Value("tensor", explicit.dtype, node)
+            if "dtype" in keywords:
+                return _Value("tensor", None, node)
+            return self._tensor(obj, node, depth, seen)
+        if method in ("new_empty", "new_zeros", "new_ones", "new_full", "new_tensor"):
+            if explicit is not None:
+                return _Value("tensor", explicit.dtype, node)
+            return self._tensor(obj, node, depth, seen)
+        if method in _BOOL_RESULT:
+            return _Value("tensor", "bool", node)
+        if method in _INT64_RESULT:
+            return _Value("tensor", "int64", node)
+        if method in _SAME_DTYPE_METHODS:
+            return self._tensor(obj, node, depth, seen)
+        return None
+
+    def _tensor(self, obj: Node | None, node: Node, depth: int, seen: frozenset[int]) -> _Value:
+        """A method only tensors have, called on `obj`: `obj`'s dtype when known, else a tensor
+        of unknown dtype (still a pointer argument)."""
+        base = self.value(obj, depth + 1, seen)
+        return base if base is not None and base.kind == "tensor" else _Value("tensor", None, node)
+
+    def _dtype_keyword(self, keywords: dict[str, tuple[Node, Node]], depth: int, seen: frozenset[int]) -> _Value | None:
+        if "dtype" not in keywords:
+            return None
+        given = self.value(keywords["dtype"][1], depth + 1, seen)
+        return given if given is not None and given.kind == "dtype" and given.dtype is not None else None
+
+    def _returned(self, name: str, call: Node, depth: int, seen: frozenset[int]) -> _Value | None:
+        """`y = helper(x)`: what a module-level function of the file returns (its single kind
+        of return value), e.g. a launcher returning the tensor it allocated."""
+        definition = self.index.functions.get(name)
+        if definition is None or definition.id in seen:
+            return None
+        if definition.type == "decorated_definition":
+            definition = definition.child_by_field_name("definition")
+        if definition is None or definition.type != "function_definition":
+            return None
+        found: _Value | None = None
+        for current in _descendants(definition):
+            if current.type == "return_statement" and current.named_children:
+                value = self.value(current.named_children[0], depth + 1, seen | {definition.id})
+                if value is None:
+                    return None
+                if found is not None and (found.kind, found.dtype) != (value.kind, value.dtype):
+                    return None
+                found = value
+        return found
+
+    # -- names ---------------------------------------------------------------------------
+
+    def _name(self, node: Node, name: str, depth: int, seen: frozenset[int]) -> _Value | None:
+        scope = _enclosing(node, "function_definition")
+        if scope is not None:
+            assigned = self._last_assignment(scope, name, node.start_byte)
+            if assigned is not None:
+                target, value = assigned
+                if value.id in seen:
+                    return None
+                if target is not None:  # `M, K = a.shape`
+                    return self._unpacked(value)
+                return self.value(value, depth + 1, seen | {value.id})
+            parameter = _parameter(scope, name)
+            if parameter is not None:
+                return self._parameter(scope, parameter, depth, seen)
+        constant = self.index.globals.get(name)
+        if constant is not None and constant.type != "assignment" and constant.id not in seen:
+            return self.value(constant, depth + 1, seen | {constant.id})
+        return None
+
+    def _unpacked(self, assigned: Node) -> _Value | None:
+        """One name of `a, b = value` when the elements cannot be told apart: sizes from a
+        shape (`M, K = a.shape`, `a.size()`) are integers; anything else is unknown."""
+        value = unparen(assigned)
+        if value is None:
+            return None
+        if value.type == "attribute" and text(value.child_by_field_name("attribute")) == "shape":
+            return _Value("int", node=value)
+        if value.type == "call":
+            function = value.child_by_field_name("function")
+            if function is not None and function.type == "attribute" and \
+                    text(function.child_by_field_name("attribute")) in ("size", "stride"):
+                return _Value("int", node=value)
+        return None
+
+    def _last_assignment(self, scope: Node, name: str, before: int) -> tuple[Node | None, Node] | None:
+        """The last `name = value` in `scope` before byte `before`: (None, value), or for an
+        unpacking target the (target pattern, value) when `name` is one of its names."""
+        best: tuple[int, Node | None, Node] | None = None
+        body = scope.child_by_field_name("body")
+        if body is None:
+            return None
+        for current in _descendants(body):
+            if current.type != "assignment" or current.end_byte > before:
+                continue
+            left, right = current.child_by_field_name("left"), current.child_by_field_name("right")
+            if left is None or right is None:
+                continue
+            if left.type == "identifier" and text(left) == name:
+                candidate: tuple[int, Node | None, Node] = (current.start_byte, None, right)
+            elif left.type in ("pattern_list", "tuple_pattern", "list_pattern") and \
+                    any(c.type == "identifier" and text(c) == name for c in left.named_children):
+                names = [c for c in left.named_children if c.type != "comment"]
+                index = next(i for i, c in enumerate(names) if c.type == "identifier" and text(c) == name)
+                inner = unparen(right)
+                elements = [c for c in inner.named_children if c.type != "comment"] \
+                    if inner is not None and inner.type in ("tuple", "list", "expression_list") else []
+                if len(elements) == len(names):
+                    candidate = (current.start_byte, None, elements[index])
+                else:
+                    candidate = (current.start_byte, left, right)
+            else:
+                continue
+            if best is None or candidate[0] > best[0]:
+                best = candidate
+        return (best[1], best[2]) if best is not None else None
+
+    def _parameter(self, scope: Node, parameter: tuple[int, Node | None, str, str], depth: int,
+                   seen: frozenset[int]) -> _Value | None:
+        """A function parameter: from the function's callers in this file, `get_inputs()` for
+        `forward`, `F_inputs()` for a harness launcher `F`, else its default."""
+        index, default, pname, annotation = parameter
+        name = text(scope.child_by_field_name("name"))
+        cls = _enclosing(scope, "class_definition")
+        offset = 1 if cls is not None else 0  # `self`
+        if cls is not None and name == "forward":
+            inputs = self._returned_elements("get_inputs")
+            if inputs is not None and 0 <= index - offset < len(inputs):
+                found = self.value(inputs[index - offset], depth + 1, seen)
+                if found is not None:
+                    return _via(found, "get_inputs")
+        if cls is None:
+            inputs = self._returned_elements(f"{name}_inputs")
+            if inputs is not None and 0 <= index < len(inputs):
+                found = self.value(inputs[index], depth + 1, seen)
+                if found is not None:
+                    return _via(found, f"{name}_inputs")
+        # Callers in this file: `name(...)` for a function, `self.name(...)` for a method.
+        position = index - offset
+        for call in self._callers(name, cls):
+            if call.id in seen:
+                continue
+            positional, keywords = call_args(call)
+            arg = positional[position] if 0 <= position < len(positional) else (
+                keywords[pname][1] if pname in keywords else None)
+            if arg is None:
+                continue
+            found = self.value(arg, depth + 1, seen | {call.id})
+            if found is not None:
+                return found
+        if default is not None:
+            return self.value(default, depth + 1, seen)
+        if annotation.rsplit(".", 1)[-1] == "Tensor":
+            return _Value("tensor", None, scope.child_by_field_name("parameters"))
+        return None
+
+    def _returned_elements(self, function_name: str) -> list[Node] | None:
+        definition = self.index.functions.get(function_name)
+        if definition is not None and definition.type == "decorated_definition":
+            definition = definition.child_by_field_name("definition")
+        if definition is None or definition.type != "function_definition" or \
+                _enclosing(definition, "class_definition") is not None:
+            return None
+        for current in _descendants(definition):
+            if current.type == "return_statement" and current.named_children:
+                value = unparen(current.named_children[0])
+                if value is None:
+                    return None
+                if value.type in ("list", "tuple", "expression_list"):
+                    return [c for c in value.named_children if c.type != "comment"]
+                return [value]
+        return None
+
+    def _callers(self, name: str, cls: Node | None) -> list[Node]:
+        if self._calls is None:
+            calls: dict[str, list[Node]] = {}
+            for current in _descendants(self.document.root, scopes=True):
+                if current.type != "call":
+                    continue
+                function = current.child_by_field_name("function")
+                if function is None:
+                    continue
+                if function.type == "identifier":
+                    calls.setdefault(text(function), []).append(current)
+                elif function.type == "attribute":
+                    calls.setdefault("." + text(function.child_by_field_name("attribute")), []).append(current)
+            self._calls = calls
+        if cls is None:
+            return list(self._calls.get(name, []))
+        return [c for c in self._calls.get("." + name, [])
+                if _enclosing(c, "class_definition") is not None and
+                _enclosing(c, "class_definition").id == cls.id]  # type: ignore[union-attr]
+
+    def _default_float(self) -> str:
+        """torch's default float dtype for this file: float32 unless it calls
+        `torch.set_default_dtype(torch.<x>)` at module level."""
+        for statement in self.document.root.named_children:
+            if statement.type != "expression_statement" or not statement.named_children:
+                continue
+            call = statement.named_children[0]
+            if call.type == "call" and (self.index.imports.qualify(call.child_by_field_name("function")) or "") \
+                    == "torch.set_default_dtype":
+                positional, _ = call_args(call)
+                qualified = self.index.imports.qualify(positional[0]) if positional else None
+                if qualified and qualified.startswith("torch.") and qualified[6:] in TORCH_DTYPES:
+                    return TORCH_DTYPES[qualified[6:]]
+        return "float32"
+
+
+def _via(value: _Value, via: str) -> _Value:
+    return value if value.via else _Value(value.kind, value.dtype, value.node, value.value, via)
+
+
+def _arg_type(value: _Value | None) -> ArgType | None:
+    if value is None:
+        return None
+    where = ""
+    if value.node is not None:
+        where = f"`{_shorten(text(value.node))}` at line {value.node.start_point[0] + 1}"
+        if value.via:
+            where += f" (through {value.via})"
+    if value.kind == "tensor":
+        return ArgType("*" + triton_type(value.dtype) if value.dtype is not None else "*", where)
+    if value.kind == "float":
+        return ArgType("fp32", where)
+    if value.kind == "bool":
+        return ArgType("i1", where)
+    if value.kind == "none":
+        return ArgType("constexpr", where)
+    if value.kind == "int" and value.value is not None:
+        return ArgType("i64" if not -(2**31) <= value.value < 2**31 else "i32", where)
+    # An int of unknown size (a shape, numel()): Triton picks i32 or i64 from the value.
+    return None
+
+
+def _enclosing(node: Node, kind: str) -> Node | None:
+    current = node.parent
+    while current is not None:
+        if current.type == kind:
+            return current
+        current = current.parent
+    return None
+
+
+def _descendants(node: Node, *, scopes: bool = False) -> Iterator[Node]:
+    """`node` and the named nodes under it; nested functions, classes and lambdas are skipped
+    unless `scopes` (their assignments bind other names)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if current is not node and not scopes and current.type in _SCOPES:
+            continue
+        stack.extend(reversed(current.named_children))
+
+
+def _parameter(scope: Node, name: str) -> tuple[int, Node | None, str, str] | None:
+    """(index, default value, name, annotation) of `name` among `scope`'s parameters."""
+    params = scope.child_by_field_name("parameters")
+    if params is None:
+        return None
+    index = 0
+    for child in params.named_children:
+        if child.type == "comment":
+            continue
+        annotation = text(child.child_by_field_name("type")) if child.type.startswith("typed") else ""
+        if child.type == "identifier":
+            pname, default = text(child), None
+        elif child.type in ("default_parameter", "typed_default_parameter"):
+            pname, default = text(child.child_by_field_name("name")), child.child_by_field_name("value")
+        elif child.type == "typed_parameter":
+            ident = next((c for c in child.named_children if c.type == "identifier"), None)
+            pname, default = text(ident), None
+        else:  # *args, **kwargs, the bare `*` and `/`
+            index += 1
+            continue
+        if pname == name:
+            return index, default, pname, annotation
+        index += 1
+    return None

@@ -1,0 +1,135 @@
+"""When two candidates are the same kernel for what the search measures.
+
+A candidate whose kernel is identical to one already evaluated, once the hints that cannot
+change the measured time are set aside, is not re-timed and cannot win: its measurement is the
+other's. Re-timing it would only give noise a chance to look like a speedup (on a loaded
+machine, an eviction hint plus `num_warps=2` once "measured" 1.9× under the interpreter).
+
+`equivalence_key(source, device)` is a normalised syntax tree (tree-sitter; the experience
+memory's canonical form, `adapt.experience.canonical`: names numbered by first use, comments,
+docstrings, whitespace, trailing commas and quote styles dropped) with, under the interpreter,
+these hints stripped:
+
+- keyword arguments `num_warps`, `num_stages`, `num_ctas`, `maxnreg`, `eviction_policy`,
+  `cache_modifier`, `volatile`, and `tl.range`'s `loop_unroll_factor`, `warp_specialize`,
+  `disallow_acc_multi_buffer`, wherever they are passed (launches, `triton.Config`, `tl.load`,
+  `tl.store`, `tl.range`);
+- the compiler hints `tl.max_contiguous(x, n)`, `tl.multiple_of(x, n)` and
+  `tl.max_constancy(x, n)`, replaced by `x`; an assignment that becomes `x = x` goes.
+
+The interpreter runs every program with NumPy and none of these reach it. On a GPU each of them
+can change the binary, so there the key is the canonical form alone (all hints kept). The
+compile results (evaluator/compile.py) expose no hash of the compiled binary, which would be the
+exact rule on a GPU; until they do, a GPU candidate that differs from another only by a hint is
+timed like any other.
+
+Pure Python over tree-sitter: nothing here imports torch or triton.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from tree_sitter import Node
+
+from ..adapt.experience import _Canonicaliser, _Scope
+from ..analysis import Document
+from ..analysis.syntax import text
+
+__all__ = ["HINT_CALLS", "HINT_KEYWORDS", "equivalence_key", "normalised"]
+
+HINT_KEYWORDS = frozenset({
+    "num_warps", "num_stages", "num_ctas", "maxnreg", "eviction_policy", "cache_modifier", "volatile",
+    "loop_unroll_factor", "warp_specialize", "disallow_acc_multi_buffer",
+})
+"""Keyword arguments that change what a GPU compiles, never what the interpreter computes or
+how long it takes."""
+
+HINT_CALLS = frozenset({"max_contiguous", "multiple_of", "max_constancy"})
+"""`tl.<name>(x, n)` tells the compiler about `x` and returns it unchanged."""
+
+
+def _hint_call(node: Node) -> bool:
+    if node.type != "call":
+        return False
+    function = node.child_by_field_name("function")
+    if function is None or function.type != "attribute":
+        return False
+    attribute = function.child_by_field_name("attribute")
+    arguments = node.child_by_field_name("arguments")
+    return (attribute is not None and text(attribute) in HINT_CALLS and arguments is not None
+            and arguments.type == "argument_list" and bool(_positional(arguments)))
+
+
+def _positional(arguments: Node) -> list[Node]:
+    return [c for c in arguments.named_children if c.type not in ("keyword_argument", "comment")]
+
+
+def _unwrapped(node: Node) -> Node:
+    """`node` without the hint calls around it."""
+    while _hint_call(node):
+        arguments = node.child_by_field_name("arguments")
+        assert arguments is not None
+        node = _positional(arguments)[0]
+    return node
+
+
+def _hint_keyword(node: Node) -> bool:
+    if node.type != "keyword_argument":
+        return False
+    name = node.child_by_field_name("name")
+    return name is not None and text(name) in HINT_KEYWORDS
+
+
+def _self_assignment(statement: Node) -> bool:
+    """`x = tl.multiple_of(x, 16)`: a statement that does nothing once hints are unwrapped."""
+    if statement.type != "expression_statement" or statement.named_child_count != 1:
+        return False
+    assign = statement.named_children[0]
+    if assign.type != "assignment":
+        return False
+    left, right = assign.child_by_field_name("left"), assign.child_by_field_name("right")
+    if left is None or right is None or left.type != "identifier" or not _hint_call(right):
+        return False
+    inner = _unwrapped(right)
+    return inner.type == "identifier" and text(inner) == text(left)
+
+
+class _HintBlind(_Canonicaliser):
+    """The canonical form with the interpreter-irrelevant hints left out."""
+
+    def emit(self, node: Node, scope: _Scope) -> None:
+        if _hint_keyword(node) or _self_assignment(node):
+            return
+        if _hint_call(node):
+            self.emit(_unwrapped(node), scope)
+            return
+        if node.type == "argument_list":
+            kept = [c for c in node.named_children if c.type != "comment" and not _hint_keyword(c)]
+            self.tokens += ["(argument_list", "("]
+            for i, child in enumerate(kept):
+                if i:
+                    self.tokens.append(",")
+                self.emit(child, scope)
+            self.tokens += [")", ")"]
+            return
+        super().emit(node, scope)
+
+
+def normalised(source: str, device: str) -> str:
+    """The form two candidates share when they are the same kernel for `device`'s timing
+    ("interpreter": hints stripped; "gpu": the canonical form alone)."""
+    root = Document(source).root
+    canon = _HintBlind(root) if device != "gpu" else _Canonicaliser(root)
+    canon.emit(root, canon.module)
+    return " ".join(canon.tokens)
+
+
+def equivalence_key(source: str, device: str) -> str:
+    """sha256 of `normalised(source, device)`; of the text itself when it does not parse into
+    a form (never raises)."""
+    try:
+        form = normalised(source, device)
+    except Exception:  # a candidate tree-sitter reads oddly: compare it as text
+        form = "text:" + source
+    return hashlib.sha256(form.encode("utf-8")).hexdigest()
