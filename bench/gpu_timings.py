@@ -46,17 +46,19 @@ def main() -> int:
     environment = next((r["timing"]["environment"] for r in rows if r.get("timing")), {})
     lines = [f"GPU: {environment.get('gpu', '?')} ({environment.get('capability', '?')}), torch "
              f"{environment.get('torch', '?')}, CUDA {environment.get('cuda', '?')}, Triton {environment.get('triton', '?')}",
-             "", "| example | verified | candidate ms | reference ms | speedup (round range) | runs | wall s |",
-             "|---|---|---:|---:|---|---:|---:|"]
+             "", "| example | verified | candidate ms | reference ms | vs reference (95% CI, noise floor) | rounds "
+             "| runs | wall s |",
+             "|---|---|---:|---:|---|---:|---:|---:|"]
     for row in rows:
         timing = row.get("timing")
         if timing:
             lines.append(f"| {row['file']} `{row['name']}` | yes | {timing['candidate_mean']:.4g} | "
-                         f"{timing['reference_mean']:.4g} | {timing['speedup']:.2f}× ({timing['speedup_low']:.2f}–"
-                         f"{timing['speedup_high']:.2f}) | {timing['runs']} | {row['seconds']} |")
+                         f"{timing['reference_mean']:.4g} | {timing['estimate']:.2f}× ({timing['ci_low']:.2f}–"
+                         f"{timing['ci_high']:.2f}, {100 * timing['noise_floor']:.1f}%) | {timing['rounds']} | "
+                         f"{timing['runs']} | {row['seconds']} |")
         else:
             lines.append(f"| {row['file']} `{row['name']}` | {'yes' if row['ok'] else 'NO: ' + row['message'][:80]} "
-                         f"| | | | | {row['seconds']} |")
+                         f"| | | | | | {row['seconds']} |")
     (args.out / "timings.md").write_text("\n".join(lines) + "\n")
     return 0 if all(r["ok"] for r in rows) else 1
 

@@ -20,15 +20,17 @@ wall-clock limit per file (`--timeout`, default 600 s; the whole process group i
 it), and records the exit status, the elapsed time and the verdict: `ok`, the `stage` that
 failed (`compile` when a kernel failed to compile and correctness was not checked, else the
 verdict's own stage: `static`, `reference`, `candidate`, `compare`, ...), the message, static
-rejections, the sizes that ran and the notes.
+rejections, the sizes that ran, the notes and the work attribution when the evaluator gives one.
+`--raw DIR` keeps each command's stdout and stderr; `--source DIR` runs another copy of the
+package (e.g. a `git archive` of a commit, to measure it while the working tree is being edited).
 
 `manifest.json` (optional) is `{"files": [{"file": "level2/x.py", "level": 2, "problem": ...,
 "source_repo": ..., "source_path": ..., "source_commit": ...}, ...]}`; its fields are copied into
 each outcome. `--labels FILE` (optional) is `{"level2/x.py": {"expect": "verify" | "reject",
-"cause": "...", "note": "..."}, ...}`: the expected verdict decided by reading the solution (does
-its Triton kernel compute the result, is the result right). With labels the report counts
-*false rejections* (expected verify, rejected) and *false accepts* (expected reject, verified)
-by cause.
+"category": "...", "cause": "...", "note": "..."}, ...}`: the expected verdict decided by reading the solution (does
+its Triton kernel compute the result, is the result right; `cause` says why when it should be
+rejected). With labels the report counts *false rejections* (expected verify, rejected; by the
+stage that failed) and *false accepts* (expected reject, verified), and right rejections by cause.
 
 Usage::
 
@@ -47,6 +49,7 @@ import contextlib
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import subprocess
@@ -99,8 +102,6 @@ def candidates(corpus: Path, only: list[str]) -> list[Path]:
 
 
 def _natural(text: str) -> list[Any]:
-    import re
-
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
 
 
@@ -239,11 +240,15 @@ def render(outcomes: list[Outcome], *, labelled: bool) -> str:
         judged = [o for o in outcomes if o.label.get("expect")]
         lines += ["", "| judgement (against --labels) | files |", "|---|---:|"]
         lines += [f"| {j} | {n} |" for j, n in Counter(_judgement(o) for o in judged).most_common()]
-        false = Counter(o.label.get("cause") or "?" for o in judged if _judgement(o) == "FALSE REJECTION")
+        false = Counter(o.stage for o in judged if _judgement(o) == "FALSE REJECTION")
         if false:
-            lines += ["", "| false rejections by cause | files |", "|---|---:|"]
-            lines += [f"| {cause} | {n} |" for cause, n in false.most_common()]
-        right = Counter(o.label.get("cause") or "?" for o in judged if _judgement(o) == "ok (right rejection)")
+            lines += ["", "| false rejections by the stage that failed | files |", "|---|---:|"]
+            lines += [f"| {stage} | {n} |" for stage, n in false.most_common()]
+        accepts = [o.file for o in judged if _judgement(o) == "FALSE ACCEPT"]
+        if accepts:
+            lines += ["", "False accepts: " + ", ".join(accepts)]
+        right = Counter(o.label.get("category") or o.label.get("cause") or "?"
+                        for o in judged if _judgement(o) == "ok (right rejection)")
         if right:
             lines += ["", "| right rejections by cause | files |", "|---|---:|"]
             lines += [f"| {cause} | {n} |" for cause, n in right.most_common()]
@@ -286,8 +291,9 @@ def main() -> None:
                         help="extra argument for `tritonsmith verify` (repeatable), e.g. --verify-arg=--trials=5")
     parser.add_argument("--raw", metavar="DIR", help="keep each verify command's stdout and stderr under DIR")
     parser.add_argument("--source", metavar="DIR",
-                        help="run the tritonsmith package found in DIR (a checkout, or `git archive REV | tar -x -C DIR` "
-                             "with the commit written to DIR/.commit) instead of this repository's")
+                        help="run the tritonsmith package found in DIR (a checkout, or a copy such as `git archive REV | "
+                             "tar -x -C DIR`, with the commit in DIR/.commit and `git status --short` in DIR/.status) "
+                             "instead of this repository's")
     args = parser.parse_args()
 
     corpus = Path(args.corpus).resolve()
@@ -306,7 +312,8 @@ def main() -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(source), os.environ.get("PYTHONPATH")) if p)}
         head = _git("rev-parse", "HEAD", cwd=source) or (
             (source / ".commit").read_text().strip() if (source / ".commit").is_file() else "")
-        status = _git("status", "--short", cwd=source) if (source / ".git").exists() else ""
+        status = _git("status", "--short", cwd=source) if (source / ".git").exists() else (
+            (source / ".status").read_text() if (source / ".status").is_file() else "")
     else:
         head, status = _git("rev-parse", "HEAD"), _git("status", "--short")
     load_before = os.getloadavg()

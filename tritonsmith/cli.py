@@ -537,7 +537,8 @@ def build_parser() -> argparse.ArgumentParser:
     optimize.add_argument("file", metavar="FILE")
     optimize.add_argument("--kernel", required=True, metavar="NAME", help="the @triton.jit kernel to optimise")
     optimize.add_argument("--steps", type=int, default=100, help="candidates to evaluate (default 100)")
-    optimize.add_argument("--time-limit", type=float, metavar="SECONDS", help="stop after this long")
+    optimize.add_argument("--time-limit", type=float, metavar="SECONDS",
+                          help="stop searching after this long (the confirmation of the best comes after)")
     optimize.add_argument("--proposer", choices=("auto", "offline", "anthropic", "openai"), default="auto",
                           help="who writes candidates (auto: a model when a key is set and --allow-upload is given, "
                           "else offline)")

@@ -44,17 +44,18 @@ from typing import Any
 
 from .pool import WorkerPool
 from .protocol import Job, Result
-from .sizes import rewrite_constants, scaled_constants
+from .sizes import rewrite_constants
 from .specs import HarnessSpec, Spec
 from .stats import SIDES, Confirmation, ConfirmationError, RoundPolicy, confirm
-from .verify import DEFAULT_TOLERANCES, _sources, gpu_lock
+from .verify import DEFAULT_TOLERANCES, _size_plan, _sources, gpu_lock
 
 __all__ = ["GPU_POLICY", "INTERPRETER_POLICY", "confirm_speedup"]
 
-INTERPRETER_POLICY = RoundPolicy(min_rounds=3, max_rounds=12, target=0.05, runs=3, side_s=0.5, budget_s=60.0)
+INTERPRETER_POLICY = RoundPolicy(min_rounds=3, max_rounds=12, target=0.05, runs=3, side_s=0.5, budget_s=90.0)
 GPU_POLICY = RoundPolicy(min_rounds=6, max_rounds=30, target=0.02, runs=10, side_s=2.0, budget_s=300.0)
 """Three rounds at least (the first three orders are a Latin square: every side in every position
-once) under the interpreter, six on a GPU; at most a minute of rounds under the interpreter."""
+once) under the interpreter, six on a GPU; at most a minute and a half of rounds under the
+interpreter (its calls can take seconds each), five minutes on a GPU."""
 
 
 def _error(result: Result, what: str) -> str:
@@ -93,7 +94,9 @@ def confirm_speedup(
     policy = policy or (GPU_POLICY if mode == "gpu" else INTERPRETER_POLICY)
     measured = "GPU time" if mode == "gpu" else "interpreter time"
     original, candidate = _sources(spec, original_source), _sources(spec, candidate_source)
-    sizes = {} if mode == "gpu" else scaled_constants(original.reference, original.readers, gpu=False)
+    # The sizes the search timed: as written on a GPU; the trials' sizes under the interpreter
+    # (verify.py's plan, block sizes read from the user's file, so every candidate gets the same).
+    sizes = {} if mode == "gpu" else _size_plan(spec, original, mode).main
     work = Path(tempfile.mkdtemp(prefix="tritonsmith-confirm-")).resolve()
     folder = work / "confirm"
     data = folder / "data"
@@ -129,10 +132,12 @@ def confirm_speedup(
             # The reference writes the init inputs (and its weights) the candidate role loads,
             # then idles until it checks the candidate's timed outputs at the end.
             reference = stack.enter_context(WorkerPool(1, env=worker_env))
+            pools = {side: stack.enter_context(WorkerPool(1, env=worker_env)) for side in SIDES}
+            for pool in pools.values():  # their imports overlap the reference's job
+                pool.prestart()
             init = reference.run(job("verify_inputs", reference=str(paths["reference"]), trials=0), cancel)
             if not init.ok:
                 return failed(_error(init, "the reference failed to set up the inputs"))
-            pools = {side: stack.enter_context(WorkerPool(1, env=worker_env)) for side in SIDES}
             runs = [1]  # the first round is one call per side: it tells how slow a call is
 
             def time_round(r: int, order: tuple[str, ...]) -> dict[str, float]:

@@ -19,14 +19,20 @@ the log of the ratio of medians `log(sqrt(A·B) / C)` is one observation of the 
 
 - the speedup is `exp(mean)` of the per-round log ratios, and its interval the t-interval on
   them (95%, Student's t with rounds − 1 degrees of freedom);
-- the **noise floor** is the largest |A/A difference| its own 95% t-interval allows,
-  `exp(max(|low|, |high|)) − 1`: how much faster than itself the same kernel can look in this
-  scheme, on this machine, right now (a worker that landed on a busier core, a drifting load).
-  With more rounds it shrinks to the systematic part of that difference;
+- the **noise floor** is the A/A comparison's apparent speedup plus one standard error,
+  `exp(|mean| + sd / sqrt(rounds)) − 1` of the per-round `log(A / B)`: how much faster than
+  itself the same kernel measures in this scheme, on this machine, right now (a worker that
+  landed on a busier core, a load that drifts). The speedup's interval already accounts for
+  round-to-round noise; the floor adds what two workers running the *same* code disagree by,
+  which no interval on the candidate's own rounds can see;
 - rounds go on until the speedup's interval is tight (half-width at most `target` in log terms),
-  until the interval lies wholly below `1 + noise floor` (no number of rounds would make it a
-  claim), or until the round budget (a number of rounds, and a time) runs out;
-- a speedup is **claimed** only when the interval's lower bound clears `1 + noise floor`.
+  until the candidate is clearly no faster (the interval lies wholly below `1 + noise floor`, or,
+  once every order has run (six rounds), the estimate itself is within the floor), or until the
+  round budget (a number of rounds, and a time) runs out;
+- a speedup is **claimed** only when the interval's lower bound clears `1 + noise floor`. For a
+  change that cannot matter, that needs the mean of the per-round log ratios more than a
+  t-quantile of standard errors above zero *and* above the A/A difference: a false claim is
+  rarer than the interval's 2.5% one-sided error.
 
 Nothing here imports torch or triton, and nothing here starts a worker: `confirm` takes the
 function that times one round, so tests can drive it with made-up timings.
@@ -105,11 +111,11 @@ def log_interval(logs: Sequence[float]) -> tuple[float, float, float]:
 
 
 def noise_floor(aa_logs: Sequence[float]) -> float:
-    """How much faster than itself the same kernel can look: `exp(max(|low|, |high|)) - 1` of
-    the A/A comparison's 95% interval (a fraction; inf with fewer than two rounds)."""
-    _, low, high = log_interval(aa_logs)
-    bound = max(abs(low), abs(high))
-    return math.inf if math.isinf(bound) else math.expm1(bound)
+    """How much faster than itself the same kernel measures: `exp(|mean| + sd / sqrt(n)) - 1`
+    of the A/A comparison's per-round log ratios (a fraction; inf with fewer than two rounds)."""
+    if len(aa_logs) < 2:
+        return math.inf
+    return math.expm1(abs(statistics.fmean(aa_logs)) + statistics.stdev(aa_logs) / math.sqrt(len(aa_logs)))
 
 
 def percent(fraction: float) -> str:
@@ -419,7 +425,7 @@ def confirm(time_round: RoundTimer, policy: RoundPolicy | None = None, *, measur
         if 0.5 * (math.log(high) - math.log(low)) <= math.log1p(policy.target):
             stopped = "tight"
             break
-        if high < 1.0 + floor:
+        if high < 1.0 + floor or (len(orders) >= len(ORDERS) and speedup <= 1.0 + floor):
             stopped = "futile"
             break
     claimed = (stopped in ("tight", "budget", "futile") and len(orders) >= policy.min_rounds

@@ -1,0 +1,81 @@
+"""The figures in docs/benchmarks.md re-derive from the raw results committed next to it
+(docs/benchmarks/): every confirmation's speedup, interval and noise floor from its per-round
+medians, the bench metrics from the per-problem rows, and the tables' figures in the page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tritonsmith.benchmark.metrics import TaskOutcome, aggregate
+from tritonsmith.evaluator.stats import Confirmation, evaluate_rounds
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+RAW = DOCS / "benchmarks"
+PAGE = (DOCS / "benchmarks.md").read_text(encoding="utf-8")
+
+
+def _load(name: str) -> Any:
+    return json.loads((RAW / name).read_text(encoding="utf-8"))
+
+
+def _check_confirmation(data: dict[str, Any]) -> Confirmation:
+    confirmation = Confirmation.from_json(data)
+    assert confirmation.rounds == len(confirmation.candidate_ms) == len(confirmation.original_ms)
+    if confirmation.rounds >= 2 and not confirmation.error:
+        speedup, low, high, floor = evaluate_rounds(confirmation.original_ms, confirmation.original_b_ms,
+                                                    confirmation.candidate_ms)
+        assert (speedup, low, high, floor) == pytest.approx(
+            (confirmation.speedup, confirmation.low, confirmation.high, confirmation.noise_floor), rel=1e-6)
+        if confirmation.claimed:
+            assert low > 1 + floor
+    assert data["text"] == confirmation.text()
+    return confirmation
+
+
+def test_the_bench_metrics_and_rows_re_derive_from_results_json() -> None:
+    results = _load("bench-problems/results.json")
+    problems = [p for p in results["problems"] if not p["error"]]
+    metrics = aggregate([TaskOutcome(p["name"], p["correct"], p["speedup"]) for p in problems]).as_dict()
+    assert metrics == pytest.approx(results["metrics"])
+    for problem in problems:
+        assert problem["correct"] == (problem["new_verified"] > 0)
+        if problem["confirmation"] is not None:
+            confirmation = _check_confirmation(problem["confirmation"])
+            assert problem["claimed"] == confirmation.claimed
+            if confirmation.claimed:
+                assert problem["speedup"] == pytest.approx(confirmation.speedup)
+        if problem["correct"] and not problem["claimed"]:
+            assert problem["speedup"] <= 1.0  # unconfirmed: no faster than the start
+        assert f"| {problem['name']} |" in PAGE and problem["result"] in PAGE
+    m = results["metrics"]
+    assert (f"| {m['accuracy']:.0%} | {sum(p['start_ok'] for p in problems)}/{len(problems)} | "
+            f"{sum(p['claimed'] for p in problems)}/{len(problems)} | {m['mean_speedup']:.2f}× | "
+            f"{m['fast@1.2']:.0%} | {m['fast@2']:.0%} | {m['gm10']:.2f}× |") in PAGE
+
+
+def test_the_search_steps_confirmations_and_curves_re_derive_from_search_steps_json() -> None:
+    data = _load("search_steps.json")
+    for kernel, methods in data["results"].items():
+        for method, curves in methods.items():
+            assert len(curves) == data["seeds"] and all(len(c) == data["steps"] for c in curves)
+            assert all(a <= b for c in curves for a, b in zip(c, c[1:]))  # best so far
+            finals = ", ".join(f"{c[-1]:.2f}" for c in curves)
+            assert finals in PAGE, (kernel, method, finals)
+            for confirmation in data["confirmations"][kernel][method]:
+                if confirmation is not None:
+                    _check_confirmation(confirmation)
+
+
+def test_the_precision_totals_re_derive_from_precision_real_code_json() -> None:
+    data = _load("precision_real_code.json")
+    rows = data["results"]
+    files, lines, kernels = (sum(r[key] for r in rows) for key in ("files", "lines", "kernels"))
+    errors = sum(r["severity"].get("error", 0) for r in rows)
+    warnings = sum(r["severity"].get("warning", 0) for r in rows)
+    assert f"| **total** | | | {files} | {lines:,} | {kernels} | {errors} | {warnings} |" in PAGE
+    for row in rows:
+        assert f"| {row['files']} | {row['lines']:,} | {row['kernels']} | {row['severity'].get('error', 0)} | " in PAGE
