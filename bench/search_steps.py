@@ -137,6 +137,40 @@ def run_kernel(fixture: Path, kernel: str, steps: int, device: str, seed: int,
     return curves
 
 
+def plot(results: dict[str, dict[str, list[list[float]]]],
+         confirmed: dict[str, dict[str, list[dict[str, object] | None]]], device: str, out: Path) -> None:
+    """The curves (screening, mean and min-max band per method) and, right of them, each
+    method's confirmed speedups (mean, with the lowest and highest seed's)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(results), figsize=(5.5 * len(results), 4), squeeze=False)
+    for axis, (name, runs) in zip(axes[0], results.items(), strict=True):
+        for method, curves in runs.items():
+            steps = range(1, len(curves[0]) + 1)
+            mean = [sum(values) / len(values) for values in zip(*curves, strict=True)]
+            line, = axis.plot(steps, mean, marker="o", markersize=3, label=f"{method} (mean of {len(curves)})")
+            axis.fill_between(steps, [min(v) for v in zip(*curves, strict=True)],
+                              [max(v) for v in zip(*curves, strict=True)], color=line.get_color(), alpha=0.15)
+            values = [float(c["speedup"]) for c in confirmed.get(name, {}).get(method, [])  # type: ignore[arg-type]
+                      if c is not None and isinstance(c.get("speedup"), (int, float))]
+            if values:
+                x = len(curves[0]) + 0.6
+                middle = sum(values) / len(values)
+                axis.errorbar([x], [middle], yerr=[[middle - min(values)], [max(values) - middle]], fmt="D",
+                              color=line.get_color(), capsize=3, markersize=5)
+        axis.set_title(name)
+        axis.set_xlabel("candidates evaluated (◆ right: the best, confirmed)")
+        axis.set_ylabel(f"best speedup so far, screening ({'interpreter' if device != 'gpu' else 'GPU'} time)")
+        axis.grid(alpha=0.3)
+        axis.legend()
+    figure.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out, dpi=110)
+
+
 def _load() -> list[float]:
     import os
 
@@ -149,7 +183,13 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=3, help="runs per method and kernel (seeds 0..N-1); curves are means")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "search-steps.png")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--replot", type=Path, metavar="JSON", help="only draw --out again from a run's --json")
     args = parser.parse_args()
+    if args.replot:
+        data = json.loads(args.replot.read_text())
+        plot(data["results"], data.get("confirmations", {}), data["device"], args.out)
+        print(f"plot: {args.out}")
+        return 0
     device = "gpu" if default_mode() == "gpu" else "interpreter"
     fixtures = ROOT / "tests" / "search" / "fixtures"
     results: dict[str, dict[str, list[list[float]]]] = {}
@@ -181,27 +221,7 @@ def main() -> int:
             "curves": "screening: best speedup so far after each candidate, against the original's "
                       "time from the start (unconfirmed)",
             "results": results, "confirmations": confirmed}, indent=2))
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(1, len(results), figsize=(5.5 * len(results), 4), squeeze=False)
-    for axis, (name, runs) in zip(axes[0], results.items(), strict=True):
-        for method, curves in runs.items():
-            steps = range(1, len(curves[0]) + 1)
-            mean = [sum(values) / len(values) for values in zip(*curves, strict=True)]
-            line, = axis.plot(steps, mean, marker="o", markersize=3, label=f"{method} (mean of {len(curves)})")
-            axis.fill_between(steps, [min(v) for v in zip(*curves, strict=True)],
-                              [max(v) for v in zip(*curves, strict=True)], color=line.get_color(), alpha=0.15)
-        axis.set_title(name)
-        axis.set_xlabel("candidates evaluated")
-        axis.set_ylabel(f"best speedup so far, screening ({'interpreter' if device != 'gpu' else 'GPU'} time)")
-        axis.grid(alpha=0.3)
-        axis.legend()
-    figure.tight_layout()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(args.out, dpi=110)
+    plot(results, confirmed, device, args.out)
     print(f"plot: {args.out}")
     return 0
 

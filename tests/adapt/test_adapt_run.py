@@ -208,7 +208,7 @@ class ModelNew(nn.Module):
         return out
 '''
 # The reference multiplies (batch, features) by itself: a shape error on every input.
-CRASHING = KEPT.replace("z = z + y", "z = torch.matmul(z, y)")
+CRASHING = KEPT.replace("z = z + y", "z = z + torch.zeros(7, 11, 13)")  # broadcasts at no size the task has
 MALFORMED = "Here is a plan: scale the input, add the second one, and apply a sigmoid. Then write kernels."
 
 

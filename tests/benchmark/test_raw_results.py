@@ -79,3 +79,11 @@ def test_the_precision_totals_re_derive_from_precision_real_code_json() -> None:
     assert f"| **total** | | | {files} | {lines:,} | {kernels} | {errors} | {warnings} |" in PAGE
     for row in rows:
         assert f"| {row['files']} | {row['lines']:,} | {row['kernels']} | {row['severity'].get('error', 0)} | " in PAGE
+
+
+def test_the_check_throughput_table_re_derives_from_check_throughput_json() -> None:
+    data = _load("check_throughput.json")
+    for row in data["rows"]:
+        cells = f"| {row['wall_s']:.3f} | {row['lines_per_s']:,.0f} |"
+        assert cells in PAGE, (row["tool"], cells)
+        assert f"{row['lines_per_cpu_s']:,.0f}" in PAGE

@@ -277,7 +277,7 @@ async def test_save_verifies_a_harnessed_launcher_with_a_lens_and_details_on_hov
         verified = [lens for lens in lenses or [] if lens.command.title.startswith("verified · interpreter")]
         await asyncio.sleep(0.2)
     assert verified and verified[0].range.start.line == launcher_row
-    assert "also N_ELEMENTS=193" in verified[0].command.title
+    assert "· also at N_ELEMENTS=" in verified[0].command.title  # the odd-size trial ran
     hover = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(launcher_row, 5)))
     assert hover is not None and "add: verified (interpreter)" in hover.contents.value

@@ -22,6 +22,8 @@ confirmation's interval and says "no improvement". The best-so-far curve per ste
 
 from __future__ import annotations
 
+import os
+import platform
 import shutil
 import tempfile
 import threading
@@ -192,6 +194,9 @@ def run_suite(folder: Path, *, steps: int, device: str, proposer: str = "offline
     chosen = PROTOCOLS[protocol]
     began = time.perf_counter()
     suite = SuiteResult(folder=str(folder), device=device, protocol=chosen, steps=steps, proposer=proposer, problems=[])
+    if device != "gpu":  # a GPU's environment comes from its timings; here, what the interpreter ran on
+        suite.environment = {"python": platform.python_version(), "cpus": os.cpu_count() or 0,
+                             "load average before": _load()}
     for path in find_problems(folder)[:max_problems]:
         if cancel is not None and cancel.is_set():
             break
@@ -201,4 +206,15 @@ def run_suite(folder: Path, *, steps: int, device: str, proposer: str = "offline
         if progress is not None:
             progress(problem)
     suite.seconds = round(time.perf_counter() - began, 1)
+    if device != "gpu":
+        suite.environment["load average after"] = _load()
     return suite
+
+
+def _load() -> str:
+    """The 1, 5 and 15 minute load averages ("" where the OS has none): confirmations are
+    sound under load, but the figures' spread is read against it."""
+    try:
+        return " / ".join(f"{v:.2f}" for v in os.getloadavg())
+    except OSError:
+        return ""

@@ -207,7 +207,7 @@ def _build_reference(problem: Problem, seed: int, device: str) -> tuple[Any, lis
     torch.manual_seed(seed)
     with torch.no_grad():
         model = problem.model("reference", _to(init_inputs, device))
-    return model.to(device).eval(), init_inputs
+    return model.to(device), init_inputs  # training mode, as KernelBench runs both models
 
 
 def _outputs(output: Any) -> list[Any]:
@@ -334,7 +334,7 @@ def handle_candidate(payload: dict[str, Any]) -> dict[str, Any]:
             model = problem.model("candidate", _to(init["init_inputs"], device))
         # Built under the reference's seed, as KernelBench does; nothing is copied from the
         # reference, so a candidate that re-initialises or folds its parameters is judged on that.
-        model = model.to(device).eval()
+        model = model.to(device)  # training mode, as KernelBench runs both (BatchNorm uses batch statistics)
         first: list[Any] = []
         answers: dict[tuple[str, ...], tuple[int, list[str]]] = {}  # output hashes -> (trial, input hashes)
         for t in range(len(payload["trial_seeds"])):

@@ -73,13 +73,12 @@ ELEMENT_BUDGET = 1 << 16
 WORK_BUDGET = 1 << 24
 """The work (`_Problem.cost`: a GEMM's M·N·K, a convolution's B·C_in·H·W·C_out·k) the
 interpreter runs as written."""
-PROGRAM_BUDGET = 64
+PROGRAM_BUDGET = 256
 """The interpreter's time goes by block steps (a program instance, or one turn of a loop over
 blocks: about 0.2-1 ms each on these machines, whatever the block): the element budget is at
 most this many of the smallest block the user's file writes, the work budget this many of its
 cube. A 16-wide ReLU over 64k elements would be 4096 programs, 3.5 s a call, and a verification
-makes about ten calls (a search, hundreds). 64 steps still give every kernel many programs and
-a tail (the remainder classes are kept whatever the budget)."""
+makes about ten calls."""
 DEFAULT_BLOCK = 256  # the smallest block assumed when the file writes none (next_power_of_2 blocks)
 MIN_TILE = 16  # `n // 2` is no block: smaller "blocks" are not counted
 GPU_ELEMENT_BUDGET = 1 << 21

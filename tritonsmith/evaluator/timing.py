@@ -85,7 +85,7 @@ def _load_role(payload: dict[str, Any]) -> dict[str, Any]:
         torch.manual_seed(seed)
         with torch.no_grad():
             model = problem.model("candidate", _to(init["init_inputs"], device))
-        model = model.to(device).eval()  # under the reference's seed; nothing copied from it
+        model = model.to(device)  # under the reference's seed, nothing copied; training mode, as KernelBench
     flush = None
     if device == "cuda":
         flush_bytes = max(MIN_FLUSH_BYTES, 2 * int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0)))
