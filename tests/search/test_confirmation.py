@@ -385,4 +385,4 @@ def test_a_confirmation_in_real_workers_does_not_claim_a_change_that_cannot_matt
     assert not result.error, result.error
     assert not result.claimed and NO_CLAIM.match(result.text()), result.text()
     assert rounds == list(range(1, result.rounds + 1)) and len(result.candidate_ms) == result.rounds >= 4
-    assert result.measured == "interpreter time" and result.runs == 3
+    assert result.measured == "interpreter time" and 1 <= result.runs <= 3  # fewer when a call is slow (side_s)
