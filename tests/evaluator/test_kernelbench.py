@@ -56,10 +56,11 @@ def test_constants_are_rewritten_alike_in_reference_and_candidate() -> None:
     # The scaling policy itself is tested in test_sizes.py.
     source = EXAMPLE.read_text()
     sizes = scaled_constants(source)
-    assert sizes == {"batch_size": (4096, 128), "dim": (393216, 384)}  # 2^7 and 3·2^7
+    # The batch keeps its parity only; the columns keep 2^10 (3·2^10) against 1024-wide blocks.
+    assert sizes == {"batch_size": (4096, 16), "dim": (393216, 3072)}
     rewritten = rewrite_constants(source, sizes)
-    assert "batch_size = 128\n" in rewritten and "dim = 384\n" in rewritten
-    assert rewrite_constants("dim = 393216\nother = 393216\n", sizes) == "dim = 384\nother = 393216\n"
+    assert "batch_size = 16\n" in rewritten and "dim = 3072\n" in rewritten
+    assert rewrite_constants("dim = 393216\nother = 393216\n", sizes) == "dim = 3072\nother = 393216\n"
 
 
 # -- static checks (no torch) ---------------------------------------------------------------
@@ -163,8 +164,8 @@ def test_the_example_verifies_through_the_cli(capsys: pytest.CaptureFixture[str]
     assert main(["verify", _in_workspace(tmp_path, EXAMPLE)]) == 0
     out = capsys.readouterr().out
     assert "relu_kernel: compiled" in out
-    assert "verified · interpreter · 3 trials · sizes: batch_size=128 (of 4096), dim=384 (of 393216)" in out
-    assert "also at batch_size=95, dim=287" in out  # the odd-size trial runs for KernelBench problems too
+    assert "verified · interpreter · 3 trials · sizes: batch_size=16 (of 4096), dim=3072 (of 393216)" in out
+    assert "also at batch_size=11, dim=2303" in out  # the odd-size trial runs for KernelBench problems too
 
 
 def test_a_sibling_reference_with_cuda_inputs_and_init_args_verifies() -> None:

@@ -25,6 +25,7 @@ from tritonsmith.evaluator.sizes import (
     plan_sizes,
     rewrite_constants,
     size_constants,
+    uniform_plan,
 )
 from tritonsmith.evaluator.verify import Verdict, detect_specs, verify_spec
 
@@ -394,3 +395,17 @@ def test_a_reference_that_cannot_run_at_odd_sizes_is_a_note(
     assert verdict.ok, verdict.summary()
     assert verdict.tail == {} and "no odd-size trial" in verdict.summary()
     assert any("skipped: the reference fails at them" in note for note in verdict.notes), verdict.notes
+
+
+def test_a_common_factor_keeps_relations_the_planner_cannot_see() -> None:
+    """LayerNorm(out_channels) over the width a stride-2 transposed convolution doubles
+    (KernelBench level 2, problem 3): scaled one by one, 2·width no longer equals out_channels;
+    divided by one power of two, it does."""
+    fixture = Path(__file__).parent / "fixtures" / "tricks" / "ok_tied_sizes.py"
+    plan = uniform_plan(fixture.read_text())
+    assert plan is not None
+    used = {name: value for name, (_, value) in plan.main.items()}
+    assert used["out_channels"] == 2 * used["width"] and used["width"] < 64
+    assert plan.within_budget
+    odd = "n = 4096\nm = 4095\ndef get_inputs():\n    return [torch.randn(n, m)]\n"
+    assert uniform_plan(odd) is None  # no factor of two divides 4095

@@ -69,6 +69,10 @@ def test_every_trick_is_rejected_and_named(verify: Callable[..., Verdict], fixtu
     ("ok_device_checks.py", "Triton computes: relu_kernel ×1; PyTorch computes: nothing"),
     ("ok_zero_init_and_atomics.py", "Triton computes: fill_kernel ×1, row_sum_kernel ×1; PyTorch computes: nothing"),
     ("ok_degenerate_inputs.py", "Triton computes: elu_kernel ×1; PyTorch computes: nothing"),
+    ("ok_batch_norm_running_stats.py", "Triton computes: column_sums_kernel ×1, normalize_kernel ×1, "
+                                       "running_stats_kernel ×1; PyTorch computes: div ×2, mul ×1, sub ×1"),
+    ("ok_scalar_loss_and_scalar_mask.py", "Triton computes: triplet_kernel ×1; PyTorch computes: nothing"),
+    ("ok_tied_sizes.py", "Triton computes: gelu_kernel ×1; PyTorch computes: convolution ×1, native_layer_norm ×1"),
 ])
 def test_legitimate_solutions_verify_with_the_account(verify: Callable[..., Verdict], fixture: str,
                                                       work: str) -> None:
@@ -151,3 +155,19 @@ def test_token_kernels_beside_real_work_are_noted_not_rejected() -> None:
     assert judged.notes == ["kernel zero reads nothing derived from the inputs; other kernels do the work"]
     alone = judge_work(_attribution({}, {"zero": 1}, {"zero": "writes nothing"}), {"sum": 1})
     assert alone.error is not None and "no Triton kernel does input-dependent work: zero writes nothing" in alone.error
+
+
+def test_a_small_finish_in_pytorch_is_allowed_for_a_single_operator_only_under_auto() -> None:
+    """BatchNorm with Triton per-channel sums and `sum / count` in PyTorch (l1_033): the kernels
+    did the work; the same ops at a real share, or under an explicit strict policy, reject."""
+    attribution = {"triton": {"reduce": {"launches": 1, "elements": 65536}, "apply": {"launches": 1, "elements": 65536}},
+                   "torch": {"div": {"count": 2, "work": 128}, "mul": {"count": 1, "work": 64}}, "tokens": {},
+                   "input_elements": 65536, "largest_torch_operand": 64}
+    judged = judge_work(attribution, {"native_batch_norm": 1})
+    assert judged.error is None
+    assert any(note.startswith("PyTorch finishes on reduced data: div ×2, mul ×1") for note in judged.notes)
+    assert judge_work(attribution, {"native_batch_norm": 1}, policy=parse_policy("strict")).error
+    whole = {**attribution, "largest_torch_operand": 65536}  # PyTorch touched the whole input
+    assert "PyTorch computes on the inputs: div ×2, mul ×1" in (judge_work(whole, {"native_batch_norm": 1}).error or "")
+    by_rows = {**attribution, "torch": {"relu": {"count": 256, "work": 65536}}}  # small operands, all the work
+    assert "PyTorch computes on the inputs: relu ×256" in (judge_work(by_rows, {"relu": 1}).error or "")

@@ -133,7 +133,7 @@ class LaunchRecord:
     reads_inputs: bool
     written: list[str] = field(default_factory=list)  # content hashes of the written arguments
     copies: bool = False  # every written argument now equals another argument as given
-    elements: int = 0
+    elements: int = 0  # written, plus input-derived arguments read
 
 
 class WorkRecorder(TorchDispatchMode):
@@ -149,7 +149,10 @@ class WorkRecorder(TorchDispatchMode):
         self.casts: Counter[str] = Counter()
         self.launches: list[LaunchRecord] = []
         self.paused = 0
-        self._taint(tensors_in(inputs))
+        given = tensors_in(inputs)
+        self.input_elements = sum(t.numel() for t in given)
+        self.largest_operand = 0  # of the PyTorch compute on input-derived data
+        self._taint(given)
 
     # -- taint ---------------------------------------------------------------------------------
     def _taint(self, tensors: list[torch.Tensor]) -> None:
@@ -197,6 +200,7 @@ class WorkRecorder(TorchDispatchMode):
         elif name not in BOOKKEEPING:
             self.torch_ops[name] += 1
             self.torch_work[name] += _work(func, args, kwargs, out)
+            self.largest_operand = max([self.largest_operand, *(t.numel() for t in tensors_in((args, kwargs)))])
         return out
 
     # -- Triton launches (called by the launch guard) -------------------------------------------
@@ -210,8 +214,12 @@ class WorkRecorder(TorchDispatchMode):
         try:
             after = [content_hash(t) for t in arguments]
             changed = [i for i, (b, a) in enumerate(zip(before, after, strict=True)) if a != b]
+            # Its work: the elements it wrote, and those of the input-derived arguments it was
+            # given to read (a reduction reads a block of inputs to write a few sums).
+            read = sum(t.numel() for i, t in enumerate(arguments) if i not in changed and self.derived(t)) \
+                if changed else 0
             record = LaunchRecord(kernel, reads_inputs, written=[after[i] for i in changed],
-                                  elements=sum(arguments[i].numel() for i in changed))
+                                  elements=sum(arguments[i].numel() for i in changed) + read)
             # A kernel that only copies: each written argument now holds exactly what another
             # argument held when the kernel was launched.
             record.copies = bool(changed) and all(
@@ -239,6 +247,8 @@ class WorkRecorder(TorchDispatchMode):
                       for name, count in sorted(self.torch_ops.items())},
             "casts": dict(self.casts),
             "other_torch": dict(self.other_ops),
+            "input_elements": self.input_elements,
+            "largest_torch_operand": self.largest_operand,
         }
 
 

@@ -31,7 +31,7 @@ import time
 import traceback
 import warnings
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -336,6 +336,20 @@ class _Typed:
 
 def _fallback_type(name: str, pointers: set[str]) -> str:
     return "*fp32" if name in pointers or name.endswith(("ptr", "_ptrs", "Ptr")) else "i32"
+
+
+def _settled(scenarios: list[_Scenario], recorded: dict[str, Any]) -> list[_Scenario]:
+    """`scenarios` with the constexprs the source left unknown taken from the values recorded at
+    a launch of the check run (`BLOCK=triton.next_power_of_2(n)` as it ran), said in the label."""
+    out = []
+    for scenario in scenarios:
+        if scenario.missing and all(name in recorded for name in scenario.missing):
+            values = {**scenario.constexprs, **{name: recorded[name] for name in scenario.missing}}
+            shown = ", ".join(f"{name}={recorded[name]!r}" for name in scenario.missing)
+            scenario = replace(scenario, constexprs=values, missing=[],
+                                           label=f"{scenario.label} ({shown} as launched in the check run)")
+        out.append(scenario)
+    return out
 
 
 def _typed(constexpr_flags: dict[str, bool], scenario: _Scenario, typer: LaunchTyper,
@@ -762,6 +776,7 @@ def handle_compile(payload: dict[str, Any]) -> dict[str, Any]:
         constexpr_flags = {p.name: bool(p.is_constexpr) for p in fn.params}
         typer = LaunchTyper(document, index)
         recorded = {str(k): str(v) for k, v in (payload.get("arg_types") or {}).items()}
+        scenarios = _settled(scenarios, payload.get("constexpr_values") or {})
         typed = [_typed(constexpr_flags, scenario, typer, pointers, recorded) for scenario in scenarios]
         report_dir = Path(os.environ["TRITON_CACHE_DIR"]) / "tritonsmith-resources"
         where = _Where(extracted, str(module_path), str(payload.get("path") or "the file"))

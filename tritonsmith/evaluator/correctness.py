@@ -270,6 +270,23 @@ POISONS = (float("nan"), 12345.678)
 
 
 def handle_candidate(payload: dict[str, Any]) -> dict[str, Any]:
+    """`_check_candidate`, whose launches are told even when it raises: a failure inside the
+    interpreter is told apart from the kernel's own by compiling the kernel with the types and
+    constexpr values it was launched with (reports.settle_reports)."""
+    try:
+        return _check_candidate(payload)
+    except Exception as error:
+        from .guards import LaunchGuard
+
+        guard = LaunchGuard._installed
+        if guard is not None:
+            with contextlib.suppress(Exception):  # an exception type that refuses attributes
+                error.tritonsmith_details = {  # type: ignore[attr-defined]
+                    "launch_types": dict(guard.arg_types), "launch_constexprs": dict(guard.constexpr_values)}
+        raise
+
+
+def _check_candidate(payload: dict[str, Any]) -> dict[str, Any]:
     """verify_candidate: run the candidate on every trial's inputs and save its outputs, then
     (unless `payload["checks"]` is false) the dynamic defenses on trial 1's inputs.
 
@@ -296,6 +313,7 @@ def handle_candidate(payload: dict[str, Any]) -> dict[str, Any]:
         warm_up_cuda()
     guard = LaunchGuard.install()
     guard.arg_types.clear()  # this job's launches only: the worker is reused between jobs
+    guard.constexpr_values.clear()
     with poisoned(POISONS[0]):
         pass  # wrap the allocators before the candidate's module binds them
     python_threads = set(threading.enumerate())
@@ -412,7 +430,8 @@ def handle_candidate(payload: dict[str, Any]) -> dict[str, Any]:
                 with guard.session("skip", {name}):
                     ghost = [o.detach().cpu() for o in run(model, _clone(inputs), POISONS[0])]
                 if len(ghost) == len(first) and all(
-                        g.shape == f.shape and g.dtype == f.dtype and torch.equal(g, f) for g, f in zip(ghost, first, strict=True)):
+                        g.shape == f.shape and g.dtype == f.dtype and torch.equal(g, f) for g, f in zip(ghost, first, strict=True)) \
+                        and not _writes_module_state(model, guard, name, lambda: run(model, _clone(inputs), POISONS[0])):
                     return {"error": (
                         f"the output is the same when kernel {name} does nothing: its work does not reach "
                         "the result (exploit 2: kernel launched for show, other code does the work)")}
@@ -420,7 +439,39 @@ def handle_candidate(payload: dict[str, Any]) -> dict[str, Any]:
     if len(recorders) > 1:
         attribution["tokens"] = token_kernels(recorders[0].launches, recorders[1].launches)
     return {"trials": len(payload["trial_seeds"]), "launches": launches, "attribution": attribution,
-            "launch_types": dict(guard.arg_types)}
+            "launch_types": dict(guard.arg_types), "launch_constexprs": dict(guard.constexpr_values)}
+
+
+def _writes_module_state(model: Any, guard: Any, kernel: str, forward: Callable[[], Any]) -> bool:
+    """Whether `kernel`'s work reaches the model's own state: its parameters and buffers after a
+    forward pass differ when the kernel does nothing (a BatchNorm kernel updating the running
+    statistics in training mode does real work that the output does not show). Both passes
+    start from the same state, which is put back afterwards."""
+    import torch
+
+    state = getattr(model, "state_dict", None)
+    if not callable(state):
+        return False
+    tensors = {k: v for k, v in state(keep_vars=True).items() if isinstance(v, torch.Tensor)}
+    if not tensors:
+        return False
+    before = {k: v.detach().clone() for k, v in tensors.items()}
+
+    def after(mode: str) -> dict[str, Any]:
+        with torch.no_grad():
+            for k, v in tensors.items():
+                v.copy_(before[k])
+            with guard.session(mode, {kernel}):
+                forward()
+            return {k: v.detach().clone() for k, v in tensors.items()}
+
+    try:
+        normal, ghost = after("run"), after("skip")
+    finally:
+        with torch.no_grad():
+            for k, v in tensors.items():
+                v.copy_(before[k])
+    return any(not torch.equal(normal[k], ghost[k]) for k in tensors)
 
 
 def compare_outputs(expected: list[Any], actual: list[Any], tolerances: dict[str, float]) -> str | None:
@@ -463,12 +514,16 @@ def compare_outputs(expected: list[Any], actual: list[Any], tolerances: dict[str
     return None
 
 
-def degenerate_task(expected: list[Any], inputs: list[Any], tolerances: dict[str, float]) -> str | None:
+def degenerate_task(expected: list[Any], inputs: list[Any], tolerances: dict[str, float],
+                    others: list[list[Any]] | None = None) -> str | None:
     """Why the task cannot tell a right answer from a trivial one (exploit 13), or None.
 
-    Trivial candidates (all zeros, a constant at the output's mean, an input returned as is)
-    must all fail against the reference's outputs, and each output must vary and stand well
-    above the tolerance, or a candidate could pass without computing anything."""
+    Trivial candidates (all zeros, an input returned as is, a constant fixed in advance) must
+    all fail against the reference's outputs, or a candidate could pass without computing
+    anything. A constant is fixed in advance when the first trial's mean matches every trial's
+    output (`others`: the other trials' outputs): a loss that sits near one value for each draw
+    but moves with the draw is no constant a candidate could know (a scalar output always equals
+    its own mean)."""
     import torch
 
     for i, ref in enumerate(expected):
@@ -480,7 +535,12 @@ def degenerate_task(expected: list[Any], inputs: list[Any], tolerances: dict[str
         finite = r[torch.isfinite(r)]
         if finite.numel() == 0:
             continue
-        trivial = {"all zeros": torch.zeros_like(r), "a constant": torch.full_like(r, float(finite.mean()))}
+        trivial = {"all zeros": torch.zeros_like(r)}
+        constant = torch.full_like(r, float(finite.mean()))
+        later = [o[i].detach().cpu().double() for o in others or []
+                 if i < len(o) and isinstance(o[i], torch.Tensor) and o[i].shape == ref.shape]
+        if later and all(torch.allclose(constant, other, atol=tol, rtol=tol) for other in later) or not later and r.numel() > 1:
+            trivial["a constant"] = constant
         for j, value in enumerate(inputs):
             if isinstance(value, torch.Tensor) and value.shape == ref.shape:
                 trivial[f"input {j} returned as is"] = value.detach().cpu().double()
@@ -506,6 +566,8 @@ def handle_reference(payload: dict[str, Any]) -> dict[str, Any]:
 
     results: list[dict[str, Any]] = []
     degenerate = None
+    first: tuple[list[Any], list[Any]] | None = None  # trial 1's outputs and inputs, for the lint
+    others: list[list[Any]] = []
     reference_ops: dict[str, int] = {}
     with _module(payload["reference"], "reference") as module:
         problem = load_problem(module, payload)
@@ -522,12 +584,16 @@ def handle_reference(payload: dict[str, Any]) -> dict[str, Any]:
             if isinstance(recorder, WorkRecorder):  # what the reference computes: the task's operators
                 reference_ops = dict(recorder.torch_ops)
             expected = [o.detach().cpu() for o in _outputs(output)]
-            if t == 0 and payload.get("checks", True):
-                degenerate = degenerate_task(expected, _to(inputs, "cpu"), tolerances)
+            if t == 0:
+                first = (expected, _to(inputs, "cpu"))
+            else:
+                others.append(expected)
             actual = _load(data / f"candidate_{t}.pt")
             error = compare_outputs(expected, list(actual), tolerances)
             results.append({
                 "trial": t + 1, "seed": int(trial_seed), "ok": error is None,
                 "error": None if error is None else f"trial {t + 1} (seed {trial_seed}): {error}",
             })
+    if first is not None and payload.get("checks", True):
+        degenerate = degenerate_task(*first, tolerances, others)
     return {"trials": results, "degenerate": degenerate, "reference_ops": reference_ops}

@@ -16,6 +16,10 @@ queries must answer as a GPU would while every allocation and move lands on the 
   (`get_device_properties`, `get_device_capability`, `current_device`, ...), and
   `synchronize`, `set_device`, `empty_cache` do nothing;
 - Triton's `driver.active` answers device and property queries for that device;
+- a mask built from a scalar condition and a block (`mask_w & ((ih >= 0) & (ih < H))`) is `i1`
+  when compiled, but the interpreter types it int32 and its loads and stores refuse it ("mask
+  has unsupported dtype"); masks reach them as booleans, as on the GPU (a kernel whose mask
+  really is an integer fails to compile, and the compile step says so);
 - an autotuner cannot time its Configs (its benchmarker needs a GPU driver), so it keeps its
   first Config after pruning: that is the one verified.
 
@@ -72,7 +76,38 @@ def cpu_shim() -> None:
     _gpu_queries()
     _triton_driver()
     _untimed_autotuning()
+    _boolean_masks()
     _shimmed = True
+
+
+def _boolean_masks() -> None:
+    try:
+        import numpy as np
+        from triton.runtime.interpreter import InterpreterBuilder, TensorHandle
+    except ImportError:  # pragma: no cover - an interpreter without these builder methods
+        return
+
+    def boolean(mask: Any) -> Any:
+        data = getattr(mask, "data", None)
+        if isinstance(data, np.ndarray) and data.dtype != np.bool_ and np.issubdtype(data.dtype, np.integer):
+            return TensorHandle(data != 0, mask.dtype)
+        return mask
+
+    load, store, rmw = (InterpreterBuilder.create_masked_load, InterpreterBuilder.create_masked_store,
+                        InterpreterBuilder.create_atomic_rmw)
+
+    def masked_load(self: Any, ptrs: Any, mask: Any, *args: Any) -> Any:
+        return load(self, ptrs, boolean(mask), *args)
+
+    def masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *args: Any) -> Any:
+        return store(self, ptrs, value, boolean(mask), *args)
+
+    def atomic_rmw(self: Any, op: Any, ptr: Any, val: Any, mask: Any, *args: Any) -> Any:
+        return rmw(self, op, ptr, val, boolean(mask), *args)
+
+    InterpreterBuilder.create_masked_load = masked_load
+    InterpreterBuilder.create_masked_store = masked_store
+    InterpreterBuilder.create_atomic_rmw = atomic_rmw
 
 
 def _devices_to_cpu() -> None:

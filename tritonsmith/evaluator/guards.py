@@ -43,6 +43,9 @@ class LaunchGuard:
         # Each kernel's argument types at its first launch, as a Triton signature writes them
         # ("*fp16", "i32"), for the compile that follows a check (compile.py, reports.py).
         self.arg_types: dict[str, dict[str, str]] = {}
+        # Each kernel's constexpr values at that launch (plain values only), so a kernel whose
+        # constexprs the source computes at run time can still be compiled for the target.
+        self.constexpr_values: dict[str, dict[str, Any]] = {}
 
     @classmethod
     def install(cls) -> LaunchGuard:
@@ -100,6 +103,9 @@ class LaunchGuard:
             bound = dict(zip(names, args))
             bound.update({k: v for k, v in kwargs.items() if k in names})
             self.arg_types[name] = {k: t for k, v in bound.items() if (t := _signature_type(v)) is not None}
+            constexprs = _constexpr_names(fn)
+            self.constexpr_values[name] = {k: v for k, v in bound.items() if k in constexprs and
+                                           (v is None or type(v) in (bool, int, float, str))}
         except Exception:  # noqa: BLE001, S110
             pass
 
@@ -114,6 +120,19 @@ class LaunchGuard:
         finally:
             self.mode, self.skipped = "run", set()
             counts.update(self.counts - before)
+
+
+def _constexpr_names(fn: Any) -> set[str]:
+    """The parameters annotated `tl.constexpr` (a JITFunction knows them; the interpreter's
+    InterpretedFunction only has the Python function)."""
+    params = getattr(fn, "params", None)
+    if params:
+        return {p.name for p in params if getattr(p, "is_constexpr", False)}
+    import inspect
+
+    signature = inspect.signature(getattr(fn, "fn", fn))
+    return {p.name for p in signature.parameters.values()
+            if p.annotation is not inspect.Parameter.empty and "constexpr" in str(p.annotation)}
 
 
 def _tensor_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:

@@ -11,7 +11,8 @@ Policies (KernelBench's own static policy is the model: PyTorch compute is a war
 "up to the user" to make strict):
 
 - "auto" (default): strict when the task is a single operator (the reference runs one kind of
-  compute operation, or the file is a KernelBench level-1 problem); otherwise PyTorch may
+  compute operation, or the file is a KernelBench level-1 problem), except for a finish on
+  reduced data (no operand above 1/16 of the inputs: a mean from Triton's per-channel sums); otherwise PyTorch may
   compute part of the task, as KernelBench level-2/3 solutions keep a GEMM or a convolution in
   PyTorch and fuse the rest, and its share is reported;
 - "strict" (`none`): no PyTorch compute on input-derived data;
@@ -34,6 +35,11 @@ __all__ = ["POLICIES", "WorkJudgement", "judge_work", "parse_policy"]
 
 POLICIES = ("auto", "strict", "allow")
 _EXPLOIT_1 = "(exploit 1: PyTorch does the work instead of the kernel)"
+FINISH_OPERAND = 16
+"""Under "auto", a single-operator task tolerates PyTorch compute that finishes on reduced data:
+no operand larger than 1/16 of the inputs' elements, and at most a quarter of their elements'
+worth of work in all (a mean from Triton's per-channel sums; never the operator itself, nor the
+operator done a row at a time)."""
 
 
 @dataclass
@@ -78,6 +84,14 @@ def _share(torch_work: int, triton_work: int) -> str:
     return f" (~{100 * torch_work / total:.0f}% of the recorded work)"
 
 
+def _finish(attribution: Mapping[str, Any], torch_work: int) -> bool:
+    """Whether the PyTorch compute only finishes on data the kernels reduced (FINISH_OPERAND)."""
+    inputs = int(attribution.get("input_elements") or 0)
+    largest = attribution.get("largest_torch_operand")
+    return inputs > 0 and largest is not None and int(largest) * FINISH_OPERAND <= inputs \
+        and torch_work * 4 <= inputs
+
+
 def judge_work(attribution: Mapping[str, Any], reference_ops: Mapping[str, int], *,
                policy: str | tuple[str, ...] = "auto", single_operator: bool | None = None) -> WorkJudgement:
     """Judge one candidate's attribution (the candidate job's `attribution` payload) against
@@ -95,6 +109,7 @@ def judge_work(attribution: Mapping[str, Any], reference_ops: Mapping[str, int],
     reference = {display(name) for name in reference_ops}
     if single_operator is None:
         single_operator = len(reference) == 1
+    automatic = policy == "auto"
     if policy == "auto":
         policy = "strict" if single_operator else "allow"
     shown_policy = policy if isinstance(policy, str) else "allowed: " + ", ".join(policy)
@@ -112,6 +127,11 @@ def judge_work(attribution: Mapping[str, Any], reference_ops: Mapping[str, int],
         return WorkJudgement(error, summary, shown_policy, notes)
 
     computed = {display(name) for name in torch_ops}
+    if torch_ops and policy == "strict" and automatic and _finish(attribution, torch_work):
+        notes.append(f"PyTorch finishes on reduced data: {torch_text}{_share(torch_work, triton_work)}; "
+                     "allowed for a single-operator task (no operand above 1/16 of the inputs; torchOps=strict "
+                     "rejects it)")
+        torch_ops = {}
     if torch_ops and policy == "strict":
         reason = "the task is a single operator" if single_operator else "the policy allows no PyTorch compute"
         return rejected(f"PyTorch computes on the inputs: {torch_text} ({reason}"

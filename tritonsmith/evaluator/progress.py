@@ -5,7 +5,10 @@ a progress report, however long the job has run in all. Code running in a worker
 progress with `progress()`; `heartbeat(model)` makes every call of a model report it when the
 call returns, so a verification job proves it is alive once per forward pass, and an endless
 loop inside `forward` (or at import, or in `__init__`) stops the reports and is killed after
-the stall limit, while a slow but progressing interpreter run is not.
+the stall limit, while a slow but progressing interpreter run is not: under Triton's
+interpreter each kernel program reports too, as one interpreted forward pass of a real-sized
+pooling kernel can take longer than the stall limit (a program that never ends still stops the
+reports; a loop relaunching kernels forever is ended by the job's overall time limit).
 
 A report is one line on the worker's result pipe, `{"id": <job id>, "progress": "<note>"}`
 (see `protocol.py`); reports are sent at most every `MIN_INTERVAL_S`, so a heartbeat costs a
@@ -84,6 +87,22 @@ def _after_compile(*args: Any, **kwargs: Any) -> None:
     progress("compile")
 
 
+def _program_reports(interpreter: Any) -> None:
+    """Under Triton's interpreter, report progress as each kernel program starts (once per
+    process: the builder's `set_grid_idx` is called before every program)."""
+    builder = getattr(interpreter, "InterpreterBuilder", None)
+    original = getattr(builder, "set_grid_idx", None)
+    if builder is None or original is None or getattr(original, "_tritonsmith_progress", False):
+        return
+
+    def set_grid_idx(self: Any, *index: Any) -> Any:
+        progress("program")
+        return original(self, *index)
+
+    set_grid_idx._tritonsmith_progress = True  # type: ignore[attr-defined]
+    builder.set_grid_idx = set_grid_idx
+
+
 def heartbeat(model: Any) -> Any:
     """Report progress after each call of `model` (a `torch.nn.Module`; anything else is
     returned untouched), and after each Triton compile (a first launch on a GPU compiles, and
@@ -96,6 +115,7 @@ def heartbeat(model: Any) -> Any:
     if callable(register):
         register(_after_forward)
     triton = sys.modules.get("triton")
+    _program_reports(sys.modules.get("triton.runtime.interpreter"))
     knobs = getattr(getattr(triton, "knobs", None), "runtime", None)
     if knobs is not None and getattr(knobs, "jit_post_compile_hook", _after_compile) is None:
         with contextlib.suppress(AttributeError, TypeError):  # a Triton without the knob

@@ -409,13 +409,15 @@ def compile_file(
     failure_log: FailureLog | None = None,
     rules: list[Rule] | None = None,
     launch_types: dict[str, dict[str, str]] | None = None,
+    launch_constexprs: dict[str, dict[str, Any]] | None = None,
 ) -> list[KernelReport]:
     """Compile every launched kernel of `source` (or the named ones) for every target; record
     each compiler failure in `failure_log` when one is given. Errors are labelled with the codes
     of the builtin rules whose signatures match (in the worker) and of `rules`, the workspace's
     learned rules (by default those of the failure log's workspace, `.tritonsmith/rules.toml`).
     `launch_types` (kernel -> parameter -> type, as recorded at the launches of a check run)
-    override the types read from the source."""
+    override the types read from the source; `launch_constexprs` (kernel -> name -> value, as
+    recorded there) fill the constexprs the source does not settle."""
     if rules is None and failure_log is not None:
         rules = active_learned(failure_log.root)
     document = Document(source)
@@ -429,7 +431,9 @@ def compile_file(
         (kernel, Job(kind="compile", timeout_s=timeout_s,
                      payload={"source": source, "path": path, "kernel": kernel.name, "targets": targets,
                               **({"arg_types": launch_types[kernel.name]}
-                                 if launch_types and kernel.name in launch_types else {})}))
+                                 if launch_types and kernel.name in launch_types else {}),
+                              **({"constexpr_values": launch_constexprs[kernel.name]}
+                                 if launch_constexprs and kernel.name in launch_constexprs else {})}))
         for kernel in chosen
     ]
     # One job per kernel, as many at once as the pool has workers (compiles are independent).
@@ -496,6 +500,31 @@ def recorded_launch_types(verdicts: list[Verdict]) -> dict[str, dict[str, str]]:
     return out
 
 
+def recorded_launch_constexprs(verdicts: list[Verdict]) -> dict[str, dict[str, Any]]:
+    """Kernel -> constexpr parameter -> value, as recorded at the first launch while the
+    candidate ran: the values a kernel computed at run time (`BLOCK=triton.next_power_of_2(n)`)
+    that the source alone cannot give the compile."""
+    out: dict[str, dict[str, Any]] = {}
+    for verdict in verdicts:
+        for key, payload in verdict.details.items():
+            if not key.endswith(".candidate") or not isinstance(payload, dict):
+                continue
+            for kernel, values in (payload.get("launch_constexprs") or {}).items():
+                if isinstance(values, dict) and values:
+                    out.setdefault(str(kernel), dict(values))
+    return out
+
+
+def _unknown_constexprs(report: KernelReport, values: dict[str, Any]) -> bool:
+    """Whether `report` skipped a Config for constexprs unknown statically that `values` gives."""
+    marker = "constexpr value unknown statically: "
+    for skipped in report.skipped:
+        reason = str(skipped.get("reason") or "")
+        if reason.startswith(marker) and all(n.strip() in values for n in reason[len(marker):].split(",")):
+            return True
+    return False
+
+
 def _retyped(report: KernelReport, types: dict[str, str]) -> bool | None:
     """None when `types` cannot improve the report; False when every compiled signature already
     has the recorded types (only the word "assumed" goes); True when a type differs."""
@@ -529,16 +558,18 @@ def settle_reports(
     - each kernel whose compile assumed types is compiled again with the types recorded at its
       launches in the check, when they differ (an int32 buffer is `*i32`, not the `*fp32` guess),
       or loses the word "assumed" when they agree;
+    - a kernel whose constexprs only the run settled is compiled with the values recorded there;
     - a candidate that failed inside Triton's interpreter while its kernel compiles for the
       targets gets the verdict "interpreter limitation", not a kernel failure.
 
     `pool` runs the new compiles (a fresh one-worker pool when None)."""
     recorded = recorded_launch_types(verdicts)
+    constexprs = recorded_launch_constexprs(verdicts)
     redo: list[str] = []
     for report in reports:
         types = recorded.get(report.kernel)
         change = _retyped(report, types) if types else None
-        if change:
+        if change or _unknown_constexprs(report, constexprs.get(report.kernel) or {}):
             redo.append(report.kernel)
         elif change is False and types:
             for entry in report.results:
@@ -553,7 +584,8 @@ def settle_reports(
         active = pool if pool is not None else WorkerPool(1)
         try:
             again = compile_file(active, source, path=path, targets=targets, kernels=redo, timeout_s=timeout_s,
-                                 cancel_event=cancel_event, failure_log=failure_log, launch_types=recorded)
+                                 cancel_event=cancel_event, failure_log=failure_log, launch_types=recorded,
+                                 launch_constexprs=constexprs)
         finally:
             if own:
                 active.close()

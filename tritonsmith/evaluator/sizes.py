@@ -52,6 +52,7 @@ from ..analysis.syntax import dotted_name, operator_of, text, unparen, walk
 from .specs import top_level
 
 __all__ = [
+    "uniform_plan",
     "ELEMENT_BUDGET",
     "GPU_ELEMENT_BUDGET",
     "GPU_WORK_BUDGET",
@@ -581,17 +582,22 @@ class _Problem:
         the relations between sizes, and positive sizes everywhere."""
         env = self.environment(values)
         scalars = self.scalars(env)
+        # A batch is not tiled by the blocks: it keeps its parity, not its power of two (4096
+        # rows may become 16 while the 393216 columns keep their 2^10 against a 1024 block).
+        batches = {v for n, v in self.scalars0.items() if _is_batch(n)}
+        loose = None if fidelity is None else min(fidelity, 1)
         for name, before in self.scalars0.items():
             exact = name in self.literals or any(name in lit.names for lit in self.literals.values())
-            if not _keeps(before, scalars.get(name), fidelity, block, exact):
+            if not _keeps(before, scalars.get(name), loose if _is_batch(name) else fidelity, block, exact):
                 return False
         shapes = self.tensors(env)
         for i, before_shape in self.tensors0:
             after_shape = shapes[i]
             if after_shape is None or len(after_shape) != len(before_shape):
                 return False
-            pairs = [*zip(before_shape, after_shape), (math.prod(before_shape), math.prod(after_shape))]
-            if not all(_keeps(b, a, fidelity, block, False) for b, a in pairs):
+            pairs = [(b, a, loose if b in batches else fidelity) for b, a in zip(before_shape, after_shape)]
+            pairs.append((math.prod(before_shape), math.prod(after_shape), fidelity))
+            if not all(_keeps(b, a, f, block, False) for b, a, f in pairs):
                 return False
         return all(_related(r, scalars) for r in self.relations)
 
@@ -670,6 +676,8 @@ def _steps(knob: _Knob, current: int, fidelity: int) -> Iterator[int]:
     factor never grows and stays at least 2^min(its own, fidelity); an odd part above 1 stays
     above 1 (and a power of two stays one)."""
     target = int(current * STEP)
+    if knob.batch:
+        fidelity = min(fidelity, 1)  # see _Problem.admits
     v0, odd0 = _valuation(knob.value), knob.value >> _valuation(knob.value)
     found = set()
     for a in range(v0, min(v0, fidelity) - 1, -1):
@@ -858,7 +866,38 @@ def plan_sizes(source: str, readers: Iterable[str] = KERNELBENCH_INPUTS, *, gpu:
     blocks = blocks_from if blocks_from is not None else source
     block = block_exponent(blocks)
     budget = (GPU_ELEMENT_BUDGET, GPU_WORK_BUDGET) if gpu else interpreter_budget(blocks)
-    used = _shrink(problem, knobs, budget, block)
+    return _plan(problem, knobs, _shrink(problem, knobs, budget, block), budget)
+
+
+def uniform_plan(source: str, readers: Iterable[str] = KERNELBENCH_INPUTS, *, gpu: bool = False,
+                 blocks_from: str | None = None) -> SizePlan | None:
+    """Every scalable size divided by one power of two (the least that meets the budget, or the
+    most that divides them all): the fallback for a task whose sizes are tied by a relation the
+    planner cannot see (a LayerNorm over the width that a stride-2 transposed convolution doubles
+    to the channel count), which independent scaling breaks and which a common factor keeps.
+    None when no factor of two divides every size."""
+    problem = _Problem(source, readers)
+    knobs = _knobs(problem)
+    sized = [k for k in knobs if not k.batch]
+    if not sized:
+        return None
+    blocks = blocks_from if blocks_from is not None else source
+    budget = (GPU_ELEMENT_BUDGET, GPU_WORK_BUDGET) if gpu else interpreter_budget(blocks)
+    top = min(_valuation(k.value) for k in sized)
+    if top == 0:
+        return None
+    used: dict[str, int] = {}
+    for a in range(top + 1):
+        trial = {k.keys[0]: max(MIN_BATCH, k.value >> a) if k.batch else k.value >> a for k in knobs}
+        if min(trial[k.keys[0]] for k in sized) < 2:
+            break
+        used = trial
+        if not any(_excess(problem.cost(_assign(knobs, used)), budget)):
+            break
+    return _plan(problem, knobs, used, budget) if used else None
+
+
+def _plan(problem: _Problem, knobs: list[_Knob], used: dict[str, int], budget: tuple[int, int]) -> SizePlan:
     tail = _tail(problem, knobs, used)
     values, tail_values = _assign(knobs, used), _assign(knobs, tail)
     elements, work = problem.cost(values)

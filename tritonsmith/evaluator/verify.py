@@ -45,7 +45,14 @@ from .policy import judge_work, parse_policy
 from .pool import WorkerPool
 from .protocol import Job, Result
 from .sandbox import STARTUP_S, default_memory_mb, hang_limit
-from .sizes import KERNELBENCH_INPUTS, SizePlan, plan_sizes, rewrite_constants, scaled_constants
+from .sizes import (
+    KERNELBENCH_INPUTS,
+    SizePlan,
+    plan_sizes,
+    rewrite_constants,
+    scaled_constants,
+    uniform_plan,
+)
 from .specs import (
     REFERENCE_NAMES,
     HarnessSpec,
@@ -502,6 +509,33 @@ def _size_plan(spec: Spec, sources: _Sources, mode: str) -> SizePlan:
     return plan_sizes(sources.reference, sources.readers, gpu=mode == "gpu", blocks_from=blocks_from)
 
 
+def _uniformly(run: _Run, verdict: Verdict, plan: SizePlan, trials: int, spec: Spec, sources: _Sources,
+               mode: str, failed: tuple[bool, Path, dict[str, Path]]) -> tuple[SizePlan, tuple[bool, Path, dict[str, Path]]]:
+    """The reference failed at the scaled sizes: a relation between sizes that scaling each on
+    its own broke (sizes.uniform_plan). Try once more with every size divided by one power of
+    two; the verdict keeps the first failure when that fails the same way or is not possible."""
+    try:
+        blocks_from: str | None = spec.candidate.read_text(encoding="utf-8")
+    except OSError:
+        blocks_from = None
+    uniform = uniform_plan(sources.reference, sources.readers, gpu=mode == "gpu", blocks_from=blocks_from)
+    if uniform is None or uniform.main == plan.main:
+        return plan, failed
+    retry = Verdict(ok=False, mode=verdict.mode, trials=trials, name=verdict.name, row=verdict.row,
+                    sizes=uniform.main)
+    outcome = run.correctness(retry, "uniform", uniform.main, trials, checks=True)
+    if not outcome[0] and retry.stage == "inputs":
+        verdict.notes.append(f"every size divided by one factor did not help either: {retry.message}")
+        return plan, failed
+    first = verdict.message
+    verdict.stage, verdict.message, verdict.work, verdict.sizes = retry.stage, retry.message, retry.work, retry.sizes
+    verdict.details.update(retry.details)
+    verdict.notes += retry.notes
+    verdict.notes.append(f"sizes scaled one by one broke the task ({first}); every size divided by one power of "
+                         "two instead")
+    return uniform, outcome
+
+
 def _extra_shapes(run: _Run, verdict: Verdict, plan: SizePlan) -> bool:
     """One trial at the plan's odd sizes; False when the candidate fails there (exploit 14).
     A reference that cannot run there, or no size to change, is a note."""
@@ -612,6 +646,10 @@ def verify_spec(
                    cancel, policy)
         run.hang_override = hang_s
         ok, folder, paths = run.correctness(verdict, "main", sizes, trials, checks=True)
+        if not ok and verdict.stage == "inputs" and plan.scaled:
+            plan, (ok, folder, paths) = _uniformly(run, verdict, plan, trials, spec, sources, mode,
+                                                   (ok, folder, paths))
+            sizes = plan.main
         if not ok and verdict.stage == "spec":
             ok, folder, paths = _redrawn(run, verdict, sizes, trials)
         verdict.notes += _settled(warnings, verdict)

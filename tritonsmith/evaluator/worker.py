@@ -200,6 +200,9 @@ def handle(job: Job) -> Result:
         lines = traceback.format_exception_only(type(exc), exc)
         error = lines[-1].strip() if lines else type(exc).__name__
         details: dict[str, Any] = {"traceback": traceback.format_exc()}
+        told = getattr(exc, "tritonsmith_details", None)  # what the handler knew when it failed
+        if isinstance(told, dict):
+            details.update({str(k): v for k, v in told.items() if k != "traceback"})
         if _out_of_memory(exc):
             details["retire"] = True
             return Result(ok=False, kind=job.kind, payload=details, failure="out-of-memory", error=(
