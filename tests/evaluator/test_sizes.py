@@ -409,3 +409,26 @@ def test_a_common_factor_keeps_relations_the_planner_cannot_see() -> None:
     assert plan.within_budget
     odd = "n = 4096\nm = 4095\ndef get_inputs():\n    return [torch.randn(n, m)]\n"
     assert uniform_plan(odd) is None  # no factor of two divides 4095
+
+
+def test_sizes_written_in_place_in_the_inputs_scale_too() -> None:
+    """`torch.rand(batch_size, in_channels, 224, 224)` (KernelBench level 3): the 224s are
+    sizes like any constant, move together, and are rewritten where they are written."""
+    source = textwrap.dedent("""\
+        import torch
+        batch_size = 10
+        in_channels = 64
+
+        def get_inputs():
+            return [torch.rand(batch_size, in_channels, 224, 224)]
+
+        def get_init_inputs():
+            return [in_channels]
+        """)
+    plan = plan_sizes(source)
+    first, second = plan.main["get_inputs_line6_dim2"], plan.main["get_inputs_line6_dim3"]
+    assert first == second and first[0] == 224 and 16 <= first[1] < 224
+    assert plan.within_budget
+    rewritten = rewrite_constants(source, plan.main)
+    assert f"torch.rand(batch_size, in_channels, {first[1]}, {first[1]})" in rewritten
+    assert "def get_init_inputs():\n    return [in_channels]" in rewritten

@@ -171,3 +171,19 @@ def test_a_small_finish_in_pytorch_is_allowed_for_a_single_operator_only_under_a
     assert "PyTorch computes on the inputs: div ×2, mul ×1" in (judge_work(whole, {"native_batch_norm": 1}).error or "")
     by_rows = {**attribution, "torch": {"relu": {"count": 256, "work": 65536}}}  # small operands, all the work
     assert "PyTorch computes on the inputs: relu ×256" in (judge_work(by_rows, {"relu": 1}).error or "")
+
+
+def test_a_copying_kernel_stands_in_only_for_a_reference_op_that_copies_too() -> None:
+    """ResNet18 at checked sizes where the last map is 1×1 (l3_009): the reference's mean is a
+    copy there, so the Triton average pool only copies; a copy with no such op, or standing in
+    for an op PyTorch ran itself, stays a token."""
+    attribution = {"triton": {"avgpool": {"launches": 1, "elements": 64}},
+                   "torch": {"convolution": {"count": 20, "work": 10**6}, "relu": {"count": 17, "work": 10**4}},
+                   "tokens": {"avgpool": "only copies one of its arguments (no arithmetic)"}}
+    reference = {"convolution": 20, "relu": 17, "mean": 1}
+    judged = judge_work(attribution, reference, identity_ops={"mean": 1, "relu": 3})
+    assert judged.error is None
+    assert judged.notes == ["kernel avgpool only copies at the checked sizes, as the reference's mean does there "
+                            "(the sizes make it an identity); larger sizes would show its arithmetic"]
+    assert judge_work(attribution, reference).error
+    assert judge_work(attribution, reference, identity_ops={"relu": 3}).error

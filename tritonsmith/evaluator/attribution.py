@@ -140,8 +140,13 @@ class WorkRecorder(TorchDispatchMode):
     """Records, for one forward pass, the compute operations on input-derived data (by name,
     with their work), precision changes, compute on other data, and Triton launches."""
 
-    def __init__(self, inputs: Any) -> None:
+    def __init__(self, inputs: Any, *, identities: bool = False) -> None:
         super().__init__()
+        # With `identities` (the reference's record), the compute ops whose output holds
+        # exactly the values of one of their inputs at these sizes (an average pool over a 1×1
+        # map): a kernel doing that op's work then only copies, and is no token for it.
+        self.track_identities = identities
+        self.identity_ops: Counter[str] = Counter()
         self.tainted: set[int] = set()
         self.torch_ops: Counter[str] = Counter()
         self.torch_work: Counter[str] = Counter()
@@ -201,6 +206,8 @@ class WorkRecorder(TorchDispatchMode):
             self.torch_ops[name] += 1
             self.torch_work[name] += _work(func, args, kwargs, out)
             self.largest_operand = max([self.largest_operand, *(t.numel() for t in tensors_in((args, kwargs)))])
+            if self.track_identities and _identity(args, produced):
+                self.identity_ops[name] += 1
         return out
 
     # -- Triton launches (called by the launch guard) -------------------------------------------
@@ -250,6 +257,14 @@ class WorkRecorder(TorchDispatchMode):
             "input_elements": self.input_elements,
             "largest_torch_operand": self.largest_operand,
         }
+
+
+def _identity(args: Any, produced: list[torch.Tensor]) -> bool:
+    """Whether every output holds exactly the values of one tensor argument (shape aside)."""
+    given = [t for t in tensors_in(args) if t.is_floating_point()]
+    return bool(produced) and all(
+        any(t.numel() == out.numel() and t.dtype == out.dtype and torch.equal(t.reshape(-1), out.reshape(-1))
+            for t in given) for out in produced)
 
 
 def _dtype(tensor: torch.Tensor) -> str:

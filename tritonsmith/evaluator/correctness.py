@@ -569,6 +569,7 @@ def handle_reference(payload: dict[str, Any]) -> dict[str, Any]:
     first: tuple[list[Any], list[Any]] | None = None  # trial 1's outputs and inputs, for the lint
     others: list[list[Any]] = []
     reference_ops: dict[str, int] = {}
+    identity_ops: dict[str, int] = {}
     with _module(payload["reference"], "reference") as module:
         problem = load_problem(module, payload)
         model, _ = _build_reference(problem, seed, device)
@@ -578,11 +579,12 @@ def handle_reference(payload: dict[str, Any]) -> dict[str, Any]:
                                  "(exploit 19: editing the harness's files)", "trials": results}
             torch.manual_seed(int(trial_seed))
             inputs = _to([_clone(v) for v in problem.inputs(device)], device)
-            recorder = WorkRecorder(inputs) if t == 0 else contextlib.nullcontext()
+            recorder = WorkRecorder(inputs, identities=True) if t == 0 else contextlib.nullcontext()
             with torch.no_grad(), recorder:
                 output = model(*inputs)
             if isinstance(recorder, WorkRecorder):  # what the reference computes: the task's operators
                 reference_ops = dict(recorder.torch_ops)
+                identity_ops = dict(recorder.identity_ops)
             expected = [o.detach().cpu() for o in _outputs(output)]
             if t == 0:
                 first = (expected, _to(inputs, "cpu"))
@@ -596,4 +598,5 @@ def handle_reference(payload: dict[str, Any]) -> dict[str, Any]:
             })
     if first is not None and payload.get("checks", True):
         degenerate = degenerate_task(*first, tolerances, others)
-    return {"trials": results, "degenerate": degenerate, "reference_ops": reference_ops}
+    return {"trials": results, "degenerate": degenerate, "reference_ops": reference_ops,
+            "reference_identity_ops": identity_ops}

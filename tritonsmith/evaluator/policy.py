@@ -93,7 +93,8 @@ def _finish(attribution: Mapping[str, Any], torch_work: int) -> bool:
 
 
 def judge_work(attribution: Mapping[str, Any], reference_ops: Mapping[str, int], *,
-               policy: str | tuple[str, ...] = "auto", single_operator: bool | None = None) -> WorkJudgement:
+               policy: str | tuple[str, ...] = "auto", single_operator: bool | None = None,
+               identity_ops: Mapping[str, int] | None = None) -> WorkJudgement:
     """Judge one candidate's attribution (the candidate job's `attribution` payload) against
     the reference's compute operations.
 
@@ -101,10 +102,18 @@ def judge_work(attribution: Mapping[str, Any], reference_ops: Mapping[str, int],
         single_operator: whether the task is one operator (a KernelBench level-1 path: True;
             a harness, which is a fusion task unless it says otherwise: False); None decides
             by the reference's record (one kind of compute operation: a single operator).
+        identity_ops: the reference's compute operations that only moved values at these sizes
+            (an average pool over a 1×1 map): a kernel that only copies may be doing their work.
     """
     kernels: dict[str, dict[str, Any]] = dict(attribution.get("triton") or {})
     torch_ops: dict[str, dict[str, Any]] = dict(attribution.get("torch") or {})
     tokens: dict[str, str] = dict(attribution.get("tokens") or {})
+    # Only an identity op PyTorch did not run itself can be the one the copying kernel stands in for.
+    ran = {display(op) for op in attribution.get("torch") or {}}
+    excused = sorted({display(op) for op in identity_ops or {}} - ran)
+    copying = [name for name, why in tokens.items() if why.startswith("only copies")] if excused else []
+    for name in copying:  # the checked sizes made the reference's own op a copy
+        del tokens[name]
     casts: dict[str, int] = dict(attribution.get("casts") or {})
     reference = {display(name) for name in reference_ops}
     if single_operator is None:
@@ -122,6 +131,8 @@ def judge_work(attribution: Mapping[str, Any], reference_ops: Mapping[str, int],
     summary += _share(torch_work, triton_work)
     notes = [f"precision change in PyTorch: {change} ×{count} (judged against the tolerance)"
              for change, count in sorted(casts.items())]
+    notes += [f"kernel {name} only copies at the checked sizes, as the reference's {', '.join(excused)} does there "
+              "(the sizes make it an identity); larger sizes would show its arithmetic" for name in sorted(copying)]
 
     def rejected(error: str) -> WorkJudgement:
         return WorkJudgement(error, summary, shown_policy, notes)

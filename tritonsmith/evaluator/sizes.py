@@ -440,6 +440,48 @@ def _flat_shape(arguments: Compiled) -> Compiled:
     return shape
 
 
+# -- sizes written inside the input functions ---------------------------------------------------
+
+
+def _inline_literals(root: Node) -> list[tuple[str, Node]]:
+    """Integer sizes written in place in the shape of a tensor an input function creates
+    (`torch.rand(batch_size, in_channels, 224, 224)` in `get_inputs`), each with the module-level
+    name it stands for in planning: `<function>_line<row>_dim<i>` (`get_inputs_line57_dim2`)."""
+    found = []
+    for name, node in _functions(root).items():
+        if not name.endswith("inputs"):
+            continue
+        for call in walk(node):
+            if call.type != "call":
+                continue
+            function = (dotted_name(call.child_by_field_name("function")) or "").rsplit(".", 1)[-1]
+            args = call.child_by_field_name("arguments")
+            if function not in _CREATORS or args is None:
+                continue
+            dims: list[Node] = []
+            for argument in _shape_arguments(function, args):
+                inner = unparen(argument) or argument
+                dims.extend(inner.named_children if inner.type in ("tuple", "list") else [inner])
+            for i, dim in enumerate(dims):
+                if dim.type == "integer" and (value := _constant_int(dim)) is not None and value >= SCALE_THRESHOLD:
+                    found.append((f"{name}_line{call.start_point[0] + 1}_dim{i}", dim))
+    return found
+
+
+def _hoisted(source: str) -> str:
+    """`source` with each in-place size (`_inline_literals`) replaced by its name, bound at the
+    end of the module, so that the planner sees it as one more size constant."""
+    document = Document(source)
+    found = _inline_literals(document.root)
+    if not found:
+        return source
+    data = document.source
+    for name, node in sorted(found, key=lambda pair: pair[1].start_byte, reverse=True):
+        data = data[:node.start_byte] + name.encode() + data[node.end_byte:]
+    tail = "".join(f"\n{name} = {text(node)}" for name, node in found)
+    return data.decode("utf-8") + "\n" + tail + "\n"
+
+
 # -- the planner ------------------------------------------------------------------------------
 
 
@@ -467,7 +509,7 @@ class _Problem:
     create, evaluated for any assignment of the literals."""
 
     def __init__(self, source: str, readers: Iterable[str]) -> None:
-        root = Document(source).root
+        root = Document(_hoisted(source)).root
         self.bindings = _bindings(root)
         readers = tuple(readers)
         bodies = _reached(root, readers)
@@ -939,6 +981,10 @@ def rewrite_constants(source: str, sizes: Mapping[str, tuple[int, int]]) -> str:
                 change = sizes.get(name)
                 if change is not None and change[0] == literal.value and change[0] != change[1]:
                     edits.setdefault((literal.start, literal.end), str(change[1]).encode())
+    for name, node in _inline_literals(document.root):
+        change = sizes.get(name)
+        if change is not None and change[0] == _constant_int(node) and change[0] != change[1]:
+            edits.setdefault((node.start_byte, node.end_byte), str(change[1]).encode())
     for (start, end), new in sorted(edits.items(), reverse=True):
         data = data[:start] + new + data[end:]
     return data.decode("utf-8")

@@ -389,7 +389,8 @@ class _Run:
         attribution = dict(candidate.get("attribution") or {})
         reference_ops = dict(reference.get("reference_ops") or {})
         judgement = judge_work(attribution, reference_ops, policy=self.policy,
-                               single_operator=self.spec.single_operator)
+                               single_operator=self.spec.single_operator,
+                               identity_ops=dict(reference.get("reference_identity_ops") or {}))
         verdict.work = judgement.summary
         verdict.details["attribution"] = {**attribution, "policy": judgement.policy, "reference_ops": reference_ops}
         verdict.notes += judgement.notes
