@@ -52,7 +52,8 @@ def test_verify_usage_errors():
 
 def test_a_constexpr_known_only_at_run_time_is_not_a_failure_and_correctness_still_runs(tmp_path):
     """`BLOCK_SIZE=triton.next_power_of_2(n_cols)` cannot be compiled ahead of time; the kernel is
-    then checked when it runs, against the harness's reference."""
+    checked when it runs, against the harness's reference, and then compiled with the value it
+    was launched with there."""
     pytest.importorskip("triton")
     pytest.importorskip("numpy")
     source = (ROOT / "examples" / "softmax.py").read_text()
@@ -62,8 +63,9 @@ def test_a_constexpr_known_only_at_run_time_is_not_a_failure_and_correctness_sti
     path.write_text(source.replace("BLOCK_SIZE=128)", "BLOCK_SIZE=triton.next_power_of_2(n_cols))"))
     code, out, err = run("verify", str(path), "--device", "cpu")
     assert code == 0, out + err
-    assert "softmax_kernel: not compiled (constexpr values known only at run time)" in out
     assert "softmax: verified · interpreter" in out
+    assert "softmax_kernel: compiled" in out
+    assert "as launched in the check run)" in out  # the Config line names the value's origin
 
 
 def test_verify_device_gpu_without_a_gpu_is_a_usage_error(tmp_path):
@@ -130,18 +132,39 @@ def rowscale_reference(x):
 '''
 
 
-def test_a_failure_inside_tritons_interpreter_of_a_kernel_that_compiles_is_an_interpreter_limitation(tmp_path):
-    """`block_mask & (row < B)` makes a mask the interpreter cannot load with; sm_90 compiles it."""
+def test_a_mask_the_interpreter_types_int32_verifies_as_on_the_gpu(tmp_path):
+    """`block_mask & (row < B)` is `i1` when compiled; Triton's interpreter types it int32 and its
+    loads refuse it ("mask has unsupported dtype"). The evaluator hands masks to the
+    interpreter as booleans, so the kernel is checked as the GPU would run it."""
     pytest.importorskip("triton")
     pytest.importorskip("numpy")
     (tmp_path / "pyproject.toml").write_text("")
     path = tmp_path / "rowscale.py"
     path.write_text(ROWSCALE)
     code, out, err = run("verify", str(path), "--device", "cpu")
+    assert code == 0, out + err
+    assert "rowscale: verified · interpreter" in out
+
+
+INLINE_ASM = ROWSCALE.replace(
+    "    tl.store(y_ptr + row * N + offs, v * 2, mask=mask)",
+    "    w = tl.inline_asm_elementwise(\"mov.b32 $0, $1;\", \"=r,r\", [v], dtype=tl.float32, is_pure=True, pack=1)\n"
+    "    tl.store(y_ptr + row * N + offs, w * 2, mask=mask)")
+
+
+def test_a_failure_inside_tritons_interpreter_of_a_kernel_that_compiles_is_an_interpreter_limitation(tmp_path):
+    """`tl.inline_asm_elementwise` compiles for sm_90 but the interpreter cannot run it."""
+    pytest.importorskip("triton")
+    pytest.importorskip("numpy")
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "rowscale.py"
+    path.write_text(INLINE_ASM)
+    code, out, err = run("verify", str(path), "--device", "cpu")
     assert code == 1, out + err
-    assert "rowscale_kernel: compiled, assuming B: i32, N: i32" in out
-    assert (f"rowscale: NOT VERIFIED · interpreter · interpreter: interpreter limitation: ValueError: mask has "
-            f"unsupported dtype (in rowscale_kernel, {path}:15); rowscale_kernel compiles for sm_90") in out
+    assert "rowscale_kernel: compiled\n" in out  # B and N typed by the launch the check recorded
+    assert "rowscale: NOT VERIFIED · interpreter · interpreter: interpreter limitation: NotImplementedError: " \
+           "inline_asm not supported in interpreter mode (in rowscale_kernel" in out
+    assert "rowscale_kernel compiles for sm_90" in out
     assert "tritonsmith-verify-" not in out
 
 

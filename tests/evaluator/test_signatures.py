@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonsmith.analysis import Document, index_module
-from tritonsmith.evaluator.argtypes import LaunchTyper
+from tritonsmith.analysis.argtypes import LaunchTyper
 from tritonsmith.evaluator.extract import extract_kernel_module
 from tritonsmith.evaluator.protocol import Result
 from tritonsmith.evaluator.reports import (

@@ -44,11 +44,14 @@ def _error_text(error: BaseException) -> str:
 def _signature(ctx: KernelContext) -> tuple[dict, dict, dict]:
     signature, constexprs, options = {}, {}, {}
     scenarios = list(reversed(ctx.scenarios()))  # launch sites and configs before defaults
+    typed = ctx.param_types(scenarios[0]) if scenarios else {}  # what the launch site allocates
     for param in ctx.kernel.params:
         value = next((s.env[param.name] for s in scenarios if s.env.get(param.name, UNKNOWN) is not UNKNOWN), UNKNOWN)
         if param.is_constexpr:
             signature[param.name] = "constexpr"
             constexprs[param.name] = 64 if value is UNKNOWN else value
+        elif param.name in typed:
+            signature[param.name] = typed[param.name]
         elif param.name.endswith("ptr") or param.name.endswith("_ptrs"):
             signature[param.name] = "*fp32"
         elif isinstance(value, float):

@@ -332,3 +332,43 @@ async def test_a_graduated_learned_rule_warns_in_an_open_document_without_a_rest
     assert learned.severity == types.DiagnosticSeverity.Warning
     assert learned.range.start == types.Position(line=8, character=10)
     assert learned.message.startswith("You cannot call `.item()` on a tensor")
+
+
+TYPED = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def mm_kernel(a_ptr, b_ptr, c_ptr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rm = tl.arange(0, BLOCK_M)
+    rn = tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    a = tl.load(a_ptr + rm[:, None] * BLOCK_K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * BLOCK_N + rn[None, :])
+    acc = tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * BLOCK_N + rn[None, :], acc)
+
+
+def mm():
+    a = torch.empty(64, 32, dtype=torch.float16, device="cuda")
+    b = torch.empty(32, 128, dtype=torch.float16, device="cuda")
+    c = torch.empty(64, 128, dtype=torch.float32, device="cuda")
+    mm_kernel[(1,)](a, b, c, BLOCK_M=64, BLOCK_N=128, BLOCK_K=32)
+    mm_kernel[(1,)](a, b, c, BLOCK_M=32, BLOCK_N=128, BLOCK_K=32)
+'''
+
+
+async def test_hover_on_a_name_shows_its_type_per_launch(client: LanguageClient):
+    uri = await _open(client, "typed.py", TYPED)
+    await _wait_for(client, uri, lambda d: d is not None)
+    hover = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(12, 5))
+    )
+    assert hover is not None
+    assert "acc: fp32[BLOCK_M=64, BLOCK_N=128]  # launch at line 21" in hover.contents.value
+    assert "acc: fp32[BLOCK_M=32, BLOCK_N=128]  # launch at line 22" in hover.contents.value
+    pointer = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(10, 17))
+    )
+    assert pointer is not None and "a_ptr: *fp16" in pointer.contents.value

@@ -39,10 +39,10 @@ from typing import Any
 from tree_sitter import Node
 
 from ..analysis import Document, index_module
+from ..analysis.argtypes import LaunchTyper
 from ..analysis.index import Kernel, LaunchSite, ModuleIndex
 from ..analysis.syntax import call_args, text
 from ..analysis.values import UNKNOWN
-from .argtypes import LaunchTyper
 from .extract import Extracted, ExtractionError, extract_kernel_module
 
 __all__ = ["TargetLimits", "handle_compile", "match_rules", "parse_target", "target_limits"]

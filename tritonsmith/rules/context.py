@@ -8,7 +8,10 @@ kernel once, grouping nodes by type, and answers the questions the checks ask:
   `Config`, each launch site), each with the node it came from, so a finding can point there;
 - `is_block(node)`: whether an expression is a block tensor rather than a scalar (a simple
   forward taint from `tl.arange`, `tl.zeros`, ... through assignments). Unknown means "not a
-  block": a check that raises an error must not guess.
+  block": a check that raises an error must not guess;
+- `types(scenario)`: every expression's inferred type and shape in that scenario, and what the
+  compiler would reject (analysis/infer.py), with pointer element types read from the launch
+  site (analysis/argtypes.py).
 """
 
 from __future__ import annotations
@@ -20,11 +23,18 @@ from typing import Any
 
 from tree_sitter import Node
 
-from ..analysis.index import Kernel, ModuleIndex
+from ..analysis.argtypes import LaunchTyper
+from ..analysis.index import Kernel, LaunchSite, ModuleIndex
+from ..analysis.infer import KernelTypes, infer_kernel, parameter_values
 from ..analysis.syntax import call_args, text, unparen
 from ..analysis.values import UNKNOWN, evaluate
 
-__all__ = ["KernelContext", "Scenario"]
+__all__ = ["KernelContext", "MAX_TYPED_SCENARIOS", "Scenario", "launch_param_types"]
+
+MAX_TYPED_SCENARIOS = 2
+"""The type checks interpret at most this many of a kernel's configurations (a 16-Config
+autotune space would cost 16 interpretations for issues that nearly always show in the first;
+each costs about as much as all the syntactic checks together)."""
 
 # Calls that create a block tensor out of nothing.
 _BLOCK_SOURCES = frozenset(
@@ -97,6 +107,40 @@ class _BlockNames:
         if found or not self._deciding:
             self._known[name] = found
         return found
+
+
+def launch_param_types(kernel: Kernel, module: ModuleIndex, launch: LaunchSite, source: bytes) -> dict[str, str]:
+    """`kernel`'s runtime parameters' signature types (`*fp16`, `i32`) as `launch` shows them
+    (analysis/argtypes.py); unknown ones are left out. Computed once per launch and module (the
+    typer caches the file's calls and scopes on the index)."""
+    cache: dict[tuple[int, int], dict[str, str]] = module.__dict__.setdefault("_param_types", {})
+    key = (launch.node.start_byte, kernel.node.start_byte)
+    found = cache.get(key)
+    if found is not None:
+        return found
+    typer = module.__dict__.get("_launch_typer")
+    if typer is None:
+        root = kernel.node
+        while root.parent is not None:
+            root = root.parent
+        typer = module.__dict__["_launch_typer"] = LaunchTyper(_Root(root, source), module)  # type: ignore[arg-type]
+    params = kernel.params
+    runtime = [p.name for p in params if not p.is_constexpr]
+    positions = {p.name: i for i, p in enumerate(params)}
+    try:
+        typed = typer.launch_types(launch, runtime, positions)
+    except (RecursionError, ValueError, KeyError):
+        typed = {}
+    found = cache[key] = {name: t.type for name, t in typed.items() if t.type not in ("*", "")}
+    return found
+
+
+@dataclass(frozen=True)
+class _Root:
+    """What `LaunchTyper` reads of a parsed file: its root node (and source)."""
+
+    root: Node
+    source: bytes
 
 
 class KernelContext:
@@ -240,6 +284,16 @@ class KernelContext:
             return False
         return self.kernel.name in self.module.jit_callees(excluding=self.kernel)
 
+    @cached_property
+    def is_entry(self) -> bool:
+        """Whether this is a kernel the host launches, whose runtime arguments are scalars or
+        pointers (never blocks): launched in this file, or reading its program id and called by
+        no jit function here. A helper's arguments may be blocks of any shape."""
+        if self.kernel.launches:
+            return True
+        return not self.is_helper and any(self.imports.is_triton(self.call_name(c), "program_id")
+                                          for c in self.nodes("call"))
+
     # -- names and values ------------------------------------------------------------------
 
     @cached_property
@@ -312,6 +366,58 @@ class KernelContext:
 
     def scenarios(self) -> list[Scenario]:
         return self._scenarios
+
+    # -- types and shapes --------------------------------------------------------------------
+    def param_types(self, scenario: Scenario) -> dict[str, str]:
+        """The runtime parameters' signature types (`*fp16`, `i32`) that the scenario's launch
+        site shows (the first launch for defaults and Configs); unknown ones are left out."""
+        launches = self.kernel.launches
+        launch = next((site for site in launches if site.node == scenario.origin), launches[0] if launches else None)
+        if launch is None:
+            return {}
+        return launch_param_types(self.kernel, self.module, launch, self.source)
+
+    def typed_scenarios(self) -> list[Scenario]:
+        """The scenarios the type checks interpret: each launch site and Config (the defaults
+        only when there is nothing else: their unknown constexprs decide less), at most
+        MAX_TYPED_SCENARIOS."""
+        scenarios = self.scenarios()
+        chosen = [s for s in scenarios if s.origin is not None] or scenarios[:1]
+        return chosen[:MAX_TYPED_SCENARIOS]
+
+    def types(self, scenario: Scenario, *, values: bool = False) -> KernelTypes:
+        """The issues (and with `values`, each expression's type and shape) in `scenario`
+        (analysis/infer.py), computed once."""
+        if values:
+            return self._interpret(scenario, keep_values=True)
+        cache: dict[int, KernelTypes] = self.__dict__.setdefault("_types", {})
+        found = cache.get(id(scenario))
+        if found is None:
+            types = self.param_types(scenario)
+            params = parameter_values([(p.name, p.is_constexpr) for p in self.kernel.params], scenario.env, types,
+                                      entry=self.is_entry)
+            # Scenarios that give every parameter the same value (two Configs differing in
+            # num_warps only) share one interpretation.
+            by_values: dict[str, KernelTypes] = self.__dict__.setdefault("_types_by_values", {})
+            key = repr(params)
+            found = by_values.get(key)
+            if found is None:
+                found = by_values[key] = self._interpret(scenario, keep_values=False, params=params)
+            cache[id(scenario)] = found
+        return found
+
+    def _interpret(self, scenario: Scenario, *, keep_values: bool, params: list[Any] | None = None) -> KernelTypes:
+        body = self.kernel.body
+        if body is None:
+            return KernelTypes()
+        if params is None:
+            params = parameter_values([(p.name, p.is_constexpr) for p in self.kernel.params], scenario.env,
+                                      self.param_types(scenario), entry=self.is_entry)
+        helpers = self.module.__dict__.get("_jit_helpers")
+        if helpers is None:
+            helpers = self.module.__dict__["_jit_helpers"] = {k.name: k.node for k in self.module.kernels}
+        return infer_kernel(body, params, self.qualify, {n: h for n, h in helpers.items() if n != self.kernel.name},
+                            keep_values=keep_values, arguments=self.args)
 
     def local_env(self, scenario: Scenario) -> dict[str, Any]:
         """The scenario's values extended with locals assigned once from foldable expressions

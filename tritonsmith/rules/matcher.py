@@ -19,10 +19,12 @@ from collections.abc import Iterable, Sequence
 
 from ..analysis.index import Kernel, ModuleIndex, index_module
 from .checks import CHECKS, NEEDLES, RULE_CHECKS, Check, Hit
-from .context import KernelContext
+from .context import KernelContext, launch_param_types
 from .findings import Finding, Span
 from .model import Rule
 from .pack import RuleSet
+
+_CALLED = re.compile(rb"(?<![\w.])([A-Za-z_]\w*)\s*\(")  # `name(` in a kernel: the functions it calls
 
 __all__ = ["Matcher", "select_rules", "suppressed_codes"]
 
@@ -109,8 +111,9 @@ class Matcher:
         module_key = self._module_key(index)
         findings: list[Finding] = []
         live: set[bytes] = set()
+        jit = {k.name: k for k in index.kernels}
         for kernel in index.kernels:
-            key = self._kernel_key(kernel, module_key)
+            key = self._kernel_key(kernel, module_key, index, source, jit)
             live.add(key)
             base_row, base_byte = kernel.outer.start_point[0], kernel.outer.start_byte
             cached = self._cache.get(key)
@@ -139,13 +142,22 @@ class Matcher:
             digest.update(name.encode() + b"=" + (value.text or b"")[:200])
         return digest.digest()
 
-    def _kernel_key(self, kernel: Kernel, module_key: bytes) -> bytes:
+    def _kernel_key(self, kernel: Kernel, module_key: bytes, index: ModuleIndex, source: bytes,
+                    jit: dict[str, Kernel]) -> bytes:
+        """What a kernel's findings depend on: its text, its launch sites and the argument types
+        they allocate (the type checks read `torch.empty(..., dtype=...)` lines that are not part
+        of the launch), and the jit helpers it calls (their return types)."""
         digest = hashlib.blake2b(module_key, digest_size=16)
         digest.update(kernel.outer.text or b"")
         base_row = kernel.outer.start_point[0]
         for site in kernel.launches + kernel.direct_calls:
             digest.update(b"|%d|" % (site.node.start_point[0] - base_row) + (site.node.text or b""))
             digest.update(b"@%d" % site.node.start_point[1])
+        for site in kernel.launches:
+            digest.update(repr(sorted(launch_param_types(kernel, index, site, source).items())).encode())
+        called = {m.decode() for m in _CALLED.findall(kernel.node.text or b"")}
+        for name in sorted(called & jit.keys() - {kernel.name}):
+            digest.update(b"&" + (jit[name].outer.text or b""))
         return digest.digest()
 
     def _check_kernel(self, kernel: Kernel, index: ModuleIndex, source: bytes) -> list[Finding]:

@@ -167,5 +167,6 @@ from . import (  # noqa: E402, F401
     query,
     reshape,
     shapes,
+    typed,
     types,
 )

@@ -356,13 +356,61 @@ def global_not_constexpr(ctx: KernelContext) -> Iterator[Hit]:
                   related(value, f"'{name}' is defined here"), the_fix)
 
 
+# A value's type, shape and element count are known when compiling even when the value is not:
+# `x.dtype.primitive_bitwidth`, `x.numel >> n`, `len(x.shape) - 1`, `ptr.type.element_ty`.
+_COMPILE_TIME_ATTRS = frozenset({"shape", "numel", "dtype", "type", "element_ty", "primitive_bitwidth", "ndim",
+                                 "is_floating", "is_int", "is_int_signed", "is_fp8", "is_fp16", "is_bf16",
+                                 "is_fp32", "is_fp64", "scalar", "int_bitwidth", "fp_mantissa_width"})
+
+
+def _compile_time_use(identifier: Node) -> bool:
+    """Whether `identifier` is only read for its type or shape (`x.shape`, `x.dtype.…`)."""
+    parent = identifier.parent
+    if parent is None or parent.type != "attribute" or parent.child_by_field_name("object") != identifier:
+        return False
+    attribute = parent.child_by_field_name("attribute")
+    return attribute is not None and text(attribute) in _COMPILE_TIME_ATTRS
+
+
+def _compile_time_only(ctx: KernelContext, value: Node) -> bool:
+    """Whether every name in `value` that is not a call's function is read for its type or shape
+    only, or is a constexpr, and at least one is read for its type or shape (so the value is a
+    compile-time function of types and shapes)."""
+    names = [n for n in walk(value) if n.type == "identifier"]
+    data = [n for n in names if not _function_position(n) and not _attribute_name(n)]
+    return bool(data) and any(_compile_time_use(n) for n in data) and \
+        all(_compile_time_use(n) or ctx.is_constexpr_name(text(n)) or _is_constant_name(n) or
+            (n.parent is not None and n.parent.type == "keyword_argument") for n in data)
+
+
+def _function_position(node: Node) -> bool:
+    current = node
+    while current.parent is not None and current.parent.type == "attribute" and \
+            current.parent.child_by_field_name("object") == current:
+        current = current.parent
+    parent = current.parent
+    return parent is not None and parent.type == "call" and parent.child_by_field_name("function") == current
+
+
+def _attribute_name(node: Node) -> bool:
+    parent = node.parent
+    return parent is not None and parent.type == "attribute" and parent.child_by_field_name("attribute") == node
+
+
+def _is_constant_name(node: Node) -> bool:
+    """`tl`, `None`-like module names and upper-case constants are not data."""
+    name = text(node)
+    return name in ("tl", "triton", "None", "True", "False") or name.isupper()
+
+
 @check("static_assert_runtime")
 def static_assert_runtime(ctx: KernelContext) -> Iterator[Hit]:
     for call in ctx.tl_calls("static_assert"):
         condition = ctx.arg(call, 0, "cond")
         if condition is None:
             continue
-        runtime = [n for n in walk(condition) if n.type == "identifier" and ctx.is_runtime_param(n)]
+        runtime = [n for n in walk(condition) if n.type == "identifier" and ctx.is_runtime_param(n)
+                   and not _compile_time_use(n)]
         if runtime:
             yield Hit(condition, f"tl.static_assert needs a constexpr condition; '{text(runtime[0])}' is a "
                       "runtime value (use tl.device_assert, or make it tl.constexpr)")
@@ -376,6 +424,8 @@ def local_constexpr_runtime(ctx: KernelContext) -> Iterator[Hit]:
         if annotation is None or value is None or not text(annotation).endswith("constexpr"):
             continue
         if ctx.is_constexpr_expr(value) or evaluate(value, {}, ctx.qualify) is not UNKNOWN:
+            continue
+        if _compile_time_only(ctx, value):
             continue
         runtime = [n for n in walk(value) if n.type == "identifier" and ctx.is_runtime_param(n)]
         if runtime or ctx.is_block(value) or any(

@@ -183,6 +183,7 @@ def _creates_float(ctx: KernelContext, node: Node | None, depth: int = 0) -> boo
 
 @check("bitwise_on_float")
 def bitwise_on_float(ctx: KernelContext) -> Iterator[Hit]:
+    seen: set[tuple[int, int]] = set()
     for node in ctx.nodes("binary_operator"):
         operator = operator_of(node)
         if operator not in _BITWISE or not ctx.in_body(node):
@@ -190,9 +191,17 @@ def bitwise_on_float(ctx: KernelContext) -> Iterator[Hit]:
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
         for operand in (left, right):
             if _creates_float(ctx, operand):
+                seen.add((node.start_byte, node.end_byte))
                 yield Hit(
                     node,
                     f"`{operator}` is a bitwise operator, but {text(operand)} is a floating-point "
                     "tensor (bitcast it to an integer type first)",
                 )
                 break
+    # What only the inferred types show (`x = tl.load(fp32_ptr + offs); x >> 1`, `~x`).
+    from .typed import typed_hits
+
+    for hit in typed_hits(ctx, "float-bitwise"):
+        at = hit.node
+        if isinstance(at, Node) and (at.start_byte, at.end_byte) not in seen:
+            yield hit

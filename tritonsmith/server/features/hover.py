@@ -1,5 +1,6 @@
 """`textDocument/hover` on a diagnostic: the rule's statement, how to fix it, and its examples;
-on a verified launcher or `ModelNew`: the last verification's details."""
+on a verified launcher or `ModelNew`: the last verification's details; on a name in a kernel:
+its inferred type and shape in each launch configuration (rules/types_at.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from lsprotocol import types
 
 from ...evaluator.verify import Verdict
 from ...rules.docs import rule_markdown
+from ...rules.types_at import name_types
 from ..convert import to_lsp_range
 from ..server import TritonsmithServer
 
@@ -36,6 +38,15 @@ def register(server: TritonsmithServer) -> None:
             if point[0] == verdict.row:
                 return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
                                                                 value=verdict_markdown(verdict)))
+        if state.index is not None:
+            try:
+                typed = name_types(state.document.root, state.document.source, state.index, point,
+                                   ls.workspace_state.version)
+            except Exception:  # noqa: BLE001 - a hover never takes the server down
+                typed = None
+            if typed is not None:
+                return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=typed.markdown()),
+                                   range=to_lsp_range(state.document, typed.span))
         return None
 
 

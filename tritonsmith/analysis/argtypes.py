@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from ..analysis import Document
-from ..analysis.index import LaunchSite, ModuleIndex
-from ..analysis.syntax import call_args, string_value, text, unparen
+from .document import Document
+from .index import LaunchSite, ModuleIndex
+from .syntax import call_args, string_value, text, unparen
 
 __all__ = ["ArgType", "LaunchTyper", "triton_type", "TORCH_DTYPES"]
 
@@ -130,6 +130,7 @@ class LaunchTyper:
         self.document = document
         self.index = index
         self._calls: dict[str, list[Node]] | None = None
+        self._scope_assignments: dict[tuple[int, int], list[Node]] = {}
         self.default_float = self._default_float()
 
     # -- the public question ---------------------------------------------------------------
@@ -496,15 +497,23 @@ class LaunchTyper:
                 return _Value("int", node=value)
         return None
 
+    def _assignments(self, scope: Node) -> list[Node]:
+        """The assignments in `scope`'s body (not in nested scopes), read once per scope."""
+        key = (scope.start_byte, scope.end_byte)
+        found = self._scope_assignments.get(key)
+        if found is None:
+            body = scope.child_by_field_name("body")
+            found = [] if body is None else [n for n in _descendants(body) if n.type == "assignment"]
+            self._scope_assignments[key] = found
+        return found
+
     def _last_assignment(self, scope: Node, name: str, before: int) -> tuple[Node | None, Node] | None:
         """The last `name = value` in `scope` before byte `before`: (None, value), or for an
         unpacking target the (target pattern, value) when `name` is one of its names."""
         best: tuple[int, Node | None, Node] | None = None
-        body = scope.child_by_field_name("body")
-        if body is None:
-            return None
-        for current in _descendants(body):
-            if current.type != "assignment" or current.end_byte > before:
+        conditional = False
+        for current in self._assignments(scope):
+            if current.end_byte > before:
                 continue
             left, right = current.child_by_field_name("left"), current.child_by_field_name("right")
             if left is None or right is None:
@@ -526,6 +535,9 @@ class LaunchTyper:
                 continue
             if best is None or candidate[0] > best[0]:
                 best = candidate
+                conditional = _in_branch(current, before)
+        if best is not None and conditional:
+            return None  # assigned on one branch of an if the use is not in: which one ran is not known
         return (best[1], best[2]) if best is not None else None
 
     def _parameter(self, scope: Node, parameter: tuple[int, Node | None, str, str], depth: int,
@@ -550,6 +562,7 @@ class LaunchTyper:
                     return _via(found, f"{name}_inputs")
         # Callers in this file: `name(...)` for a function, `self.name(...)` for a method.
         position = index - offset
+        agreed: _Value | None = None
         for call in self._callers(name, cls):
             if call.id in seen:
                 continue
@@ -559,8 +572,13 @@ class LaunchTyper:
             if arg is None:
                 continue
             found = self.value(arg, depth + 1, seen | {call.id})
-            if found is not None:
-                return found
+            if found is None:
+                continue
+            if agreed is not None and (agreed.kind, agreed.dtype) != (found.kind, found.dtype):
+                return None  # callers disagree (`make_tensor(..., torch.int32)` and `(..., torch.float16)`)
+            agreed = agreed or found
+        if agreed is not None:
+            return agreed
         if default is not None:
             return self.value(default, depth + 1, seen)
         if annotation.rsplit(".", 1)[-1] == "Tensor":
@@ -653,6 +671,18 @@ def _enclosing(node: Node, kind: str) -> Node | None:
             return current
         current = current.parent
     return None
+
+
+def _in_branch(assignment: Node, use: int) -> bool:
+    """Whether `assignment` sits in a branch of an if (or a loop body) that does not hold the
+    byte `use`: after that statement the value may come from another path."""
+    current = assignment.parent
+    while current is not None and current.type not in ("function_definition", "module"):
+        if current.type in ("if_statement", "elif_clause", "else_clause", "for_statement", "while_statement",
+                            "try_statement", "except_clause") and not current.start_byte <= use < current.end_byte:
+            return True
+        current = current.parent
+    return False
 
 
 def _descendants(node: Node, *, scopes: bool = False) -> Iterator[Node]:

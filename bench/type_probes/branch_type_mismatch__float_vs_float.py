@@ -1,0 +1,25 @@
+"""Near miss of int_vs_float: v = 1.0 and v = 2.0.
+
+The label (compiles or fails, and where) comes from compiling this file: see
+docs/benchmarks/type-probes/labels.json.
+"""
+# probe: class=branch-type-mismatch; intent=compile; kernel=branch_type_mismatch_kernel; signature: y_ptr=*fp32, n=i32; constexprs: -
+# ruff: noqa: SIM108
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def branch_type_mismatch_kernel(y_ptr, n):
+    if n > 0:
+        v = 1.0
+    else:
+        v = 2.0
+    tl.store(y_ptr, v)
+
+
+def launch():
+    y = torch.empty(8192, dtype=torch.float32, device="cuda")
+    branch_type_mismatch_kernel[(1,)](y, 64)

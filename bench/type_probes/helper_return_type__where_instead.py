@@ -1,0 +1,29 @@
+"""Near miss: the helper selects with tl.where and has one return.
+
+The label (compiles or fails, and where) comes from compiling this file: see
+docs/benchmarks/type-probes/labels.json.
+"""
+# probe: class=helper-return-type; intent=compile; kernel=helper_return_type_kernel; signature: x_ptr=*fp32, y_ptr=*fp32, n=i32; constexprs: BLOCK=128
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _relu_or_zero(x, n):
+    return tl.where(n > 0, tl.maximum(x, 0.0), 0.0)
+
+
+@triton.jit
+def helper_return_type_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0)
+    tl.store(y_ptr + offs, _relu_or_zero(x, n), mask=mask)
+
+
+def launch():
+    x = torch.empty(8192, dtype=torch.float32, device="cuda")
+    y = torch.empty(8192, dtype=torch.float32, device="cuda")
+    helper_return_type_kernel[(1,)](x, y, 64, BLOCK=128)

@@ -1,0 +1,25 @@
+"""tl.multiple_of(n, 16) on a scalar argument (the usual idiom).
+
+The label (compiles or fails, and where) comes from compiling this file: see
+docs/benchmarks/type-probes/labels.json.
+"""
+# probe: class=hint-arity; intent=compile; kernel=hint_arity_kernel; signature: x_ptr=*fp32, y_ptr=*fp32, n=i32; constexprs: BLOCK=128
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def hint_arity_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    m = tl.multiple_of(n, 16)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0)
+    tl.store(y_ptr + offs + m, x, mask=mask)
+
+
+def launch():
+    x = torch.empty(8192, dtype=torch.float32, device="cuda")
+    y = torch.empty(8192, dtype=torch.float32, device="cuda")
+    hint_arity_kernel[(1,)](x, y, 64, BLOCK=128)

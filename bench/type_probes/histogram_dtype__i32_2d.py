@@ -1,0 +1,23 @@
+"""tl.histogram of a 2-D int32 block.
+
+The label (compiles or fails, and where) comes from compiling this file: see
+docs/benchmarks/type-probes/labels.json.
+"""
+# probe: class=histogram-dtype; intent=fail; kernel=histogram_dtype_kernel; signature: x_ptr=*i32, y_ptr=*i32; constexprs: BLOCK=16
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def histogram_dtype_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r[:, None] * BLOCK + r[None, :])
+    tl.store(y_ptr + tl.arange(0, 16), tl.histogram(x, 16))
+
+
+def launch():
+    x = torch.empty(8192, dtype=torch.int32, device="cuda")
+    y = torch.empty(8192, dtype=torch.int32, device="cuda")
+    histogram_dtype_kernel[(1,)](x, y, BLOCK=16)

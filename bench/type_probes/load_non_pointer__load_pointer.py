@@ -1,0 +1,23 @@
+"""Near miss of load_int_arg: tl.load(x_ptr).
+
+The label (compiles or fails, and where) comes from compiling this file: see
+docs/benchmarks/type-probes/labels.json.
+"""
+# probe: class=load-non-pointer; intent=compile; kernel=load_non_pointer_kernel; signature: x_ptr=*i32, y_ptr=*i32; constexprs: BLOCK=128
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def load_non_pointer_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x_ptr)
+    tl.store(y_ptr + offs, v + offs)
+
+
+def launch():
+    x = torch.empty(8192, dtype=torch.int32, device="cuda")
+    y = torch.empty(8192, dtype=torch.int32, device="cuda")
+    load_non_pointer_kernel[(1,)](x, y, BLOCK=128)

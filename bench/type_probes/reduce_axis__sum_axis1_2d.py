@@ -1,0 +1,23 @@
+"""Near miss of sum_axis2_2d: tl.sum(x, axis=1) on a 2-D block.
+
+The label (compiles or fails, and where) comes from compiling this file: see
+docs/benchmarks/type-probes/labels.json.
+"""
+# probe: class=reduce-axis; intent=compile; kernel=reduce_axis_kernel; signature: x_ptr=*fp32, y_ptr=*fp32, n=i32; constexprs: BLOCK=32
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def reduce_axis_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r[:, None] * BLOCK + r[None, :])
+    tl.store(y_ptr + r, tl.sum(x, axis=1))
+
+
+def launch():
+    x = torch.empty(8192, dtype=torch.float32, device="cuda")
+    y = torch.empty(8192, dtype=torch.float32, device="cuda")
+    reduce_axis_kernel[(1,)](x, y, 64, BLOCK=32)

@@ -1,0 +1,25 @@
+"""Near miss of pairs_wrong: (64,) reshaped to (BLOCK // 2, 2).
+
+The label (compiles or fails, and where) comes from compiling this file: see
+docs/benchmarks/type-probes/labels.json.
+"""
+# probe: class=reshape-numel; intent=compile; kernel=reshape_numel_kernel; signature: x_ptr=*fp32, y_ptr=*fp32, n=i32; constexprs: BLOCK=64
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def reshape_numel_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0)
+    y = tl.reshape(x, (BLOCK // 2, 2))
+    tl.store(y_ptr + tl.arange(0, BLOCK // 2)[:, None] * 2 + tl.arange(0, 2)[None, :], y)
+
+
+def launch():
+    x = torch.empty(8192, dtype=torch.float32, device="cuda")
+    y = torch.empty(8192, dtype=torch.float32, device="cuda")
+    reshape_numel_kernel[(1,)](x, y, 64, BLOCK=64)

@@ -1,0 +1,24 @@
+"""tl.atomic_add(y_ptr, x) with x a block and y_ptr a scalar pointer.
+
+The label (compiles or fails, and where) comes from compiling this file: see
+docs/benchmarks/type-probes/labels.json.
+"""
+# probe: class=store-block-scalar-ptr; intent=fail; kernel=store_block_scalar_ptr_kernel; signature: x_ptr=*fp32, y_ptr=*fp32, n=i32; constexprs: BLOCK=128
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def store_block_scalar_ptr_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0)
+    tl.atomic_add(y_ptr, x)
+
+
+def launch():
+    x = torch.empty(8192, dtype=torch.float32, device="cuda")
+    y = torch.empty(8192, dtype=torch.float32, device="cuda")
+    store_block_scalar_ptr_kernel[(1,)](x, y, 64, BLOCK=128)

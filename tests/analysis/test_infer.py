@@ -1,0 +1,181 @@
+"""Types and shapes (analysis/infer.py): what each value is, per configuration, and that
+nothing is concluded from what is unknown."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tritonsmith.analysis import Document, index_module
+from tritonsmith.analysis.infer import Dim, Value, broadcast, promote, scalar
+from tritonsmith.rules.context import KernelContext
+from tritonsmith.rules.types_at import name_types
+
+
+HELPER = """
+@triton.jit
+def split(v):
+    return v, v.to(tl.int32)
+"""
+
+
+def _types(body: str, launch: str = "", params: str = "x_ptr, out_ptr, n, BLOCK: tl.constexpr") -> tuple:
+    lines = ["import torch", "import triton", "import triton.language as tl", "", HELPER, "",
+             "@triton.jit", f"def k({params}):"]
+    lines += ["    " + line for line in textwrap.dedent(body).strip("\n").splitlines()]
+    lines += ["", "", "def run():",
+              '    x = torch.empty(1024, dtype=torch.float16, device="cuda")',
+              '    out = torch.empty(1024, dtype=torch.float32, device="cuda")']
+    lines += ["    " + line for line in (launch or "k[(1,)](x, out, 1024, BLOCK=128)").splitlines()]
+    source = "\n".join(lines) + "\n"
+    document = Document(source)
+    index = index_module(document.root)
+    kernel = next(k for k in index.kernels if k.name == "k")
+    context = KernelContext(kernel, index, document.source, (3, 9))
+    scenario = context.typed_scenarios()[0]
+    result = context.types(scenario, values=True)
+    names = {}
+    for (start, end), value in result.values.items():
+        name = document.source[start:end].decode()
+        if name.isidentifier():
+            names[name] = value.render()
+    return names, [(i.kind, i.message) for i in result.issues], document, index
+
+
+def test_values_flow_from_the_launch_site():
+    names, issues, _, _ = _types("""
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask)
+        y = x.to(tl.float32) * 2
+        total = tl.sum(y, axis=0)
+        tl.store(out_ptr + offs, y, mask=mask)
+        """)
+    assert names["offs"] == "i32[BLOCK=128]"
+    assert names["mask"] == "i1[BLOCK=128]"
+    assert names["x"] == "fp16[BLOCK=128]"  # the launch allocates float16
+    assert names["y"] == "fp32[BLOCK=128]"
+    assert names["total"] == "fp32"
+    assert names["x_ptr"] == "*fp16"
+    assert issues == []
+
+
+def test_shapes_of_2d_tiles_and_dot():
+    names, issues, _, _ = _types("""
+        rm = tl.arange(0, BLOCK)
+        rk = tl.arange(0, 32)
+        a = tl.load(x_ptr + rm[:, None] * 32 + rk[None, :])
+        b = tl.load(x_ptr + rk[:, None] * BLOCK + rm[None, :])
+        acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+        acc += tl.dot(a, b)
+        t = tl.trans(acc)
+        r = tl.reshape(acc, (BLOCK * BLOCK,))
+        tl.store(out_ptr + rm, tl.max(acc, axis=1))
+        """)
+    assert names["a"] == "fp16[BLOCK=128, 32]" and names["b"] == "fp16[32, BLOCK=128]"
+    assert names["acc"] == "fp32[BLOCK=128, BLOCK=128]"
+    assert names["r"] == "fp32[16384]"
+    assert issues == []
+
+
+@pytest.mark.parametrize(("body", "kind"), [
+    ("a = tl.arange(0, BLOCK)\nb = tl.arange(0, 64)\nc = a + b", "broadcast"),
+    ("v = tl.arange(0, BLOCK)\ns = tl.cumsum(v, axis=1)", "axis-range"),
+    ("v = tl.load(x_ptr + tl.arange(0, BLOCK))\nw = v.to(tl.int8, bitcast=True)", "bitcast-width"),
+    ("v = tl.arange(0, BLOCK)\nw = tl.exp(v)", "math-on-int"),
+    ("v = tl.load(x_ptr + tl.arange(0, BLOCK))\nw = v << 1", "float-bitwise"),
+    ("v = tl.arange(0, BLOCK)\nw = tl.reshape(v, (64, 4))", "reshape-numel"),
+    ("v = tl.arange(0, BLOCK)\nw = tl.trans(v)", "trans-1d"),
+    ("v = tl.load(x_ptr + tl.arange(0, BLOCK) * 0.5)", "pointer-float"),
+    ("v = tl.load(n)", "load-non-pointer"),
+    ("tl.store(out_ptr, tl.zeros((BLOCK,), dtype=tl.float32))", "store-block-scalar-pointer"),
+    ("v = tl.load(x_ptr + tl.arange(0, BLOCK))\nw = float(v)", "python-cast"),
+    ("v = tl.load(x_ptr + tl.arange(0, BLOCK))\nh = tl.histogram(v, 16)", "histogram-float"),
+    ("v = tl.multiple_of(tl.arange(0, BLOCK), (16, 16))", "hint-arity"),
+    ("if n > 0:\n    v = tl.load(x_ptr + tl.arange(0, BLOCK))\nelse:\n    v = tl.zeros((BLOCK,), dtype=tl.int32)\n"
+     "tl.store(out_ptr + tl.arange(0, BLOCK), v)", "branch-type"),
+])
+def test_each_issue_is_found_when_its_facts_are_known(body: str, kind: str):
+    _, issues, _, _ = _types(body)
+    assert [k for k, _ in issues] == [kind], issues
+
+
+@pytest.mark.parametrize("body", [
+    "a = tl.arange(0, BLOCK)\nb = tl.arange(0, 128)\nc = a + b",  # equal sizes
+    "v = tl.arange(0, BLOCK)\ns = tl.cumsum(v, axis=0)",  # the near miss of axis=1
+    "v = tl.load(x_ptr + tl.arange(0, BLOCK))\nw = v.to(tl.int16, bitcast=True)",  # fp16 -> int16: one width
+    "v = tl.load(x_ptr + tl.arange(0, BLOCK))\nw = tl.exp(v.to(tl.float32))",
+    "v = tl.arange(0, BLOCK)\nw = tl.reshape(v, (64, 2))",
+    "v = tl.load(x_ptr + tl.arange(0, BLOCK) // 2)",
+    "if n > 0:\n    v = tl.load(x_ptr + tl.arange(0, BLOCK))\nelse:\n    v = tl.zeros((BLOCK,), dtype=tl.float16)\n"
+    "tl.store(out_ptr + tl.arange(0, BLOCK), v)",
+])
+def test_near_misses_are_not_issues(body: str):
+    _, issues, _, _ = _types(body)
+    assert issues == []
+
+
+def test_unknown_facts_decide_nothing():
+    # No launch: the constexprs and pointer types are unknown, so no shape or dtype clash is claimed.
+    source = textwrap.dedent('''\
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def k(x_ptr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+            a = tl.arange(0, BLOCK_M)
+            b = tl.arange(0, BLOCK_N)
+            c = a + b
+            v = tl.load(x_ptr + a)
+            w = tl.exp(v)
+            u = v.to(tl.int16, bitcast=True)
+        ''')
+    document = Document(source)
+    index = index_module(document.root)
+    context = KernelContext(index.kernels[0], index, document.source, (3, 9))
+    assert context.types(context.typed_scenarios()[0]).issues == []
+
+
+def test_loops_helpers_and_constexpr_branches():
+    names, issues, _, _ = _types("""
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        for i in range(0, n, BLOCK):
+            acc += tl.load(x_ptr + i + tl.arange(0, BLOCK)).to(tl.float32)
+        if BLOCK > 64:
+            wide = acc * 2
+        else:
+            wide = acc.to(tl.int32)
+        lo, hi = split(acc)
+        tl.store(out_ptr + tl.arange(0, BLOCK), wide + lo)
+        """)
+    assert names["acc"] == "fp32[BLOCK=128]"
+    assert names["wide"] == "fp32[BLOCK=128]"  # the constexpr condition keeps one branch
+    assert names["lo"] == "fp32[BLOCK=128]" and names["hi"] == "i32[BLOCK=128]"
+    assert issues == []
+
+
+def test_promotion_and_broadcasting_follow_triton():
+    fp16, fp32, i32 = (Value("tensor", d, (Dim(8),)) for d in ("fp16", "fp32", "i32"))
+    assert promote(fp16, scalar("fp32", 2.0, weak=True), "*") == "fp16"  # a literal yields
+    assert promote(i32, scalar("fp32", 0.5, weak=True), "*") == "fp32"
+    assert promote(fp16, fp32, "+") == "fp32"
+    assert promote(Value("tensor", "bf16", ()), Value("tensor", "fp16", ()), "+") == "fp32"
+    assert promote(i32, Value("tensor", "i64", ()), "+") == "i64"
+    assert promote(i32, i32, "/") == "fp32"
+    assert broadcast((Dim(8), Dim(1)), (Dim(16),))[0] == (Dim(8), Dim(16))
+    assert broadcast((Dim(8),), (Dim(16),))[1] == (Dim(8), Dim(16))
+    assert broadcast((Dim(None, "M"),), (Dim(None, "N"),))[1] is None  # unknown sizes: no clash
+
+
+def test_hover_text_names_each_configuration():
+    _, _, document, index = _types("acc = tl.zeros((BLOCK, 16), dtype=tl.float32)",
+                                   launch="k[(1,)](x, out, 1024, BLOCK=128)\nk[(1,)](x, out, 1024, BLOCK=64)")
+    row = next(i for i, line in enumerate(document.source.decode().splitlines()) if "acc =" in line)
+    typed = name_types(document.root, document.source, index, (row, 5), (3, 9))
+    launches = [i + 1 for i, line in enumerate(document.source.decode().splitlines()) if "k[(1,)]" in line]
+    assert typed is not None
+    assert typed.by_configuration == ((f"launch at line {launches[0]}", "fp32[BLOCK=128, 16]"),
+                                      (f"launch at line {launches[1]}", "fp32[BLOCK=64, 16]"))
+    assert f"acc: fp32[BLOCK=128, 16]  # launch at line {launches[0]}" in typed.markdown()

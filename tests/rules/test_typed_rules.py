@@ -1,0 +1,64 @@
+"""The type rules (checks/typed.py) through the matcher: findings follow the launch site's
+allocations, and the per-kernel cache never hands one file's type findings to another."""
+
+from __future__ import annotations
+
+from tritonsmith.rules import load_rules, pack_paths
+from tritonsmith.rules.matcher import Matcher
+
+KERNEL = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softplus_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, tl.log(1 + tl.exp(x)))
+
+
+def softplus():
+    x = torch.empty(128, dtype=torch.{dtype}, device="cuda")
+    out = torch.empty(128, dtype=torch.float32, device="cuda")
+    softplus_kernel[(1,)](x, out, BLOCK=128)
+'''
+
+
+def _matcher() -> Matcher:
+    return Matcher(load_rules(pack_paths(None, include_user=False)), version=(3, 9))
+
+
+def test_an_allocation_outside_the_launch_changes_the_findings_and_the_cache_sees_it():
+    matcher = _matcher()
+    on_ints = [f.code for f in matcher.check_source(KERNEL.format(dtype="int32"))]
+    on_floats = [f.code for f in matcher.check_source(KERNEL.format(dtype="float32"))]  # same kernel and launch text
+    on_halves = [f.code for f in matcher.check_source(KERNEL.format(dtype="float16"))]
+    assert "TS704" in on_ints and "TS704" in on_halves  # tl.exp takes fp32/fp64 only
+    assert "TS704" not in on_floats
+    assert [f.code for f in _matcher().check_source(KERNEL.format(dtype="float32"))] == on_floats
+
+
+def test_a_helper_edit_rechecks_its_callers():
+    helper = '''
+
+@triton.jit
+def load_tile(p, BLOCK: tl.constexpr):
+    return tl.load(p + tl.arange(0, BLOCK)){cast}
+
+
+@triton.jit
+def caller_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    x = load_tile(x_ptr, BLOCK)
+    tl.store(out_ptr + tl.arange(0, BLOCK), tl.exp(x))
+
+
+def run():
+    x = torch.empty(128, dtype=torch.int32, device="cuda")
+    out = torch.empty(128, dtype=torch.float32, device="cuda")
+    caller_kernel[(1,)](x, out, BLOCK=128)
+'''
+    head = "import torch\nimport triton\nimport triton.language as tl\n"
+    matcher = _matcher()
+    assert "TS704" in [f.code for f in matcher.check_source(head + helper.format(cast=""))]
+    assert "TS704" not in [f.code for f in matcher.check_source(head + helper.format(cast=".to(tl.float32)"))]
