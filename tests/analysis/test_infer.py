@@ -12,7 +12,6 @@ from tritonsmith.analysis.infer import Dim, Value, broadcast, promote, scalar
 from tritonsmith.rules.context import KernelContext
 from tritonsmith.rules.types_at import name_types
 
-
 HELPER = """
 @triton.jit
 def split(v):
