@@ -24,6 +24,7 @@ from tritonsmith.evaluator.sizes import (
     interpreter_budget,
     plan_sizes,
     rewrite_constants,
+    size_branches,
     size_constants,
     uniform_plan,
 )
@@ -432,3 +433,26 @@ def test_sizes_written_in_place_in_the_inputs_scale_too() -> None:
     rewritten = rewrite_constants(source, plan.main)
     assert f"torch.rand(batch_size, in_channels, {first[1]}, {first[1]})" in rewritten
     assert "def get_init_inputs():\n    return [in_channels]" in rewritten
+
+
+# A launcher that picks its path by size: the large path (the task's) is right, the small one,
+# which only the scaled-down check reaches, drops the tail.
+_SIZED_PATHS = _FLOOR_RELU.replace("batch_size = 16\ndim = 4000", "batch_size = 4096\ndim = 393216").replace(
+    "grid = (n // 1024,)  # floor: the last 512 elements are never written",
+    "grid = (triton.cdiv(n, 1024),) if n >= 1048576 else (n // 1024,)  # the small path drops the tail")
+
+
+def test_a_failure_on_a_path_only_smaller_sizes_take_is_not_verified_not_failed(
+        tmp_path: Path, pools: tuple[WorkerPool, WorkerPool]) -> None:
+    _needs_interpreter()
+    verdict = _verify(tmp_path, "relu_paths.py", _SIZED_PATHS, pools)
+    assert not verdict.ok and verdict.stage == "sizes", verdict.summary()
+    assert verdict.summary().startswith("NOT VERIFIED · interpreter · sizes: the launcher chooses its path by size "
+                                        "(line 42: `n >= 1048576`)")
+    # The checked sizes (16 × 3072) are a multiple of the block; the odd-size trial reaches the tail.
+    assert any(note.startswith("at the checked sizes the candidate failed: shapes: at sizes batch_size=11")
+               for note in verdict.notes), verdict.notes
+    # The same bug with no size branch stays a failure (test_a_floor_grid_over_16x4000_fails_on_the_cpu),
+    # and so does a shape hard-coded by equality (exploit 14).
+    assert size_branches("def f(n):\n    return fast(n) if n == 393216 else slow(n)\n") == []
+    assert size_branches("def f(n):\n    return min(16, n)\n") == [(2, "min(16, n)")]

@@ -52,6 +52,7 @@ from ..analysis.syntax import dotted_name, operator_of, text, unparen, walk
 from .specs import top_level
 
 __all__ = [
+    "size_branches",
     "uniform_plan",
     "ELEMENT_BUDGET",
     "GPU_ELEMENT_BUDGET",
@@ -438,6 +439,53 @@ def _flat_shape(arguments: Compiled) -> Compiled:
             return None
         return tuple(dims)
     return shape
+
+
+# -- host code that branches on sizes ----------------------------------------------------------
+
+
+def size_branches(source: str) -> list[tuple[int, str]]:
+    """(line, text) of each place in the host code (not in a jit function, not in the task's
+    input functions or reference `Model`) that orders a value against an integer of at least 16
+    (`<`, `<=`, `>`, `>=`; never `==`) or clamps it with `min`/`max` against one: `if n_elements < 4096:`, `min(16, pooled)`. Scaled
+    sizes may land on the other side of such a threshold than the task's own."""
+    document = Document(source)
+    found: list[tuple[int, str]] = []
+
+    def excluded(node: Node) -> bool:
+        current: Node | None = node
+        while current is not None:
+            if current.type == "decorated_definition" and b"jit" in b"".join(
+                    d.text or b"" for d in current.children if d.type == "decorator"):
+                return True
+            if current.type in ("function_definition", "class_definition"):
+                name = text(current.child_by_field_name("name"))
+                if name in KERNELBENCH_INPUTS or name == "Model" or name.endswith("_inputs") or \
+                        name.endswith("_reference"):
+                    return True
+            current = current.parent
+        return False
+
+    for node in walk(document.root):
+        if node.type == "comparison_operator":
+            # Thresholds only: `n == 393216` is a test shape hard-coded (exploit 14), not a path choice.
+            operands = [c for c in node.named_children if c.type != "comment"]
+            tokens = [c.type for c in node.children if not c.is_named]
+            if len(operands) == 2 and tokens and tokens[0] in ("<", "<=", ">", ">=") and \
+                    sum(_threshold(o) for o in operands) == 1 and not excluded(node):
+                found.append((node.start_point[0] + 1, text(node)))
+        elif node.type == "call" and text(node.child_by_field_name("function")) in ("min", "max"):
+            args = node.child_by_field_name("arguments")
+            values = [c for c in (args.named_children if args else []) if c.type != "comment"]
+            if len(values) >= 2 and any(_threshold(v) for v in values) and \
+                    not all(_threshold(v) for v in values) and not excluded(node):
+                found.append((node.start_point[0] + 1, text(node)))
+    return found
+
+
+def _threshold(node: Node) -> bool:
+    value = _constant_int(node) if node.type == "integer" else None
+    return value is not None and value >= SCALE_THRESHOLD
 
 
 # -- sizes written inside the input functions ---------------------------------------------------

@@ -51,6 +51,7 @@ from .sizes import (
     plan_sizes,
     rewrite_constants,
     scaled_constants,
+    size_branches,
     uniform_plan,
 )
 from .specs import (
@@ -144,7 +145,7 @@ class Verdict:
         if not self.ok:
             ran = f" · sizes: {self.sizes_text()}" if self.sizes and self.stage not in ("static", "shapes", "syntax", "compile") else ""
             # Not run (a kernel does not compile) or stopped by the interpreter: not a kernel failure.
-            label = "NOT VERIFIED" if self.stage in ("compile", "interpreter") else "FAILED"
+            label = "NOT VERIFIED" if self.stage in ("compile", "interpreter", "sizes") else "FAILED"
             return f"{label} · {self.mode} · {self.stage}: {self.message}{ran}"
         text = f"verified · {self.mode} · {self.trials} trials · sizes: {self.sizes_text()}"
         if self.work:
@@ -537,6 +538,24 @@ def _uniformly(run: _Run, verdict: Verdict, plan: SizePlan, trials: int, spec: S
     return uniform, outcome
 
 
+def _another_path(verdict: Verdict, candidate: str, plan: SizePlan, sizes: Mapping[str, tuple[int, int]] | None = None) -> None:
+    """The candidate failed at sizes smaller than the task's, and its host code picks its path by
+    size (`if n_elements < 4096: BLOCK = 256`, `BLOCK = min(16, width)`): the failure may be on a
+    path the task's own sizes never take. Not verified, and not blamed: say both (the failure
+    stays in the notes) and where a GPU run at the sizes as written settles it."""
+    branches = size_branches(candidate)
+    if not branches:
+        return
+    shown = "; ".join(f"line {row}: `{code}`" for row, code in branches[:2])
+    changed = sizes if sizes is not None else plan.scaled
+    scaled = ", ".join(f"{n}={used} (of {written})" for n, (written, used) in changed.items())
+    verdict.notes.append(f"at the checked sizes the candidate failed: {verdict.stage}: {verdict.message}")
+    verdict.stage = "sizes"
+    verdict.message = (f"the launcher chooses its path by size ({shown}) and the interpreter checked smaller sizes "
+                       f"than the task's ({scaled}): the failure may be on a path the task's sizes never take; "
+                       "verify on a GPU at the sizes as written, or make the small path correct")
+
+
 def _extra_shapes(run: _Run, verdict: Verdict, plan: SizePlan) -> bool:
     """One trial at the plan's odd sizes; False when the candidate fails there (exploit 14).
     A reference that cannot run there, or no size to change, is a note."""
@@ -557,6 +576,7 @@ def _extra_shapes(run: _Run, verdict: Verdict, plan: SizePlan) -> bool:
         return True
     verdict.stage = "shapes"
     verdict.message = f"at sizes {shown}: {probe.message} (exploit 14: hard-coding the test shape)"
+    _another_path(verdict, run.sources.candidate, plan, plan.tail)
     return False
 
 
@@ -653,6 +673,8 @@ def verify_spec(
             sizes = plan.main
         if not ok and verdict.stage == "spec":
             ok, folder, paths = _redrawn(run, verdict, sizes, trials)
+        if not ok and verdict.stage in ("compare", "candidate") and plan.scaled:
+            _another_path(verdict, sources.candidate, plan)  # a failure on the small path only
         verdict.notes += _settled(warnings, verdict)
         if not ok:
             return verdict
