@@ -456,3 +456,57 @@ def test_a_failure_on_a_path_only_smaller_sizes_take_is_not_verified_not_failed(
     # and so does a shape hard-coded by equality (exploit 14).
     assert size_branches("def f(n):\n    return fast(n) if n == 393216 else slow(n)\n") == []
     assert size_branches("def f(n):\n    return min(16, n)\n") == [(2, "min(16, n)")]
+
+
+_POOLED_TO_NOTHING = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        for _ in range(6):  # 64 px -> 1 px: smaller inputs pool to nothing
+            x = F.max_pool2d(x, 2)
+        return torch.relu(x)
+
+
+batch_size = 512
+channels = 64
+
+
+def get_inputs():
+    return [torch.randn(batch_size, channels, 64, 64)]
+
+
+def get_init_inputs():
+    return []
+
+
+@triton.jit
+def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        for _ in range(6):
+            x = F.max_pool2d(x, 2)
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        relu_kernel[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), BLOCK=256)
+        return out
+'''
+
+
+def test_a_task_that_cannot_run_smaller_is_not_verified_not_failed(
+        tmp_path: Path, pools: tuple[WorkerPool, WorkerPool]) -> None:
+    _needs_interpreter()
+    verdict = _verify(tmp_path, "pooled.py", _POOLED_TO_NOTHING, pools)
+    assert not verdict.ok and verdict.stage == "sizes", verdict.summary()
+    assert verdict.summary().startswith("NOT VERIFIED · interpreter · sizes: the task cannot be scaled down for the "
+                                        "interpreter: its reference fails at the smaller sizes (RuntimeError: ")

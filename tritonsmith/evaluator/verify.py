@@ -511,6 +511,16 @@ def _size_plan(spec: Spec, sources: _Sources, mode: str) -> SizePlan:
     return plan_sizes(sources.reference, sources.readers, gpu=mode == "gpu", blocks_from=blocks_from)
 
 
+_SIZE_WORDS = ("size", "shape", "dimension", "out of range", "too small", "mismatch")
+
+
+def _about_sizes(message: str) -> bool:
+    """Whether a reference failure reads like a shape problem (one that other sizes would not
+    have), not a broken reference (a NameError fails at every size)."""
+    lowered = message.lower()
+    return any(word in lowered for word in _SIZE_WORDS)
+
+
 def _uniformly(run: _Run, verdict: Verdict, plan: SizePlan, trials: int, spec: Spec, sources: _Sources,
                mode: str, failed: tuple[bool, Path, dict[str, Path]]) -> tuple[SizePlan, tuple[bool, Path, dict[str, Path]]]:
     """The reference failed at the scaled sizes: a relation between sizes that scaling each on
@@ -671,6 +681,12 @@ def verify_spec(
             plan, (ok, folder, paths) = _uniformly(run, verdict, plan, trials, spec, sources, mode,
                                                    (ok, folder, paths))
             sizes = plan.main
+            if not ok and verdict.stage == "inputs" and _about_sizes(verdict.message):
+                # The task itself does not run smaller (AlexNet's pools need 63 px): not the candidate's fault.
+                verdict.stage = "sizes"
+                verdict.message = ("the task cannot be scaled down for the interpreter: its reference fails at "
+                                   f"the smaller sizes ({verdict.message.removeprefix('the reference failed: ')}); "
+                                   "verify on a GPU at the sizes as written")
         if not ok and verdict.stage == "spec":
             ok, folder, paths = _redrawn(run, verdict, sizes, trials)
         if not ok and verdict.stage in ("compare", "candidate") and plan.scaled:
