@@ -75,6 +75,9 @@ class Settings:
     memory_limit_mb: int | None = None
     """Memory limit of each evaluator worker, in MB; a kernel that crosses it is stopped with a memory-limit verdict. Default: a quarter of the machine's available memory (1 to 32 GB)."""
 
+    inlay_hints: bool = False
+    """Show each assignment's inferred type and shape inside kernels as an inlay hint (e.g. `: fp32[BLOCK_M=64, BLOCK_N=128]`), for the first launch site or Config."""
+
     @classmethod
     def keys(cls) -> list[str]:
         return [f.name for f in fields(cls)]
@@ -160,6 +163,10 @@ def _coerce(key: str, value: Any) -> Any:
     if key in _POSITIVE_INTS:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ConfigError(f"setting '{_POSITIVE_INTS[key]}' must be a positive whole number, got {value!r}")
+        return value
+    if key == "inlay_hints":
+        if not isinstance(value, bool):
+            raise ConfigError(f"setting 'inlayHints' must be true or false, got {value!r}")
         return value
     if key == "device" and value not in ("auto", "cuda", "cpu"):
         raise ConfigError(f"setting 'device' must be auto, cuda or cpu, got {value!r}")

@@ -94,6 +94,10 @@ def test_shapes_of_2d_tiles_and_dot():
     ("v = tl.multiple_of(tl.arange(0, BLOCK), (16, 16))", "hint-arity"),
     ("if n > 0:\n    v = tl.load(x_ptr + tl.arange(0, BLOCK))\nelse:\n    v = tl.zeros((BLOCK,), dtype=tl.int32)\n"
      "tl.store(out_ptr + tl.arange(0, BLOCK), v)", "branch-type"),
+    ("if n > 0:\n    v = tl.load(x_ptr + tl.arange(0, BLOCK))\ntl.store(out_ptr + tl.arange(0, BLOCK), v)",
+     "undefined-name"),
+    ("for i in range(0, n, BLOCK):\n    v = tl.load(x_ptr + i + tl.arange(0, BLOCK))\n"
+     "tl.store(out_ptr + tl.arange(0, BLOCK), v)", "undefined-name"),
 ])
 def test_each_issue_is_found_when_its_facts_are_known(body: str, kind: str):
     _, issues, _, _ = _types(body)
@@ -109,6 +113,9 @@ def test_each_issue_is_found_when_its_facts_are_known(body: str, kind: str):
     "v = tl.load(x_ptr + tl.arange(0, BLOCK) // 2)",
     "if n > 0:\n    v = tl.load(x_ptr + tl.arange(0, BLOCK))\nelse:\n    v = tl.zeros((BLOCK,), dtype=tl.float16)\n"
     "tl.store(out_ptr + tl.arange(0, BLOCK), v)",
+    # tl.static_range is unrolled: its names live on; a constexpr if keeps one branch.
+    "for i in tl.static_range(2):\n    v = tl.load(x_ptr + tl.arange(0, BLOCK))\ntl.store(out_ptr + tl.arange(0, BLOCK), v)",
+    "if BLOCK > 64:\n    v = tl.load(x_ptr + tl.arange(0, BLOCK))\ntl.store(out_ptr + tl.arange(0, BLOCK), v)",
 ])
 def test_near_misses_are_not_issues(body: str):
     _, issues, _, _ = _types(body)

@@ -372,3 +372,23 @@ async def test_hover_on_a_name_shows_its_type_per_launch(client: LanguageClient)
         types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(10, 17))
     )
     assert pointer is not None and "a_ptr: *fp16" in pointer.contents.value
+
+
+async def test_inlay_hints_show_assignment_types_when_the_setting_is_on(client: LanguageClient):
+    uri = await _open(client, "inlay.py", TYPED)
+    await _wait_for(client, uri, lambda d: d is not None)
+    params = types.InlayHintParams(text_document=types.TextDocumentIdentifier(uri=uri),
+                                   range=types.Range(types.Position(0, 0), types.Position(30, 0)))
+    assert not await client.text_document_inlay_hint_async(params)  # off by default
+    client.set_configuration({"inlayHints": True}, section="tritonsmith")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={}))
+    for _ in range(50):
+        hints = await client.text_document_inlay_hint_async(params)
+        if hints:
+            break
+        await asyncio.sleep(0.1)
+    shown = {(h.position.line, h.label) for h in hints or []}
+    assert (12, ": fp32[BLOCK_M=64, BLOCK_N=128]") in shown  # `acc = tl.dot(a, b)`, first launch
+    assert (7, ": i32[BLOCK_M=64]") in shown  # `rm = tl.arange(0, BLOCK_M)`
+    client.set_configuration({"inlayHints": False}, section="tritonsmith")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={}))

@@ -309,6 +309,7 @@ class Interpreter:
         self.env: dict[str, Value] = {}
         self.returned: list[Value] = []  # what `return` statements gave
         self._static: list[bool] = []  # for each enclosing if: whether its condition is constexpr
+        self.assigned: dict[str, int] = {}  # each name assigned in the body -> where its last assignment ends
 
     # -- recording ------------------------------------------------------------------------------
     def note(self, node: Node, value: Value) -> Value:
@@ -322,6 +323,7 @@ class Interpreter:
 
     # -- statements -----------------------------------------------------------------------------
     def run(self, body: Node) -> None:
+        self.assigned = _last_assignments(body)
         with contextlib.suppress(_Stop):
             self.block(body)
 
@@ -398,7 +400,9 @@ class Interpreter:
         condition = self.expr(node.child_by_field_name("condition"))
         branches: list[Node | None] = [node.child_by_field_name("consequence")]
         alternative = [c for c in node.children if c.type in ("elif_clause", "else_clause")]
-        self._static.append(condition.constexpr)  # a constexpr condition: one branch is compiled
+        # A condition that may be a constexpr (known to be, or not known at all): the compiler may
+        # keep one branch only, so nothing is concluded from the branches disagreeing.
+        self._static.append(_maybe_static(condition))
         try:
             self._if(node, condition, branches, alternative)
         finally:
@@ -438,7 +442,10 @@ class Interpreter:
             for name in set(then) | set(other):
                 a, b = then.get(name), other.get(name)
                 if a is None or b is None:
-                    merged.pop(name, None)  # defined on one path only: not defined after the if
+                    if _maybe_static(condition):  # maybe one branch is compiled; which one is not known
+                        merged[name] = UNKNOWN_VALUE
+                    else:
+                        merged.pop(name, None)  # defined on one path only: not defined after the if
                     continue
                 if a != b:
                     merged[name] = self._join(a, b, name, node.child_by_field_name("condition") or node)
@@ -464,6 +471,11 @@ class Interpreter:
         if rest:
             self._alternative(rest)
         other = self.env
+        if _maybe_static(condition):  # maybe one branch is compiled; which one is not known here
+            merged = {n: (then[n] if n in then and n in other and then[n] == other[n] else UNKNOWN_VALUE)
+                      for n in set(then) | set(other)}
+            self.env = merged
+            return
         merged = {n: v for n, v in then.items() if n in other}
         for name in merged:
             if then[name] != other[name]:
@@ -485,9 +497,14 @@ class Interpreter:
         """Two passes: the first (unrecorded) finds what the body changes; the second runs from
         the join of the values before and after it. Names first bound in the body do not live
         after the loop (as in Triton's code generator)."""
+        unrolled = False  # tl.static_range: the compiler unrolls it, so its names live on after it
         if node.type == "for_statement":
             target = node.child_by_field_name("left")
-            iterated = self.expr(node.child_by_field_name("right"))
+            right = unparen(node.child_by_field_name("right"))
+            if right is not None and right.type == "call":
+                function = right.child_by_field_name("function")
+                unrolled = function is not None and (self.qualify(function) or "").endswith("static_range")
+            iterated = self.expr(right)
             self.bind(target, iterated.items[0] if iterated.kind == "tuple" and iterated.items else scalar("i32"))
         else:
             self.expr(node.child_by_field_name("condition"))
@@ -506,13 +523,18 @@ class Interpreter:
         if start == before:
             self.out.values.update(scratch.values)
             self.out.issues.extend(scratch.issues)
+            after = self.env
             self.env = before
+            if unrolled:
+                self.env.update({n: v for n, v in after.items() if n not in before})
             return
         self.env = dict(start)
         with contextlib.suppress(_Stop):
             self.block(body)
         after = self.env
         self.env = {name: _loop_join(value, after.get(name, value)) for name, value in start.items()}
+        if unrolled:
+            self.env.update({n: v for n, v in after.items() if n not in start})
 
     # -- expressions ----------------------------------------------------------------------------
     def expr(self, node: Node | None) -> Value:
@@ -544,6 +566,14 @@ class Interpreter:
             name = text(node)
             if name in self.env:
                 return self.env[name]
+            last = self.assigned.get(name)
+            if last is not None and node.start_byte > last and self.depth == 0:
+                # Assigned only inside a branch or loop that does not reach here (or in the
+                # branch a constexpr condition drops): the compiler says "is not defined".
+                self.issue("undefined-name", node, f"`{name}` is not defined here: it is assigned only inside an "
+                                                   "if branch or a loop body that does not reach this line (assign it "
+                                                   "before the if or loop, or on every branch)")
+                return UNKNOWN_VALUE
             return self._global(node)
         if kind == "attribute":
             return self.attribute(node)
@@ -573,11 +603,15 @@ class Interpreter:
             if a.constexpr and b.constexpr and a.const is not UNKNOWN and b.const is not UNKNOWN:
                 op = text(node.child_by_field_name("operator")) if node.child_by_field_name("operator") else ""
                 return _literal(bool(a.const and b.const) if "and" in (op or text(node)) else bool(a.const or b.const))
+            if a.constexpr and b.constexpr:
+                return Value("tensor", "i1", (), UNKNOWN, True)
             return scalar("i1") if not a.is_block and not b.is_block else UNKNOWN_VALUE
         if kind == "not_operator":
             a = self.expr(node.child_by_field_name("argument"))
             if a.constexpr and a.const is not UNKNOWN:
                 return _literal(not a.const)
+            if a.constexpr:
+                return Value("tensor", "i1", (), UNKNOWN, True)
             return scalar("i1") if a.shape == () else UNKNOWN_VALUE
         if kind == "unary_operator":
             a = self.expr(node.child_by_field_name("argument"))
@@ -680,11 +714,11 @@ class Interpreter:
                                                       "integer operands (bitcast the value first)")
                     return UNKNOWN_VALUE
         if op in _COMPARE:
-            return Value("tensor", "i1", shape, const, const is not UNKNOWN, a.weak and b.weak)
+            return Value("tensor", "i1", shape, const, a.constexpr and b.constexpr, a.weak and b.weak)
         dtype = promote(a, b, op)
         if op == "//" and (is_float(a.dtype) or is_float(b.dtype)):
             dtype = None  # TS702's business
-        return Value("tensor", dtype, shape, const, const is not UNKNOWN, a.weak and b.weak)
+        return Value("tensor", dtype, shape, const, a.constexpr and b.constexpr, a.weak and b.weak)
 
     def _pointer_arithmetic(self, op: str, a: Value, b: Value, shape: Shape | None, node: Node) -> Value:
         pointer, offset = (a, b) if a.kind == "pointer" else (b, a)
@@ -1084,6 +1118,30 @@ class Interpreter:
         else:
             dtype = "fp32" if a.dtype else None
         return Value("tensor", dtype, a.shape[:-1] + (b.shape[-1],))
+
+
+def _maybe_static(condition: Value) -> bool:
+    """Whether an `if` on `condition` may be resolved when compiling: a constexpr, or a value
+    whose kind is not known (a helper's argument may be a constexpr)."""
+    return condition.constexpr or not condition.known or condition.dtype is None
+
+
+def _last_assignments(body: Node) -> dict[str, int]:
+    """Each name the body assigns (`x = ...`, `x += ...`, unpacking, a `for` target) -> the end
+    byte of its last assignment. Nested function bodies are not entered."""
+    out: dict[str, int] = {}
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if node.type in ("assignment", "augmented_assignment", "for_statement"):
+            target = node.child_by_field_name("left")
+            names = [] if target is None else (
+                [target] if target.type == "identifier" else [c for c in target.named_children if c.type == "identifier"])
+            end = node.end_byte if node.type != "for_statement" else (target.end_byte if target is not None else 0)
+            for name in names:
+                out[text(name)] = max(out.get(text(name), 0), end)
+        stack.extend(c for c in node.named_children if c.type not in ("function_definition", "lambda", "class_definition"))
+    return out
 
 
 def _loop_join(a: Value, b: Value) -> Value:

@@ -12,7 +12,7 @@ from ..analysis.syntax import text
 from .context import KernelContext
 from .findings import Span
 
-__all__ = ["NameTypes", "name_types"]
+__all__ = ["NameTypes", "assignment_types", "name_types"]
 
 MAX_SHOWN = 6  # configurations listed in one hover
 
@@ -78,3 +78,33 @@ def name_types(root: Node, source: bytes, index: ModuleIndex, point: tuple[int, 
         return NameTypes(text(node), Span.of(node), kernel.name, tuple(shown))
     finally:
         context.close()
+
+
+def assignment_types(root: Node, source: bytes, index: ModuleIndex, rows: tuple[int, int],
+                     version: tuple[int, int] | None = None) -> list[tuple[Span, str]]:
+    """For each name assigned in a kernel between `rows` (inclusive), its inferred type in the
+    kernel's first launch site or Config (the defaults when there is none): (the name's span,
+    the rendered type). Unknown values are left out."""
+    out: list[tuple[Span, str]] = []
+    for kernel in index.kernels:
+        body = kernel.body
+        if body is None or body.end_point[0] < rows[0] or body.start_point[0] > rows[1]:
+            continue
+        context = KernelContext(kernel, index, source, version)
+        try:
+            scenarios = context.typed_scenarios()
+            if not scenarios:
+                continue
+            types = context.types(scenarios[0], values=True)
+            for node in context.nodes("assignment", "augmented_assignment"):
+                target = node.child_by_field_name("left")
+                if target is None or target.type != "identifier" or not rows[0] <= target.start_point[0] <= rows[1]:
+                    continue
+                if node.type == "assignment" and node.child_by_field_name("type") is not None:
+                    continue  # `x: tl.constexpr = 8` already says what it is
+                value = types.at(target)
+                if value is not None and value.known:
+                    out.append((Span.of(target), value.render()))
+        finally:
+            context.close()
+    return out

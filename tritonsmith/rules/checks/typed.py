@@ -33,6 +33,7 @@ KINDS = {
     "reshape-numel": "typed_reshape_numel",
     "trans-1d": "typed_trans_1d",
     "hint-arity": "typed_hint_arity",
+    "undefined-name": "typed_undefined_name",
 }
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from ..server import TritonsmithServer
-from . import code_actions, code_lens, configuration, documents, hover, optimize
+from . import code_actions, code_lens, configuration, documents, hover, inlay_hints, optimize
 
 __all__ = ["register_all"]
 
 
 def register_all(server: TritonsmithServer) -> None:
-    for feature in (configuration, documents, code_actions, code_lens, hover, optimize):
+    for feature in (configuration, documents, code_actions, code_lens, hover, inlay_hints, optimize):
         feature.register(server)
