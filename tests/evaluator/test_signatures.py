@@ -332,3 +332,15 @@ def test_integer_widths_recorded_at_scaled_sizes_are_not_taken_for_the_sizes_as_
     verdict = Verdict(ok=True, mode="interpreter", trials=3, sizes={"N": (1 << 33, 4096)})
     verdict.details["main.candidate"] = {"launch_types": {"k": {"x_ptr": "*fp16", "n": "i32", "eps": "fp32"}}}
     assert recorded_launch_types([verdict]) == {"k": {"x_ptr": "*fp16", "eps": "fp32"}}
+
+
+def test_a_compile_that_ran_out_of_time_does_not_stop_the_check_but_a_crash_does():
+    """Eight 256×512 Configs of an elementwise kernel (a public KernelBench level-2 solution) take
+    longer than the compile job's 300 s on two cores: that says nothing against the kernel."""
+    slow = KernelReport(kernel="k", ok=False, error="compile job ran past its 300 s timeout; worker killed",
+                        error_type="job")
+    crashed = KernelReport(kernel="k", ok=False, error="the worker died (signal 11)", error_type="job")
+    assert correctness_blockers([slow]) == []
+    assert correctness_blockers([slow], has_spec=False) == ["k could not be compiled: compile job ran past its 300 s "
+                                                            "timeout; worker killed"]
+    assert correctness_blockers([crashed]) == ["k could not be compiled: the worker died (signal 11)"]

@@ -248,7 +248,8 @@ def correctness_blockers(reports: list[KernelReport], *, has_spec: bool = True) 
     launch site, or at every Config (Triton's autotuner skips the others), a syntax error, or a
     compile that crashed or hung its worker. Warnings never block (register spills, a Config the
     autotuner prunes, a name only host code computes), nor does a cut-out module the tool could
-    not import (its limit, not the kernel's), and neither does an error under assumed pointer types when
+    not import (its limit, not the kernel's), nor a compile that ran past its time limit when the
+    file has a spec (the check still runs), and neither does an error under assumed pointer types when
     the file has a spec: the check records the real types at the launch, and the kernel is
     compiled again with them (`settle_reports`)."""
     out: list[str] = []
@@ -256,8 +257,10 @@ def correctness_blockers(reports: list[KernelReport], *, has_spec: bool = True) 
         if report.error is not None and not report.results:
             if report.error_type in ("SyntaxError", "IndentationError", "TabError"):
                 out.append(f"{report.kernel}: {report.error}")
-            elif report.error_type == "job":  # the compile crashed or hung its worker
-                out.append(f"{report.kernel} could not be compiled: {report.error}")
+            elif report.error_type == "job" and not (has_spec and "timeout" in report.error):
+                out.append(f"{report.kernel} could not be compiled: {report.error}")  # it crashed its worker
+            # A compile that ran out of time (eight 256×512 Configs take minutes on two cores) says
+            # nothing against the kernel: the check runs, and the compile is reported unfinished.
             continue
         for entry in report.results:
             if not _blocks(entry, report.results) or (has_spec and pointer_assumptions(entry)):
