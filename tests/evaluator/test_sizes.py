@@ -503,10 +503,11 @@ class ModelNew(nn.Module):
 '''
 
 
-def test_a_task_that_cannot_run_smaller_is_not_verified_not_failed(
+def test_a_task_that_cannot_run_smaller_says_so_on_the_reference_side(
         tmp_path: Path, pools: tuple[WorkerPool, WorkerPool]) -> None:
     _needs_interpreter()
     verdict = _verify(tmp_path, "pooled.py", _POOLED_TO_NOTHING, pools)
-    assert not verdict.ok and verdict.stage == "sizes", verdict.summary()
-    assert verdict.summary().startswith("NOT VERIFIED · interpreter · sizes: the task cannot be scaled down for the "
-                                        "interpreter: its reference fails at the smaller sizes (RuntimeError: ")
+    assert not verdict.ok and verdict.stage == "inputs", verdict.summary()
+    assert verdict.message.startswith("the reference failed at the scaled sizes and with every size divided by one "
+                                      "power of two (RuntimeError: ")
+    assert "the task may not run smaller than it is written, or the reference is broken" in verdict.message

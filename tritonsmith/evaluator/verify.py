@@ -682,11 +682,12 @@ def verify_spec(
                                                    (ok, folder, paths))
             sizes = plan.main
             if not ok and verdict.stage == "inputs" and _about_sizes(verdict.message):
-                # The task itself does not run smaller (AlexNet's pools need 63 px): not the candidate's fault.
-                verdict.stage = "sizes"
-                verdict.message = ("the task cannot be scaled down for the interpreter: its reference fails at "
-                                   f"the smaller sizes ({verdict.message.removeprefix('the reference failed: ')}); "
-                                   "verify on a GPU at the sizes as written")
+                # AlexNet's pools need 63 px; a reference broken at every size reads the same from
+                # here, so the verdict says both (the stage stays "inputs": the reference's side).
+                verdict.message = ("the reference failed at the scaled sizes and with every size divided by one "
+                                   f"power of two ({verdict.message.removeprefix('the reference failed: ')}): the "
+                                   "task may not run smaller than it is written, or the reference is broken; check "
+                                   "the reference at the sizes as written, or verify on a GPU")
         if not ok and verdict.stage == "spec":
             ok, folder, paths = _redrawn(run, verdict, sizes, trials)
         if not ok and verdict.stage in ("compare", "candidate") and plan.scaled:
