@@ -646,12 +646,16 @@ class _Problem:
         input's B·C_in·H·W times C_out and the kernel size for a convolution), the most of any
         tensor. Without a shape to read, the product of all the size constants stands for both."""
         sizes = {key: max(1, values.get(key, literal.value)) for key, literal in self.literals.items()}
+        # A batch scaled below a tile still costs a whole tile when a GEMM tiles it (a batch of 2
+        # in a 16-row block): its work counts as MIN_TILE, so the other sizes shrink instead.
+        padding = math.prod(MIN_TILE / v for k, v in sizes.items()
+                            if v < MIN_TILE and v < self.literals[k].value and all(_is_batch(n) for n in self.literals[k].names))
         elements, work = 0, 0
         for shape, keys in zip(self.tensors(self.environment(values)), self.shape_keys):
             if shape:
                 others = math.prod(v for k, v in sizes.items() if k not in keys)
                 elements = max(elements, math.prod(shape), self._output(shape, keys, sizes))
-                work = max(work, math.prod(shape) * others)
+                work = max(work, int(math.prod(shape) * others * padding))
         if not elements:
             elements = work = math.prod(sizes.values())
         return elements, work
