@@ -167,6 +167,17 @@ def _copy_pair(candidate: Path, folder: Path) -> Path:
     return target
 
 
+_SCRATCH = re.compile(r"/tmp/(?:ts-kb|tritonsmith-verify)-[^/\s'\"]+/(?:[^/\s'\"]+/(?:candidate|reference)/)?")
+_TEMP = re.compile(r"/tmp/tmp[\w.-]+")
+_SITE = re.compile(r"/[^\s'\"]*?/site-packages/")
+
+
+def portable(text: str) -> str:
+    """`text` without this machine's paths: the scratch folder a file was verified in (the
+    file's own name remains), temporary files, and where packages are installed."""
+    return _SITE.sub("<site-packages>/", _TEMP.sub("<tmp>", _SCRATCH.sub("", text)))
+
+
 def run_one(candidate: Path, corpus: Path, *, timeout: float, in_place: bool, extra: list[str],
             env: dict[str, str] | None = None, raw: Path | None = None) -> Outcome:
     relative = candidate.relative_to(corpus).as_posix()
@@ -200,6 +211,7 @@ def run_one(candidate: Path, corpus: Path, *, timeout: float, in_place: bool, ex
         tail = (stderr or stdout or "").strip().splitlines()[-8:]
         fields = {"ok": False, "stage": "crash",
                   "message": f"exit {process.returncode}, no JSON verdict ({error}): " + " / ".join(tail)}
+    fields = json.loads(portable(json.dumps(fields)))
     fields["message"] = (fields.get("message") or "")[:MESSAGE_CHARS]
     if fields["ok"] and process.returncode != 0:  # should not happen; do not count it as verified
         fields.update(ok=False, stage="crash", message=f"verdict ok but exit {process.returncode}")
@@ -349,7 +361,7 @@ def main() -> None:
         Path(args.markdown).write_text(report)
     if args.json:
         Path(args.json).write_text(json.dumps({
-            "corpus": str(corpus), "tritonsmith_source": str(Path(args.source).resolve()) if args.source else str(ROOT),
+            "corpus": corpus.name, "tritonsmith_source": "a copy given by --source" if args.source else "this checkout",
             "git_head": head, "git_status_short": status.splitlines(),
             "command": "python -m tritonsmith verify FILE --device cpu --no-timing --format json " + " ".join(args.verify_arg),
             "timeout_s": args.timeout, "in_place": args.in_place, "elapsed_s": total, "loadavg": [load_before, load],
