@@ -20,16 +20,17 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Iterator, Mapping
+import operator
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tree_sitter import Node
 
 from .syntax import call_args, operator_of, text, unparen
-from .values import UNKNOWN
+from .values import BINARY, FOLDABLE, UNKNOWN
 
-__all__ = ["Dim", "Issue", "KernelTypes", "UNKNOWN_VALUE", "Value", "infer_kernel", "DTYPES"]
+__all__ = ["DTYPES", "Dim", "Issue", "KernelTypes", "UNKNOWN_VALUE", "Value", "infer_kernel", "parameter_values"]
 
 # -- element types ------------------------------------------------------------------------------
 
@@ -185,7 +186,6 @@ class KernelTypes:
 
     values: dict[tuple[int, int], Value] = field(default_factory=dict)
     issues: list[Issue] = field(default_factory=list)
-    returns: list[Value] = field(default_factory=list)
 
     def at(self, node: Node) -> Value | None:
         return self.values.get((node.start_byte, node.end_byte))
@@ -749,19 +749,12 @@ class Interpreter:
             if value.constexpr and value.const is not UNKNOWN:
                 return _literal(float(value.const) if name == "float" else int(value.const))
             return UNKNOWN_VALUE
-        if name in ("min", "max") and positional and not keywords:
+        fold = FOLDABLE.get(name or "")
+        if fold is not None and positional and not keywords:  # min, max, triton.cdiv, next_power_of_2
             values = [self.expr(a) for a in positional]
-            if all(v.constexpr and isinstance(v.const, (int, float)) for v in values):
-                return _literal((min if name == "min" else max)(v.const for v in values))
-            return UNKNOWN_VALUE
-        if name in ("triton.cdiv", "triton.next_power_of_2") and positional:
-            values = [self.expr(a) for a in positional]
-            if all(v.constexpr and isinstance(v.const, int) for v in values):
-                if name == "triton.cdiv" and len(values) == 2 and values[1].const:
-                    return _literal(-(-values[0].const // values[1].const))
-                if name == "triton.next_power_of_2":
-                    n = values[0].const
-                    return _literal(1 if n <= 1 else 1 << (n - 1).bit_length())
+            if all(v.constexpr and isinstance(v.const, (int, float)) and not isinstance(v.const, bool) for v in values):
+                with contextlib.suppress(ArithmeticError, TypeError, ValueError):
+                    return _literal(fold(*(v.const for v in values)))
             return UNKNOWN_VALUE
         if function is not None and function.type == "attribute":
             obj_node = function.child_by_field_name("object")
@@ -1165,25 +1158,24 @@ def _render_shape(shape: Shape) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
-def _fold(op: str, a: Any, b: Any) -> Any:
-    import operator as o
+_FOLD: dict[str, Callable[[Any, Any], Any]] = {
+    **BINARY, "^": operator.xor, "<": operator.lt, ">": operator.gt, "<=": operator.le, ">=": operator.ge,
+    "==": operator.eq, "!=": operator.ne}
 
-    table: dict[str, Callable[[Any, Any], Any]] = {
-        "+": o.add, "-": o.sub, "*": o.mul, "//": o.floordiv, "/": o.truediv, "%": o.mod, "&": o.and_, "|": o.or_,
-        "^": o.xor, "<": o.lt, ">": o.gt, "<=": o.le, ">=": o.ge, "==": o.eq, "!=": o.ne}
-    if op == "<<" and isinstance(b, int) and 0 <= b <= 128:
-        return a << b
-    if op == ">>" and isinstance(b, int) and b >= 0:
-        return a >> b
-    if op == "**" and isinstance(b, int) and 0 <= b <= 64:
-        return a ** b
-    function = table.get(op)
+
+def _fold(op: str, a: Any, b: Any) -> Any:
+    """`a <op> b` for two known constexprs (values.py's operators plus comparisons), or UNKNOWN;
+    the guards keep `2 ** 10**9` and `1 << 10**9` from being computed."""
+    function = _FOLD.get(op)
     if function is None or not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+        return UNKNOWN
+    if (op == "**" and not (isinstance(b, int) and 0 <= b <= 64)) or \
+            (op == "<<" and not (isinstance(b, int) and 0 <= b <= 128)) or (op == ">>" and not (isinstance(b, int) and b >= 0)):
         return UNKNOWN
     return function(a, b)
 
 
-def _param_value(annotation: str | None, constexpr_value: Any, is_constexpr: bool, pointer_dtype: str | None,
+def _param_value(constexpr_value: Any, is_constexpr: bool, pointer_dtype: str | None,
                  scalar_type: str | None) -> Value:
     if is_constexpr:
         if constexpr_value is UNKNOWN:
@@ -1207,7 +1199,6 @@ def infer_kernel(body: Node, params: list[tuple[str, Value]], qualify: Callable[
     interpreter = Interpreter(qualify, helpers, out, keep_values=keep_values, arguments=arguments)
     interpreter.env = dict(params)
     interpreter.run(body)
-    out.returns = interpreter.returned
     return out
 
 
@@ -1225,15 +1216,5 @@ def parameter_values(names: list[tuple[str, bool]], constexprs: Mapping[str, Any
         kind = types.get(name)
         pointer = kind[1:] if kind and kind.startswith("*") else None
         scalar_type = kind if kind and not kind.startswith("*") and kind != "constexpr" else None
-        out.append((name, _param_value(None, constexprs.get(name, UNKNOWN), is_constexpr, pointer, scalar_type)))
+        out.append((name, _param_value(constexprs.get(name, UNKNOWN), is_constexpr, pointer, scalar_type)))
     return out
-
-
-def iter_issues(results: Iterator[KernelTypes]) -> Iterator[Issue]:
-    seen: set[tuple[str, int, int]] = set()
-    for result in results:
-        for issue in result.issues:
-            key = (issue.kind, issue.node.start_byte, issue.node.end_byte)
-            if key not in seen:
-                seen.add(key)
-                yield issue

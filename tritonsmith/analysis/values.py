@@ -16,7 +16,7 @@ from tree_sitter import Node
 
 from .syntax import call_args, operator_of, text, unparen
 
-__all__ = ["UNKNOWN", "Unknown", "evaluate", "is_power_of_two"]
+__all__ = ["BINARY", "FOLDABLE", "UNKNOWN", "Unknown", "evaluate", "is_power_of_two"]
 
 
 class Unknown:
@@ -35,7 +35,7 @@ class Unknown:
 
 UNKNOWN = Unknown()
 
-_BINARY: dict[str, Callable[[Any, Any], Any]] = {
+BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "+": operator.add,
     "-": operator.sub,
     "*": operator.mul,
@@ -58,8 +58,8 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-# Host helpers that fold at compile time, by their qualified name.
-_FUNCTIONS: dict[str, Callable[..., Any]] = {
+# Host helpers that fold at compile time, by their qualified name (also the inference's, infer.py).
+FOLDABLE: dict[str, Callable[..., Any]] = {
     "triton.next_power_of_2": _next_power_of_2,
     "triton.cdiv": _cdiv,
     "triton.language.cdiv": _cdiv,
@@ -113,7 +113,7 @@ def evaluate(
             return unary[op](operand)
         if kind == "binary_operator":
             op = operator_of(node)
-            if op not in _BINARY:
+            if op not in BINARY:
                 return UNKNOWN
             left = evaluate(node.child_by_field_name("left"), env, qualify, _depth=_depth + 1)
             right = evaluate(node.child_by_field_name("right"), env, qualify, _depth=_depth + 1)
@@ -123,14 +123,14 @@ def evaluate(
                 return UNKNOWN
             if op == "<<" and isinstance(right, int) and right > 256:
                 return UNKNOWN
-            return _BINARY[op](left, right)
+            return BINARY[op](left, right)
         if kind in ("tuple", "list"):
             items = [evaluate(c, env, qualify, _depth=_depth + 1) for c in node.named_children if c.type != "comment"]
             return tuple(items)
         if kind == "call" and qualify is not None:
             function = node.child_by_field_name("function")
             name = qualify(function) if function is not None else None
-            if name not in _FUNCTIONS:
+            if name not in FOLDABLE:
                 return UNKNOWN
             positional, keywords = call_args(node)
             if keywords:
@@ -138,7 +138,7 @@ def evaluate(
             values = [evaluate(a, env, qualify, _depth=_depth + 1) for a in positional]
             if any(v is UNKNOWN for v in values):
                 return UNKNOWN
-            return _FUNCTIONS[name](*values)
+            return FOLDABLE[name](*values)
     except (ArithmeticError, TypeError, ValueError, KeyError, OverflowError):
         return UNKNOWN
     return UNKNOWN

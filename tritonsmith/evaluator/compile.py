@@ -792,6 +792,7 @@ def handle_compile(payload: dict[str, Any]) -> dict[str, Any]:
                         "target": target, "config": scenario.label,
                         "config_index": scenario.index, "origin": _node_range(scenario.origin),
                         "reason": "constexpr value unknown statically: " + ", ".join(scenario.missing),
+                        "missing": list(scenario.missing),
                     })
                     continue
                 result["results"].append(_compile_one(

@@ -520,12 +520,8 @@ def recorded_launch_constexprs(verdicts: list[Verdict]) -> dict[str, dict[str, A
 
 def _unknown_constexprs(report: KernelReport, values: dict[str, Any]) -> bool:
     """Whether `report` skipped a Config for constexprs unknown statically that `values` gives."""
-    marker = "constexpr value unknown statically: "
-    for skipped in report.skipped:
-        reason = str(skipped.get("reason") or "")
-        if reason.startswith(marker) and all(n.strip() in values for n in reason[len(marker):].split(",")):
-            return True
-    return False
+    return any(skipped.get("missing") and all(name in values for name in skipped["missing"])
+               for skipped in report.skipped)
 
 
 def _retyped(report: KernelReport, types: dict[str, str]) -> bool | None:

@@ -400,18 +400,22 @@ def _creations(bodies: list[Node]) -> list[tuple[Compiled, frozenset[str]]]:
     names its arguments read."""
     shapes = []
     for body in bodies:
-        for node in walk(body):
-            if node.type != "call":
-                continue
-            function = (dotted_name(node.child_by_field_name("function")) or "").rsplit(".", 1)[-1]
-            args = node.child_by_field_name("arguments")
-            if function not in _CREATORS or args is None:
-                continue
-            shape = _shape_arguments(function, args)
+        for _, shape in _created_shapes(body):
             if shape:
                 reads = frozenset(n for a in shape for n in _identifiers(a))
                 shapes.append((_flat_shape(_sequence(shape)), reads))
     return shapes
+
+
+def _created_shapes(body: Node) -> Iterator[tuple[Node, list[Node]]]:
+    """(call, its shape arguments) for each tensor creation in `body` (`torch.randn(B, N)`)."""
+    for node in walk(body):
+        if node.type != "call":
+            continue
+        function = (dotted_name(node.child_by_field_name("function")) or "").rsplit(".", 1)[-1]
+        args = node.child_by_field_name("arguments")
+        if function in _CREATORS and args is not None:
+            yield node, _shape_arguments(function, args)
 
 
 def _shape_arguments(function: str, args: Node) -> list[Node]:
@@ -499,15 +503,9 @@ def _inline_literals(root: Node) -> list[tuple[str, Node]]:
     for name, node in _functions(root).items():
         if not name.endswith("inputs"):
             continue
-        for call in walk(node):
-            if call.type != "call":
-                continue
-            function = (dotted_name(call.child_by_field_name("function")) or "").rsplit(".", 1)[-1]
-            args = call.child_by_field_name("arguments")
-            if function not in _CREATORS or args is None:
-                continue
+        for call, shape in _created_shapes(node):
             dims: list[Node] = []
-            for argument in _shape_arguments(function, args):
+            for argument in shape:
                 inner = unparen(argument) or argument
                 dims.extend(inner.named_children if inner.type in ("tuple", "list") else [inner])
             for i, dim in enumerate(dims):

@@ -501,14 +501,18 @@ def _settled(warnings: list[Rejection], verdict: Verdict) -> list[str]:
     return notes
 
 
-def _size_plan(spec: Spec, sources: _Sources, mode: str) -> SizePlan:
-    """The trials' sizes (sizes.py), with the block sizes read from the user's file rather than
-    a search's variant, so that every variant of one search is checked at the same sizes."""
+def _blocks_from(spec: Spec) -> str | None:
+    """The user's file, whose block sizes the size plans keep in play (never a search's variant,
+    so that every variant of one search is checked at the same sizes)."""
     try:
-        blocks_from: str | None = spec.candidate.read_text(encoding="utf-8")
+        return spec.candidate.read_text(encoding="utf-8")
     except OSError:
-        blocks_from = None
-    return plan_sizes(sources.reference, sources.readers, gpu=mode == "gpu", blocks_from=blocks_from)
+        return None
+
+
+def _size_plan(spec: Spec, sources: _Sources, mode: str) -> SizePlan:
+    """The trials' sizes (sizes.py)."""
+    return plan_sizes(sources.reference, sources.readers, gpu=mode == "gpu", blocks_from=_blocks_from(spec))
 
 
 _SIZE_WORDS = ("size", "shape", "dimension", "out of range", "too small", "mismatch")
@@ -526,11 +530,7 @@ def _uniformly(run: _Run, verdict: Verdict, plan: SizePlan, trials: int, spec: S
     """The reference failed at the scaled sizes: a relation between sizes that scaling each on
     its own broke (sizes.uniform_plan). Try once more with every size divided by one power of
     two; the verdict keeps the first failure when that fails the same way or is not possible."""
-    try:
-        blocks_from: str | None = spec.candidate.read_text(encoding="utf-8")
-    except OSError:
-        blocks_from = None
-    uniform = uniform_plan(sources.reference, sources.readers, gpu=mode == "gpu", blocks_from=blocks_from)
+    uniform = uniform_plan(sources.reference, sources.readers, gpu=mode == "gpu", blocks_from=_blocks_from(spec))
     if uniform is None or uniform.main == plan.main:
         return plan, failed
     retry = Verdict(ok=False, mode=verdict.mode, trials=trials, name=verdict.name, row=verdict.row,
