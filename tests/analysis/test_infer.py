@@ -185,3 +185,18 @@ def test_hover_text_names_each_configuration():
     assert typed.by_configuration == ((f"launch at line {launches[0]}", "fp32[BLOCK=128, 16]"),
                                       (f"launch at line {launches[1]}", "fp32[BLOCK=64, 16]"))
     assert f"acc: fp32[BLOCK=128, 16]  # launch at line {launches[0]}" in typed.markdown()
+
+
+def test_nested_loops_that_change_types_cannot_stall_the_inference():
+    """Each loop whose body changes a carried value runs twice: 24 nested ones would be 2^24
+    passes. The statement budget ends it, and the outcome is discarded (no issues)."""
+    import time
+
+    body = "acc = 0\n"
+    for depth in range(24):
+        body += "    " * depth + f"for i{depth} in range(0, n):\n"
+    body += "    " * 24 + "acc = acc + tl.load(x_ptr + tl.arange(0, BLOCK))\n"
+    started = time.perf_counter()
+    _, issues, _, _ = _types(body)
+    assert time.perf_counter() - started < 10
+    assert issues == []

@@ -286,6 +286,15 @@ class _Stop(Exception):
     """A `return` ends the body being interpreted."""
 
 
+class _OverBudget(Exception):
+    """The interpretation ran past STATEMENT_BUDGET (nested loops each run twice: 2^depth)."""
+
+
+STATEMENT_BUDGET = 20_000
+"""Statements one kernel's interpretation may execute, helpers included; past it the outcome is
+discarded (unknown, no issues), so a hostile file cannot stall the server."""
+
+
 class Interpreter:
     """Interprets one kernel (or helper) body for one environment of parameter values.
 
@@ -308,6 +317,7 @@ class Interpreter:
         self.keep_values = keep_values  # the checks need the issues only; hover needs the values
         self.env: dict[str, Value] = {}
         self.returned: list[Value] = []  # what `return` statements gave
+        self.budget = [STATEMENT_BUDGET]  # shared with the helpers' interpreters
         self._static: list[bool] = []  # for each enclosing if: whether its condition is constexpr
         self.assigned: dict[str, int] = {}  # each name assigned in the body -> where its last assignment ends
 
@@ -334,6 +344,9 @@ class Interpreter:
             self.statement(statement)
 
     def statement(self, node: Node) -> None:
+        self.budget[0] -= 1
+        if self.budget[0] < 0:
+            raise _OverBudget
         kind = node.type
         if kind == "expression_statement":
             for child in node.named_children:
@@ -777,6 +790,7 @@ class Interpreter:
         parameters = definition.child_by_field_name("parameters")
         inner = Interpreter(self.qualify, self.helpers, self.out, depth=self.depth + 1, record=False,
                             arguments=self.arguments)
+        inner.budget = self.budget
         for i, parameter in enumerate(p for p in (parameters.named_children if parameters else []) if p.type != "comment"):
             pname_node = parameter if parameter.type == "identifier" else parameter.child_by_field_name("name") or \
                 next((c for c in parameter.named_children if c.type == "identifier"), None)
@@ -1198,7 +1212,10 @@ def infer_kernel(body: Node, params: list[tuple[str, Value]], qualify: Callable[
     out = KernelTypes()
     interpreter = Interpreter(qualify, helpers, out, keep_values=keep_values, arguments=arguments)
     interpreter.env = dict(params)
-    interpreter.run(body)
+    try:
+        interpreter.run(body)
+    except _OverBudget:
+        return KernelTypes()
     return out
 
 
