@@ -103,7 +103,8 @@ def _pairs(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def probe_files(folder: Path = PROBES_DIR) -> list[Path]:
+def probe_files(folder: Path | None = None) -> list[Path]:
+    folder = folder or PROBES_DIR
     return sorted(p for p in folder.glob("*.py") if not p.name.startswith("_"))
 
 
@@ -561,9 +562,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="measure: write every probe's label, findings and classification here")
     parser.add_argument("--triton-version", help="measure: check against these rules (default: as the CLI)")
     parser.add_argument("--strict", action="store_true", help="measure: exit 1 when labels are missing or stale")
+    parser.add_argument("--probes", help="the probe folder (default: bench/type_probes; the held-out set is "
+                                         "bench/type_probes_holdout)")
+    parser.add_argument("--labels", help="the labels file (default: docs/benchmarks/type-probes/labels.json)")
     parser.add_argument("--compile-one", help=argparse.SUPPRESS)
     parser.add_argument("--targets", default=",".join(TARGETS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    global PROBES_DIR, LABELS
+    if args.probes:
+        PROBES_DIR = Path(args.probes).resolve()
+    if args.labels:
+        LABELS = Path(args.labels).resolve()
     if args.compile_one:
         results = _compile_one(Path(args.compile_one), args.targets.split(","))
         sys.stdout.write("\n" + json.dumps(results) + "\n")

@@ -95,3 +95,20 @@ def test_classify_counts_a_finding_at_the_compilers_line() -> None:
     compiles = {"label": "compiles", "targets": {}}
     assert bench.classify(compiles, [{**error, "line": 20}], spans) == "false-alarm"
     assert bench.classify(compiles, [{"severity": "warning", "code": "X", "line": 12}], spans) == "clean"
+
+
+HOLDOUT = ROOT / "bench" / "type_probes_holdout"
+HOLDOUT_LABELS = ROOT / "docs" / "benchmarks" / "type-probes" / "holdout-labels.json"
+
+
+def test_the_held_out_set_is_labelled_as_it_is_now() -> None:
+    """The held-out probes (written apart from the checker, measured once before any change
+    they prompted) keep headers the script reads and labels that match their content."""
+    files = bench.probe_files(HOLDOUT)
+    assert len(files) >= 80
+    probes = json.loads(HOLDOUT_LABELS.read_text())["probes"]
+    assert {p.name for p in files} == probes.keys()
+    for path in files:
+        header = bench.parse_header(path.read_text())
+        assert header is not None and probes[path.name]["class"] == header.cls, path.name
+        assert probes[path.name]["sha256"] == bench.sha256(path), f"{path.name} changed since labelling"

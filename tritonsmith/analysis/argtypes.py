@@ -19,12 +19,13 @@ only: the server imports this module too, so no torch or triton here.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from tree_sitter import Node
+from tree_sitter import Node, Query, QueryCursor
 
-from .document import Document
+from .document import PY_LANGUAGE, Document
 from .index import LaunchSite, ModuleIndex
 from .syntax import call_args, string_value, text, unparen
 
@@ -605,16 +606,14 @@ class LaunchTyper:
     def _callers(self, name: str, cls: Node | None) -> list[Node]:
         if self._calls is None:
             calls: dict[str, list[Node]] = {}
-            for current in _descendants(self.document.root, scopes=True):
-                if current.type != "call":
-                    continue
-                function = current.child_by_field_name("function")
-                if function is None:
-                    continue
-                if function.type == "identifier":
-                    calls.setdefault(text(function), []).append(current)
-                elif function.type == "attribute":
-                    calls.setdefault("." + text(function.child_by_field_name("attribute")), []).append(current)
+            for _, captures in QueryCursor(_calls_query()).matches(self.document.root):  # one C walk of the file
+                call = captures["call"][0]
+                if "function" in captures:
+                    calls.setdefault(text(captures["function"][0]), []).append(call)
+                elif "method" in captures:
+                    calls.setdefault("." + text(captures["method"][0]), []).append(call)
+            for found in calls.values():
+                found.sort(key=lambda node: node.start_byte)
             self._calls = calls
         if cls is None:
             return list(self._calls.get(name, []))
@@ -662,6 +661,18 @@ def _arg_type(value: _Value | None) -> ArgType | None:
         return ArgType("i64" if not -(2**31) <= value.value < 2**31 else "i32", where)
     # An int of unknown size (a shape, numel()): Triton picks i32 or i64 from the value.
     return None
+
+
+_CALLS_SOURCE = """
+[(call function: (identifier) @function)
+ (call function: (attribute attribute: (identifier) @method))] @call
+"""
+
+
+@functools.cache
+def _calls_query() -> Query:
+    """Compiled on first use (compiling a query costs tens of milliseconds of server start)."""
+    return Query(PY_LANGUAGE, _CALLS_SOURCE)
 
 
 def _enclosing(node: Node, kind: str) -> Node | None:

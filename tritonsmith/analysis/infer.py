@@ -19,14 +19,16 @@ Tree-sitter only, no torch or triton: the language server imports this.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tree_sitter import Node
+from tree_sitter import Node, Query, QueryCursor
 
+from .document import PY_LANGUAGE
 from .syntax import call_args, operator_of, text, unparen
 from .values import BINARY, FOLDABLE, UNKNOWN
 
@@ -92,7 +94,9 @@ class Value:
     of pointers to `dtype`), "dtype" (`tl.float16` itself, in `const`), "tuple" (`items`), "none",
     or "unknown". `shape` is None when even the rank is unknown; `const` is the value when the
     compiler knows it (`constexpr` True), else UNKNOWN. `weak`: a Python literal, whose type
-    yields to the other operand's (`x * 2` keeps x's fp16)."""
+    yields to the other operand's (`x * 2` keeps x's fp16). `demoted`: a number the compiler
+    knew that a plain assignment (`K = BLOCK * 2`, no `tl.constexpr` annotation) turned into a
+    run-time scalar; its value is kept so that shapes built from it stay known."""
 
     kind: str = "unknown"
     dtype: str | None = None
@@ -101,6 +105,7 @@ class Value:
     constexpr: bool = False
     weak: bool = False
     items: tuple[Value, ...] = ()
+    demoted: bool = False  # a compile-time number a plain assignment turned into a run-time scalar
 
     @property
     def known(self) -> bool:
@@ -153,9 +158,9 @@ def _literal(value: Any) -> Value:
     if isinstance(value, bool):
         return scalar("i1", value, weak=True)
     if isinstance(value, int):
-        return scalar("i32" if -(2**31) <= value < 2**31 else "i64", value, weak=True)
+        return scalar(_int_literal_type(value), value, weak=True)
     if isinstance(value, float):
-        return scalar("fp32", value, weak=True)
+        return scalar(_float_literal_type(value), value, weak=True)
     if isinstance(value, str) and value in DTYPES.values():
         return Value("dtype", const=value, constexpr=True)
     if isinstance(value, tuple):
@@ -165,6 +170,60 @@ def _literal(value: Any) -> Value:
     if isinstance(value, str):
         return Value("tensor", None, (), value, True)  # a string constexpr (an eviction policy)
     return UNKNOWN_VALUE
+
+
+def _int_literal_type(value: int) -> str | None:
+    """The type Triton gives a Python int (semantic.to_tensor_type); None past 64 bits, which
+    it cannot represent."""
+    if -(2**31) <= value < 2**31:
+        return "i32"
+    if 2**31 <= value < 2**32:
+        return "u32"
+    if -(2**63) <= value < 2**63:
+        return "i64"
+    if 2**63 <= value < 2**64:
+        return "u64"
+    return None
+
+
+def _float_literal_type(value: float) -> str:
+    magnitude = abs(value)
+    if magnitude in (0.0, math.inf) or value != value or 2**-126 <= magnitude <= (2 - 2**-23) * 2**127:
+        return "fp32"
+    return "fp64"
+
+
+def int_range(dtype: str) -> tuple[int, int] | None:
+    """The values an integer type holds, or None for other types."""
+    bits = _WIDTH.get(dtype)
+    if bits is None or not is_int(dtype) or dtype == "i1":
+        return None
+    return (0, 2**bits - 1) if dtype[0] == "u" else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+
+
+def python_number(value: Value) -> bool:
+    """A Python number when compiling (a literal, a constexpr, folded arithmetic of them)."""
+    return value.kind == "tensor" and value.constexpr and value.shape == () and \
+        isinstance(value.const, (int, float)) and not isinstance(value.const, str)
+
+
+def assigned(value: Value) -> Value:
+    """What a plain assignment binds (code_generator._sanitize_target_value): a Python number
+    becomes a run-time scalar of its literal type, tuples leaf by leaf; dtypes, None, tensors
+    and pointers stay. A constexpr whose value is not known may be any of those: unknown."""
+    if value.kind == "tuple":
+        items = tuple(assigned(i) for i in value.items)
+        return replace(value, items=items, const=UNKNOWN if any(not i.constexpr for i in items) else value.const,
+                       constexpr=all(i.constexpr for i in items))
+    if value.kind == "tensor" and value.constexpr:
+        if python_number(value):
+            const = value.const
+            dtype = "i1" if isinstance(const, bool) else (
+                _int_literal_type(const) if isinstance(const, int) else _float_literal_type(const))
+            return Value("tensor", dtype, (), const, False, False, demoted=True)
+        if value.const is UNKNOWN:
+            return UNKNOWN_VALUE
+    return value
 
 
 # -- what was found ------------------------------------------------------------------------------
@@ -177,6 +236,7 @@ class Issue:
     kind: str  # "broadcast", "reshape-numel", "bitcast-width", ... (rules/checks/typed.py)
     node: Node
     message: str
+    since: tuple[int, int] | None = None  # the first Triton version known to reject it (None: all)
 
 
 @dataclass
@@ -272,6 +332,8 @@ _ATOMICS = frozenset({"atomic_add", "atomic_max", "atomic_min", "atomic_and", "a
                       "atomic_xchg", "atomic_cas"})
 _BITWISE = frozenset({"&", "|", "^", "<<", ">>"})
 _COMPARE = frozenset({"<", ">", "<=", ">=", "==", "!="})
+# Operators whose Python-int operand takes an integer tensor's type (and must fit in it).
+_RANGE_CHECKED = frozenset({"+", "-", "*", "/", "//", "%", "&", "|", "^", "<<", ">>"}) | _COMPARE
 _MAX_HELPER_DEPTH = 4
 # tl.dot's least K by operand type on NVIDIA targets (Triton 3.9 semantic.dot / min_dot_size):
 # 8 for fp32 (TF32), 32 for 8-bit types, 16 otherwise.
@@ -317,6 +379,7 @@ class Interpreter:
         self.keep_values = keep_values  # the checks need the issues only; hover needs the values
         self.env: dict[str, Value] = {}
         self.returned: list[Value] = []  # what `return` statements gave
+        self.maybe_exclusive_returns = False  # a return under an if the compiler may resolve
         self.budget = [STATEMENT_BUDGET]  # shared with the helpers' interpreters
         self._static: list[bool] = []  # for each enclosing if: whether its condition is constexpr
         self.assigned: dict[str, int] = {}  # each name assigned in the body -> where its last assignment ends
@@ -327,9 +390,9 @@ class Interpreter:
             self.out.values[(node.start_byte, node.end_byte)] = value
         return value
 
-    def issue(self, kind: str, node: Node, message: str) -> None:
+    def issue(self, kind: str, node: Node, message: str, since: tuple[int, int] | None = None) -> None:
         if self.record:
-            self.out.issues.append(Issue(kind, node, message))
+            self.out.issues.append(Issue(kind, node, message, since))
 
     # -- statements -----------------------------------------------------------------------------
     def run(self, body: Node) -> None:
@@ -364,6 +427,7 @@ class Interpreter:
             values = [c for c in node.named_children if c.type != "comment"]
             value = self.expr(values[0]) if values else _NONE
             self.returned.append(value)
+            self.maybe_exclusive_returns |= any(self._static)
             raise _Stop
         elif kind in ("with_statement",):
             body = node.child_by_field_name("body")
@@ -381,8 +445,12 @@ class Interpreter:
             right = right.child_by_field_name("left")
         value = self.expr(right) if right is not None else UNKNOWN_VALUE
         annotation = node.child_by_field_name("type")
-        if annotation is not None and (self.qualify(annotation) or "").endswith("constexpr"):
-            value = replace(value, constexpr=value.const is not UNKNOWN)
+        if annotation is not None and annotation.type == "type" and annotation.named_children:
+            annotation = annotation.named_children[0]  # tree-sitter wraps the annotation's expression
+        if annotation is not None and (self.qualify(annotation) or text(annotation)).endswith("constexpr"):
+            value = replace(value, constexpr=value.const is not UNKNOWN, demoted=False)
+        else:
+            value = assigned(value)
         self.bind(left, value)
 
     def bind(self, target: Node | None, value: Value) -> None:
@@ -404,7 +472,7 @@ class Interpreter:
         if left is None or right is None:
             return
         current = self.expr(left)
-        value = self.binary(op, current, self.expr(right), node)
+        value = assigned(self.binary(op, current, self.expr(right), node))
         if left.type == "identifier":
             self.env[text(left)] = value
             self.note(left, value)
@@ -415,7 +483,7 @@ class Interpreter:
         alternative = [c for c in node.children if c.type in ("elif_clause", "else_clause")]
         # A condition that may be a constexpr (known to be, or not known at all): the compiler may
         # keep one branch only, so nothing is concluded from the branches disagreeing.
-        self._static.append(_maybe_static(condition))
+        self._static.append(_maybe_static(condition) and not (condition.constexpr and condition.const is not UNKNOWN))
         try:
             self._if(node, condition, branches, alternative)
         finally:
@@ -500,8 +568,7 @@ class Interpreter:
             return replace(a, const=UNKNOWN, constexpr=False) if a.const != b.const else a
         if self._static and self._static[-1]:
             return UNKNOWN_VALUE  # the compiler keeps one branch: the other's types never meet it
-        if a.known and b.known and a.kind in ("tensor", "pointer") and b.kind == a.kind and \
-                a.dtype and b.dtype and a.dtype != b.dtype and not a.weak and not b.weak:
+        if _types_differ(a, b):
             self.issue("branch-type", node, f"`{name}` is {a.render()} on one branch of the if and "
                                             f"{b.render()} on the other: both branches must give it one type")
         return UNKNOWN_VALUE
@@ -517,8 +584,22 @@ class Interpreter:
             if right is not None and right.type == "call":
                 function = right.child_by_field_name("function")
                 unrolled = function is not None and (self.qualify(function) or "").endswith("static_range")
-            iterated = self.expr(right)
-            self.bind(target, iterated.items[0] if iterated.kind == "tuple" and iterated.items else scalar("i32"))
+            function = right.child_by_field_name("function") if right is not None and right.type == "call" else None
+            if function is not None and (self.qualify(function) or "") in ("range", "triton.language.range"):
+                positional, keywords = self.arguments(right)  # type: ignore[arg-type]
+                bounds = [self.expr(b) for b in positional]
+                for _, keyword_value in keywords.values():
+                    self.expr(keyword_value)
+                variable = _induction_variable(bounds)
+            else:
+                iterated = self.expr(right)
+                if iterated.kind == "tuple" and iterated.items:
+                    variable = iterated.items[0]
+                elif unrolled:
+                    variable = Value("tensor", "i32", (), UNKNOWN, True, True)  # a Python int each unrolled step
+                else:
+                    variable = scalar("i32")
+            self.bind(target, variable)
         else:
             self.expr(node.child_by_field_name("condition"))
         body = node.child_by_field_name("body")
@@ -532,10 +613,14 @@ class Interpreter:
             pass
         finally:
             scratch, self.out = self.out, out
+        if not unrolled:  # an unrolled loop carries nothing: each step is straight-line code
+            self._loop_carried_types(node, before, self.env)
         start = {name: _loop_join(value, self.env.get(name, value)) for name, value in before.items()}
+        # The first pass saw the first iteration's exact values: what it found is found (the
+        # second pass, from the joined values, knows less).
+        self.out.issues.extend(scratch.issues)
         if start == before:
             self.out.values.update(scratch.values)
-            self.out.issues.extend(scratch.issues)
             after = self.env
             self.env = before
             if unrolled:
@@ -548,6 +633,17 @@ class Interpreter:
         self.env = {name: _loop_join(value, after.get(name, value)) for name, value in start.items()}
         if unrolled:
             self.env.update({n: v for n, v in after.items() if n not in start})
+
+    def _loop_carried_types(self, node: Node, before: Mapping[str, Value], after: Mapping[str, Value]) -> None:
+        """What the compiler checks of a loop's carried values: each keeps its type."""
+        for name, initial in before.items():
+            changed = after.get(name)
+            if changed is None or changed is initial or not _types_differ(initial, changed):
+                continue
+            keyword = node.children[0] if node.children else node
+            self.issue("loop-type", keyword,
+                       f"`{name}` enters the loop as {initial.render()} and the loop body makes it {changed.render()}: "
+                       "a loop-carried variable must keep its type and shape (initialise it as it is in the loop)")
 
     # -- expressions ----------------------------------------------------------------------------
     def expr(self, node: Node | None) -> Value:
@@ -635,7 +731,7 @@ class Interpreter:
                 value = -a.const if op == "-" else (~a.const if op == "~" and isinstance(a.const, int) else a.const)
                 return replace(a, const=value)
             return replace(a, const=UNKNOWN, constexpr=False) if a.known else a
-        if kind in ("tuple", "list", "expression_list"):
+        if kind in ("tuple", "list", "expression_list", "argument_list"):
             items = tuple(self.expr(c) for c in node.named_children if c.type != "comment")
             const = tuple(i.const for i in items) if all(i.constexpr for i in items) else UNKNOWN
             return Value("tuple", items=items, const=const, constexpr=const is not UNKNOWN)
@@ -710,6 +806,7 @@ class Interpreter:
             if a.kind == b.kind == "tuple" and op == "+":
                 return Value("tuple", items=a.items + b.items)
             return UNKNOWN_VALUE
+        self._scalar_range(op, a, b, node)
         shape, clash = broadcast(a.shape, b.shape)
         if clash is not None:
             self.issue("broadcast", node, f"`{op}` of {a.render()} and {b.render()}: dimensions {clash[0]} and "
@@ -731,7 +828,31 @@ class Interpreter:
         dtype = promote(a, b, op)
         if op == "//" and (is_float(a.dtype) or is_float(b.dtype)):
             dtype = None  # TS702's business
-        return Value("tensor", dtype, shape, const, a.constexpr and b.constexpr, a.weak and b.weak)
+        demoted = (a.demoted or b.demoted) and all(v.demoted or v.constexpr for v in (a, b))
+        if demoted and const is UNKNOWN and a.const is not UNKNOWN and b.const is not UNKNOWN:
+            const = _fold(op, a.const, b.const)
+        return Value("tensor", dtype, shape, const, a.constexpr and b.constexpr, a.weak and b.weak, demoted=demoted)
+
+    def _scalar_range(self, op: str, a: Value, b: Value, node: Node) -> None:
+        """A Python int meeting a run-time value (semantic.binary_op_type_checking_impl): past 64
+        bits it has no type at all; with an integer tensor it takes the tensor's type and must
+        fit in it (`x_i32 + 2**31` fails: the literal does not widen the tensor)."""
+        for number, other in ((a, b), (b, a)):
+            if not python_number(number) or not isinstance(number.const, int) or other.constexpr or \
+                    other.kind not in ("tensor", "pointer"):
+                continue
+            value = number.const
+            if _int_literal_type(value) is None:
+                self.issue("int-nonrepresentable", node, f"`{op}` with the integer {value}: it does not fit in 64 bits, "
+                                                         "so Triton cannot represent it")
+                return
+            limits = int_range(other.dtype or "") if other.kind == "tensor" and op in _RANGE_CHECKED else None
+            if limits is not None and not limits[0] <= value <= limits[1]:
+                wider = "int64" if other.dtype in ("i8", "i16", "i32", "u8", "u16", "u32") else "a float type"
+                self.issue("int-range", node, f"`{op}` of {other.render()} and the integer {value}: the integer takes "
+                                              f"the tensor's type, {_long(other.dtype or '')}, and does not fit in it "
+                                              f"(cast the tensor first: `x.to(tl.{'int64' if wider == 'int64' else 'float32'})`)")
+                return
 
     def _pointer_arithmetic(self, op: str, a: Value, b: Value, shape: Shape | None, node: Node) -> Value:
         pointer, offset = (a, b) if a.kind == "pointer" else (b, a)
@@ -809,12 +930,55 @@ class Interpreter:
         returned = inner.returned
         if not returned:
             return _NONE
+        if not inner.maybe_exclusive_returns:
+            self._check_returns(name, node, returned)
         first = returned[0]
         if all(r == first for r in returned[1:]):
             return first
         if all(r.kind == first.kind and r.dtype == first.dtype and r.shape == first.shape for r in returned):
             return replace(first, const=UNKNOWN, constexpr=False)
         return UNKNOWN_VALUE
+
+    def _atomic(self, short: str, node: Node, value: Callable[[int, str], Value]) -> Value:
+        """`tl.atomic_*`: the element types each takes (semantic._validate_atomic_rmw_element_type,
+        atomic_cas), and a block value needs a block of pointers."""
+        pointer = value(0, "pointer")
+        op = short.removeprefix("atomic_")
+        stored = value(2, "val") if op == "cas" else value(1, "val")
+        if pointer.kind == "tensor" and pointer.known and pointer.dtype is not None and not pointer.constexpr:
+            self.issue("load-non-pointer", node, f"`tl.{short}` on {pointer.render()}: the first argument must be a "
+                                                 "pointer (or a block of pointers)")
+            return UNKNOWN_VALUE
+        if pointer.kind != "pointer":
+            return UNKNOWN_VALUE
+        element = pointer.dtype
+        problem, since = _atomic_problem(op, element), None
+        if problem is None:
+            problem, since = _atomic_problem_3_9(op, element), (3, 9)
+        if problem is not None:
+            self.issue("atomic-dtype", node, f"`tl.{short}` on {pointer.render()}: {problem}", since)
+        if pointer.shape == () and stored.kind == "tensor" and stored.is_block:
+            self.issue("store-block-scalar-pointer", node,
+                       f"`tl.{short}` of {stored.render()} through a single pointer ({pointer.render()}): a block "
+                       "needs a block of pointers (add the offsets, `ptr + tl.arange(0, BLOCK)`)")
+        return Value("tensor", element, pointer.shape)
+
+    def _check_returns(self, name: str, call: Node, returned: list[Value]) -> None:
+        """A helper's returns must agree in type (code_generator.decide_return_type): equal
+        Python values, or one tensor type once numbers are typed; a tuple only with a tuple."""
+        first = returned[0]
+        for other in returned[1:]:
+            if first.kind == "tuple" or other.kind == "tuple":
+                clash = (first.kind == "tuple") != (other.kind == "tuple") and first.known and other.known and \
+                    first.kind != "none" and other.kind != "none"
+            elif python_number(first) and python_number(other):
+                clash = first.const != other.const and _types_differ(assigned(first), assigned(other))
+            else:
+                clash = _types_differ(_tensor_type(first), _tensor_type(other))
+            if clash:
+                self.issue("return-type", call, f"`{name}` returns {first.render()} on one path and {other.render()} "
+                                                "on another: a jit function's returns must all have one type")
+                return
 
     def builtin(self, short: str, node: Node, positional: list[Node], keywords: dict[str, tuple[Node, Node]]) -> Value:
         def arg(i: int, key: str) -> Node | None:
@@ -851,6 +1015,14 @@ class Interpreter:
             return scalar("i32")
         if short == "arange":
             start, end = value(0, "start"), value(1, "end")
+            outside = False
+            for i, key, bound in ((0, "start", start), (1, "end", end)):
+                self._needs_constexpr(arg(i, key), bound, "`tl.arange` bounds")
+                if isinstance(bound.const, int) and not -(2**31) <= bound.const < 2**31 and not outside:
+                    outside = True
+                    self.issue("arange-int32", node, f"`tl.arange` {key} {bound.const} is outside the int32 range: "
+                                                     "its bounds must fit in int32 (offset the block instead: "
+                                                     "`base + tl.arange(0, BLOCK)` with an int64 base)")
             if isinstance(start.const, int) and isinstance(end.const, int):
                 size = end.const - start.const
                 name = text(arg(1, "end")) if start.const == 0 and arg(1, "end") is not None and \
@@ -859,6 +1031,10 @@ class Interpreter:
             end_node = arg(1, "end")
             return Value("tensor", "i32", (Dim(None, text(end_node) if end_node is not None else None),))
         if short in ("zeros", "full", "empty"):
+            fill = value(1, "value") if short == "full" else UNKNOWN_VALUE
+            if python_number(fill) and isinstance(fill.const, int) and _int_literal_type(fill.const) is None:
+                self.issue("int-nonrepresentable", node, f"`tl.full` with the integer {fill.const}: it does not fit "
+                                                         "in 64 bits, so Triton cannot represent it")
             shape = self._shape_of(arg(0, "shape"))
             dtype_value = value(2 if short == "full" else 1, "dtype")
             return Value("tensor", dtype_value.const if dtype_value.kind == "dtype" else None, shape)
@@ -889,10 +1065,16 @@ class Interpreter:
                 self.issue("store-block-scalar-pointer", node,
                            f"`tl.store` of {stored.render()} through a single pointer ({pointer.render()}): a block "
                            "needs a block of pointers (add the offsets, `ptr + tl.arange(0, BLOCK)`)")
+            elif single and pointer.kind == "pointer" and value(2, "mask").is_block:
+                self.issue("store-block-scalar-pointer", node,
+                           f"`tl.store` through a single pointer ({pointer.render()}) with a block mask "
+                           f"({value(2, 'mask').render()}): the mask of a single store is one value")
+            elif pointer.kind == "tensor" and pointer.known and pointer.dtype is not None and not pointer.constexpr:
+                self.issue("load-non-pointer", node, f"`tl.store` to {pointer.render()}: the first argument must be a "
+                                                     "pointer (or a block of pointers)")
             return _NONE
         if short in _ATOMICS:
-            pointer = value(0, "pointer")
-            return Value("tensor", pointer.dtype, pointer.shape) if pointer.kind == "pointer" else UNKNOWN_VALUE
+            return self._atomic(short, node, value)
         if short in ("dot", "dot_scaled"):
             return self._dot(node, value(0, "input"), value(1, "other"), value(6, "out_dtype"), value(2, "acc"))
         if short in _REDUCTIONS or short in _SCANS:
@@ -964,6 +1146,10 @@ class Interpreter:
         if short == "cdiv":
             a, b = value(0, "x"), value(1, "div")
             return self.binary("+", a, b, node) if a.known and b.known else UNKNOWN_VALUE
+        if short == "static_range":
+            for i, key in enumerate(("arg1", "arg2", "step")):
+                self._needs_constexpr(arg(i, key), value(i, key), "`tl.static_range` bounds")
+            return UNKNOWN_VALUE
         if short in ("static_assert", "static_print", "device_print", "device_assert", "debug_barrier"):
             return _NONE
         return UNKNOWN_VALUE
@@ -989,6 +1175,8 @@ class Interpreter:
                     return self._reshape_to(node, obj, tuple(Dim(i.const) for i in items))
                 return UNKNOWN_VALUE
             return self._reshape(node, obj, shape_node)
+        if method in ("trans", "permute") and len(positional) > 1:  # x.permute(1, 0): the dims as arguments
+            return self._trans(obj, node.child_by_field_name("arguments"), node)
         if method in ("trans", "permute"):
             return self._trans(obj, get(0, "dims"), node)
         if method in _REDUCTIONS or method in _SCANS:
@@ -1025,15 +1213,33 @@ class Interpreter:
                 if item.type == "comment":
                     continue
                 v = self.expr(item)
+                self._needs_constexpr(item, v, "a block shape")
                 size = v.const if isinstance(v.const, int) and not isinstance(v.const, bool) else None
                 dims.append(Dim(size, text(item) if item.type == "identifier" else None))
             return tuple(dims)
         v = self.expr(node)
+        if v.kind == "tuple" and any(i.demoted for i in v.items):
+            self._needs_constexpr(node, next(i for i in v.items if i.demoted), "a block shape")
+            return tuple(Dim(i.const if isinstance(i.const, int) else None) for i in v.items)
+        self._needs_constexpr(node, v, "a block shape")
         if v.kind == "tuple" and isinstance(v.const, tuple) and all(isinstance(i, int) for i in v.const):
             return tuple(Dim(i) for i in v.const)
         if isinstance(v.const, int):
             return (Dim(v.const, text(node) if node.type == "identifier" else None),)
         return None
+
+    def _needs_constexpr(self, node: Node | None, value: Value, what: str) -> None:
+        """`value` sits where the compiler needs a constexpr: a number a plain assignment turned
+        into a run-time scalar is the classic way to lose one."""
+        if node is None or not value.demoted:
+            return
+        names = sorted({text(n) for n in _identifiers(node) if text(n) in self.env and self.env[text(n)].demoted})
+        shown = f"`{names[0]}`" if len(names) == 1 else "this value"
+        fix = f"annotate the assignment `{names[0]}: tl.constexpr = ...`" if len(names) == 1 else \
+            "annotate the assignments `NAME: tl.constexpr = ...`"
+        self.issue("demoted-constexpr", node, f"{shown} is a run-time {value.dtype or 'scalar'} here, but {what} must be "
+                                              f"compile-time constants: a plain assignment turns a constexpr into a "
+                                              f"run-time value; {fix}")
 
     def _reshape(self, node: Node, x: Value, shape_node: Node | None) -> Value:
         shape = self._shape_of(shape_node)
@@ -1054,6 +1260,11 @@ class Interpreter:
         if x.shape is None or x.kind != "tensor":
             return UNKNOWN_VALUE
         if len(x.shape) < 2 and dims_node is not None:  # `tl.permute(x, (0,))` is a no-op, not an error
+            dims = self.expr(dims_node)
+            if len(x.shape) == 1 and isinstance(dims.const, tuple) and len(dims.const) != 1:
+                self.issue("trans-1d", node, f"permute of {x.render()} with {len(dims.const)} dims: give one per "
+                                             "dimension of the block (a 1-D block has one)")
+                return UNKNOWN_VALUE
             return x if len(x.shape) == 1 else UNKNOWN_VALUE
         if len(x.shape) < 2:
             self.issue("trans-1d", node, f"transpose of {x.render()}: a {len(x.shape)}-D block has no axes to swap "
@@ -1100,6 +1311,10 @@ class Interpreter:
         if len(a.shape) not in (2, 3) or len(b.shape) not in (2, 3) or len(a.shape) != len(b.shape):
             return UNKNOWN_VALUE  # TS604's business
         k_a, k_b = a.shape[-1], b.shape[-2]
+        if len(a.shape) == 3 and a.shape[0].same(b.shape[0]) is False:
+            self.issue("dot-shape", node, f"`tl.dot` of {a.render()} and {b.render()}: batched operands need one "
+                                          f"batch size ({a.shape[0]} and {b.shape[0]})")
+            return UNKNOWN_VALUE
         if k_a.same(k_b) is False:
             self.issue("dot-shape", node, f"`tl.dot` of {a.render()} and {b.render()}: the first operand's last "
                                           f"dimension ({k_a}) must equal the second's first ({k_b})")
@@ -1114,6 +1329,13 @@ class Interpreter:
             self.issue("dot-dtype", node, f"`tl.dot` of {a.render()} and {b.render()}: both operands must have "
                                           f"one type (convert one: `b.to(tl.{_long(a.dtype)})`)")
             return UNKNOWN_VALUE
+        result = a.shape[:-1] + (b.shape[-1],)
+        if acc.kind == "tensor" and acc.shape is not None and (
+                len(acc.shape) != len(result) or any(x.same(y) is False for x, y in zip(acc.shape, result, strict=False))):
+            self.issue("dot-shape", node, f"`tl.dot` of {a.render()} and {b.render()} into an accumulator "
+                                          f"{acc.render()}: the accumulator must have the product's shape "
+                                          f"{_render_shape(result)}")
+            return UNKNOWN_VALUE
         if out_dtype.kind == "dtype":
             dtype: str | None = out_dtype.const
         elif acc.kind == "tensor" and acc.dtype:
@@ -1124,7 +1346,7 @@ class Interpreter:
             dtype = "fp64"
         else:
             dtype = "fp32" if a.dtype else None
-        return Value("tensor", dtype, a.shape[:-1] + (b.shape[-1],))
+        return Value("tensor", dtype, result)
 
 
 def _maybe_static(condition: Value) -> bool:
@@ -1135,20 +1357,99 @@ def _maybe_static(condition: Value) -> bool:
 
 def _last_assignments(body: Node) -> dict[str, int]:
     """Each name the body assigns (`x = ...`, `x += ...`, unpacking, a `for` target) -> the end
-    byte of its last assignment. Nested function bodies are not entered."""
+    byte of its last assignment (of the `for` target for a loop). One tree-sitter query (C, not
+    a Python walk); assignments inside nested function bodies (TS213's business) count too."""
     out: dict[str, int] = {}
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        if node.type in ("assignment", "augmented_assignment", "for_statement"):
-            target = node.child_by_field_name("left")
-            names = [] if target is None else (
-                [target] if target.type == "identifier" else [c for c in target.named_children if c.type == "identifier"])
-            end = node.end_byte if node.type != "for_statement" else (target.end_byte if target is not None else 0)
-            for name in names:
-                out[text(name)] = max(out.get(text(name), 0), end)
-        stack.extend(c for c in node.named_children if c.type not in ("function_definition", "lambda", "class_definition"))
+    for _, captures in QueryCursor(_assigned_query()).matches(body):
+        statement = captures["statement"][0]
+        for name in captures.get("name", ()):
+            end = name.end_byte if statement.type == "for_statement" else statement.end_byte
+            key = text(name)
+            if out.get(key, 0) < end:
+                out[key] = end
     return out
+
+
+_ASSIGNED_SOURCE = """
+[(assignment left: [(identifier) @name (pattern_list (identifier) @name) (tuple_pattern (identifier) @name)])
+ (augmented_assignment left: (identifier) @name)
+ (for_statement left: [(identifier) @name (pattern_list (identifier) @name) (tuple_pattern (identifier) @name)])
+] @statement
+"""
+
+
+@functools.cache
+def _assigned_query() -> Query:
+    """Compiled on first use (compiling a query costs tens of milliseconds of server start)."""
+    return Query(PY_LANGUAGE, _ASSIGNED_SOURCE)
+
+
+def _types_differ(a: Value, b: Value) -> bool:
+    """Whether two run-time values certainly have different Triton types (element type, or
+    block shape: rank, or a dimension both know); what the compiler requires to match across
+    if branches, loop iterations and returns."""
+    if not (a.kind in ("tensor", "pointer") and b.kind in ("tensor", "pointer")):
+        return False
+    if a.constexpr or b.constexpr or a.weak or b.weak or a.dtype is None or b.dtype is None:
+        return False
+    if a.kind != b.kind or a.dtype != b.dtype:
+        return True
+    if a.shape is None or b.shape is None:
+        return False
+    if len(a.shape) != len(b.shape):
+        return True
+    return any(x.same(y) is False for x, y in zip(a.shape, b.shape, strict=True))
+
+
+def _tensor_type(value: Value) -> Value:
+    """A returned value as the compiler types it when returns disagree (to_tensor_type)."""
+    if python_number(value):
+        return assigned(value)
+    return value
+
+
+def _identifiers(node: Node) -> list[Node]:
+    stack, out = [node], []
+    while stack:
+        current = stack.pop()
+        if current.type == "identifier":
+            out.append(current)
+        stack.extend(current.named_children)
+    return out
+
+
+def _atomic_problem(op: str, element: str | None) -> str | None:
+    """What every Triton 3.x rejects of an atomic on `element`."""
+    if element is None:
+        return None
+    if op == "cas":
+        return None if width(element) in (16, 32, 64) else f"atomic_cas takes 16, 32 or 64-bit elements, not {element}"
+    if element in ("fp16", "bf16") and op != "add":
+        return f"atomic_{op} does not take {element} (only atomic_add does; accumulate in fp32)"
+    if element in ("i1", "i8", "i16"):
+        return f"atomic_{op} does not take {element} (use a 32-bit element type)"
+    return None
+
+
+def _atomic_problem_3_9(op: str, element: str | None) -> str | None:
+    """What Triton 3.9 rejects on top: every element type under 16 bits and unsigned 16-bit."""
+    if element is None or op == "cas":
+        return None
+    if element == "u16" or (width(element) or 32) < 16:
+        return f"atomic_{op} does not take {element} (use a 32-bit element type)"
+    return None
+
+
+def _induction_variable(bounds: list[Value]) -> Value:
+    """`i` of `for i in range(a, b, c)` (or `tl.range`): the integer promotion of the bounds'
+    types (code_generator.visit_For), of unknown type when a bound's is not known."""
+    dtype: str | None = None
+    for bound in bounds[:3]:
+        kind = _tensor_type(bound)
+        if kind.kind != "tensor" or not is_int(kind.dtype) or kind.shape != ():
+            return scalar(None)
+        dtype = kind.dtype if dtype is None else _int_promote(dtype, kind.dtype)  # type: ignore[arg-type]
+    return scalar(dtype or "i32")
 
 
 def _loop_join(a: Value, b: Value) -> Value:
@@ -1183,7 +1484,8 @@ def _fold(op: str, a: Any, b: Any) -> Any:
     function = _FOLD.get(op)
     if function is None or not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
         return UNKNOWN
-    if (op == "**" and not (isinstance(b, int) and 0 <= b <= 64)) or \
+    if (op == "**" and not (isinstance(b, int) and b >= 0 and
+                            (isinstance(a, float) and b <= 64 or isinstance(a, int) and abs(a).bit_length() * b <= 256))) or \
             (op == "<<" and not (isinstance(b, int) and 0 <= b <= 128)) or (op == ">>" and not (isinstance(b, int) and b >= 0)):
         return UNKNOWN
     return function(a, b)

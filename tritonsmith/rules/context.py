@@ -25,7 +25,7 @@ from tree_sitter import Node
 
 from ..analysis.argtypes import LaunchTyper
 from ..analysis.index import Kernel, LaunchSite, ModuleIndex
-from ..analysis.infer import KernelTypes, infer_kernel, parameter_values
+from ..analysis.infer import KernelTypes, Value, infer_kernel, parameter_values
 from ..analysis.syntax import call_args, text, unparen
 from ..analysis.values import UNKNOWN, evaluate
 
@@ -405,6 +405,20 @@ class KernelContext:
                 found = by_values[key] = self._interpret(scenario, keep_values=False, params=params)
             cache[id(scenario)] = found
         return found
+
+    def inferred(self, node: Node) -> list[Value]:
+        """The node's inferred value in each typed scenario where it is known (for the learned
+        rules' dtype and shape predicates); the interpretations are kept once computed."""
+        kept: dict[int, KernelTypes] = self.__dict__.setdefault("_kept_values", {})
+        out = []
+        for scenario in self.typed_scenarios():
+            types = kept.get(id(scenario))
+            if types is None:
+                types = kept[id(scenario)] = self._interpret(scenario, keep_values=True)
+            value = types.at(node)
+            if value is not None and value.known:
+                out.append(value)
+        return out
 
     def _interpret(self, scenario: Scenario, *, keep_values: bool, params: list[Any] | None = None) -> KernelTypes:
         body = self.kernel.body

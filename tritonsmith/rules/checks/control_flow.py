@@ -405,6 +405,15 @@ def _float_update(node: Node | None) -> bool:
 
 @check("loop_carried_type")
 def loop_carried_type(ctx: KernelContext) -> Iterator[Hit]:
+    # What the inferred types show, at the loop's keyword (where the compiler points): any
+    # carried value whose type or shape the body changes, literal start or not.
+    from .typed import typed_hits
+
+    typed_loops: set[int] = set()
+    for hit in typed_hits(ctx, "loop-type"):
+        if isinstance(hit.node, Node):
+            typed_loops.add(hit.node.start_byte)
+        yield hit
     reported: set[int] = set()
     # Only a name that starts as a scalar literal somewhere can change type in a loop: find
     # those first and look at their assignments only.
@@ -443,7 +452,7 @@ def loop_carried_type(ctx: KernelContext) -> Iterator[Hit]:
                 new = "a block tensor"
             elif init_kind == "int" and _float_update(right):
                 new = "a float"
-            if new is None or init.start_byte in reported:
+            if new is None or init.start_byte in reported or loop.start_byte in typed_loops:
                 continue
             reported.add(init.start_byte)
             init_value = init.child_by_field_name("right")

@@ -9,7 +9,9 @@ capture is where the finding goes, for example
 
 Besides tree-sitter's own predicates (`#eq?`, `#not-eq?`, `#match?`, `#not-match?`, `#any-of?`,
 `#not-any-of?` and their `any-` forms), a query may use a small fixed vocabulary that asks the
-kernel's context what a node means (`PREDICATES`); a query is data and never runs code. Anything
+kernel's context what a node means (`PREDICATES`), among them the inferred element type, width,
+rank and pointer-ness of an expression (analysis/infer.py: `(#ts-bitwidth? @x "32")` tells a
+32 -> 16-bit bitcast from a 32 -> 32-bit one); a query is data and never runs code. Anything
 else (an unknown predicate, a directive, no `@flag`, a query that does not compile) is refused
 with a reason by `compile_query`, and a rule whose query is refused is skipped by the matcher with
 that reason logged.
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Literal
 from tree_sitter import Node, Query, QueryCursor, QueryError
 
 from ...analysis.document import PY_LANGUAGE
+from ...analysis.infer import DTYPES, width
 from ..context import KernelContext
 from ..model import Rule
 from . import Check, Hit, rule_check
@@ -50,7 +53,17 @@ PREDICATES = {
     "ts-scalar?": "the captured expression is not known to be a block tensor",
     "ts-constexpr?": "the captured expression is a compile-time constant (a literal, a constexpr parameter, ...)",
     "ts-runtime?": "the captured expression is not a compile-time constant",
+    # From the types-and-shapes inference (analysis/infer.py), in any of the kernel's launch
+    # configurations; an expression whose type is not known matches none of these.
+    "ts-dtype?": 'the captured expression\'s element type is one of the given, e.g. (#ts-dtype? @x "fp16" "bf16") '
+                 '(short names as Triton prints them, or tl.float16)',
+    "ts-bitwidth?": 'the captured expression\'s element type has one of the given widths in bits, e.g. '
+                    '(#ts-bitwidth? @x "32")',
+    "ts-rank?": 'the captured expression is a block of one of the given ranks, e.g. (#ts-rank? @x "1"); "0" is a scalar',
+    "ts-pointer?": "the captured expression is a pointer or a block of pointers",
 }
+# Predicates whose values must be from a fixed vocabulary, checked when the query compiles.
+_TYPED_VALUES = {"ts-dtype?": "dtype", "ts-bitwidth?": "int", "ts-rank?": "int"}
 _BUILTIN_PREDICATES = frozenset(
     f"{prefix}{name}" for prefix in ("", "not-", "any-", "any-not-") for name in ("eq?", "match?")
 ) | {"any-of?", "not-any-of?"}
@@ -82,6 +95,12 @@ def compile_query(text: str) -> Query:
         if name not in _BUILTIN_PREDICATES and name not in PREDICATES:
             allowed = ", ".join(f"#{p}" for p in sorted(_BUILTIN_PREDICATES | set(PREDICATES)))
             raise QueryProblem(f"unknown predicate #{name} (allowed: {allowed})")
+    for name, values in _TYPED_ARGS.findall(text):
+        for value in _STRING.findall(values):
+            if _typed_value(_TYPED_VALUES[name], value[1:-1]) is None:
+                raise QueryProblem(f"#{name} does not take {value}: "
+                                   + ("give element types such as \"fp16\" or \"tl.int32\"" if name == "ts-dtype?"
+                                      else "give whole numbers such as \"32\""))
     try:
         query = Query(PY_LANGUAGE, text)
     except QueryError as error:
@@ -93,6 +112,34 @@ def compile_query(text: str) -> Query:
         _COMPILED.clear()
     _COMPILED[text] = query
     return query
+
+
+_TYPED_ARGS = re.compile(r'\(\s*#(ts-dtype\?|ts-bitwidth\?|ts-rank\?)\s+@[\w.-]+((?:\s+"(?:[^"\\]|\\.)*")*)\s*\)')
+
+
+def _typed_value(kind: str, value: str) -> str | int | None:
+    """A `#ts-dtype?` value as Triton's short name (`tl.float16` -> `fp16`), or a number."""
+    if kind == "int":
+        return int(value) if value.isdigit() else None
+    short = value.removeprefix("triton.language.").removeprefix("tl.")
+    if short in DTYPES:
+        return DTYPES[short]
+    return short if short in DTYPES.values() else None
+
+
+def _typed_holds(ctx: KernelContext, name: str, node: Node, values: list[str]) -> bool:
+    for inferred in ctx.inferred(node):
+        if name == "ts-pointer?" and inferred.kind == "pointer":
+            return True
+        if name == "ts-dtype?" and inferred.dtype is not None and \
+                inferred.dtype in {_typed_value("dtype", v) for v in values}:
+            return True
+        if name == "ts-bitwidth?" and width(inferred.dtype) in {_typed_value("int", v) for v in values}:
+            return True
+        if name == "ts-rank?" and inferred.kind in ("tensor", "pointer") and \
+                inferred.rank in {_typed_value("int", v) for v in values}:
+            return True
+    return False
 
 
 def _qualified(value: str) -> str:
@@ -139,6 +186,8 @@ def _predicate(ctx: KernelContext) -> QueryPredicate:
             return ctx.is_constexpr_expr(node)
         if name == "ts-runtime?":
             return not ctx.is_constexpr_expr(node)
+        if name in ("ts-dtype?", "ts-bitwidth?", "ts-rank?", "ts-pointer?"):
+            return _typed_holds(ctx, name, node, [value for value, kind in args[1:] if kind == "string"])
         return False
 
     return holds

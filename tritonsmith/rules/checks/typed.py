@@ -34,7 +34,14 @@ KINDS = {
     "trans-1d": "typed_trans_1d",
     "hint-arity": "typed_hint_arity",
     "undefined-name": "typed_undefined_name",
+    "atomic-dtype": "typed_atomic_dtype",
+    "int-range": "typed_int_range",
+    "return-type": "typed_return_type",
+    "demoted-constexpr": "typed_demoted_constexpr",
+    "arange-int32": "typed_arange_int32",
 }
+# Kinds reported by a rule that also has a syntactic half (rules/checks/control_flow.py, types.py):
+# "loop-type" (TS205), "int-nonrepresentable" (TS701), "float-bitwise" (TS703).
 
 
 def typed_hits(ctx: KernelContext, kind: str) -> Iterator[Hit]:
@@ -47,6 +54,8 @@ def typed_hits(ctx: KernelContext, kind: str) -> Iterator[Hit]:
             key = (issue.node.start_byte, issue.node.end_byte)
             if issue.kind != kind or key in seen or not ctx.in_body(issue.node):
                 continue
+            if issue.since is not None and ctx.version is not None and ctx.version < issue.since:
+                continue  # a rejection newer than the Triton the rules are for
             seen.add(key)
             yield Hit(issue.node, issue.message + _where(scenario, len(scenarios)), _origin(scenario))
 
@@ -75,7 +84,8 @@ def _register(kind: str, name: str) -> None:
 for _kind, _name in KINDS.items():
     _register(_kind, _name)
 
-# Pre-filters: a kind can only be found where its construct is written.
+# Pre-filters: a kind can only be found where its construct is written. (Not typed_return_type:
+# the returns are in the helpers, whose text is not the kernel's.)
 NEEDLES.update({
     "typed_axis_range": (b"axis",),
     "typed_branch_type": (b"if",),
@@ -91,4 +101,8 @@ NEEDLES.update({
     "typed_reshape_numel": (b"reshape", b"view"),
     "typed_trans_1d": (b"trans", b"permute", b".T"),
     "typed_hint_arity": (b"multiple_of", b"max_contiguous", b"max_constancy"),
+    "typed_atomic_dtype": (b"atomic_",),
+    "typed_arange_int32": (b"arange",),
+    "typed_demoted_constexpr": (b"arange", b"zeros", b"full", b"empty", b"reshape", b"view", b"broadcast_to",
+                                b"static_range"),
 })

@@ -60,6 +60,7 @@ def _constexpr_context(ctx: KernelContext, node: Node) -> bool:
 
 @check("int_literal_range")
 def int_literal_range(ctx: KernelContext) -> Iterator[Hit]:
+    flagged: list[Node] = []
     for literal in ctx.nodes("integer"):
         if not ctx.in_body(literal):
             continue
@@ -80,9 +81,17 @@ def int_literal_range(ctx: KernelContext) -> Iterator[Hit]:
             continue
         if _constexpr_context(ctx, node):
             continue
+        flagged.append(node)
         yield Hit(
             node, f"the integer {text(node)} does not fit in 64 bits; Triton cannot represent it"
         )
+    # What only folding shows (`x + 2**64`, `x - (2**63 + 1)`), unless a literal above said it.
+    from .typed import typed_hits
+
+    for hit in typed_hits(ctx, "int-nonrepresentable"):
+        at = hit.node
+        if isinstance(at, Node) and not any(at.start_byte <= n.start_byte and n.end_byte <= at.end_byte for n in flagged):
+            yield hit
 
 
 def _is_float_literal(node: Node | None) -> bool:
