@@ -91,3 +91,22 @@ def test_atomic_element_types_follow_the_triton_version():
     assert "TS802" not in codes("add", "float16", (3, 9))
     # uint8: rejected by 3.9's element check; older versions are not known to reject it here.
     assert "TS802" in codes("add", "uint8", (3, 9)) and "TS802" not in codes("add", "uint8", (3, 4))
+
+
+def test_an_edit_inside_a_kernel_reuses_the_files_launch_types(monkeypatch):
+    """Typing in a kernel body leaves the host code as it was: the launch sites' argument types
+    (argtypes.py, the costliest part of a cache key) are not recomputed; a host edit is seen."""
+    from tritonsmith.analysis.argtypes import LaunchTyper
+
+    matcher = _matcher()
+    source = KERNEL.format(dtype="int32")
+    assert "TS704" in [f.code for f in matcher.check_source(source)]
+    calls = []
+    original = LaunchTyper.launch_types
+    monkeypatch.setattr(LaunchTyper, "launch_types", lambda self, *a, **k: calls.append(1) or original(self, *a, **k))
+    edited = source.replace("tl.store(out_ptr + offs, tl.log(1 + tl.exp(x)))",
+                            "y = tl.exp(x)\n    tl.store(out_ptr + offs, tl.log(1 + y))")
+    assert "TS704" in [f.code for f in matcher.check_source(edited)]
+    assert calls == []
+    assert "TS704" not in [f.code for f in matcher.check_source(edited.replace("torch.int32", "torch.float64"))]
+    assert calls

@@ -19,12 +19,24 @@ from collections.abc import Iterable, Sequence
 
 from ..analysis.index import Kernel, ModuleIndex, index_module
 from .checks import CHECKS, NEEDLES, RULE_CHECKS, Check, Hit
-from .context import KernelContext, launch_param_types
+from .context import KernelContext, clear_launch_types, launch_param_types
 from .findings import Finding, Span
 from .model import Rule
 from .pack import RuleSet
 
 _CALLED = re.compile(rb"(?<![\w.])([A-Za-z_]\w*)\s*\(")  # `name(` in a kernel: the functions it calls
+_CALLED_BY_TEXT: dict[bytes, frozenset[str]] = {}
+
+
+def _called_names(kernel_text: bytes) -> frozenset[str]:
+    """The names a kernel's text calls, memoised by the text: every edit recomputes every
+    kernel's cache key, and an unchanged kernel should cost a dict lookup."""
+    found = _CALLED_BY_TEXT.get(kernel_text)
+    if found is None:
+        if len(_CALLED_BY_TEXT) > 4096:
+            _CALLED_BY_TEXT.clear()
+        found = _CALLED_BY_TEXT[kernel_text] = frozenset(m.decode() for m in _CALLED.findall(kernel_text))
+    return found
 
 __all__ = ["Matcher", "select_rules", "suppressed_codes"]
 
@@ -73,6 +85,9 @@ class Matcher:
         select: Sequence[str] = (),
         ignore: Sequence[str] = (),
     ) -> None:
+        # A new matcher starts cold: the memos kept across edits (per file text) start empty.
+        _CALLED_BY_TEXT.clear()
+        clear_launch_types()
         self.version = version
         all_rules = list(rules)
         self.rules = [
@@ -155,7 +170,7 @@ class Matcher:
             digest.update(b"@%d" % site.node.start_point[1])
         for site in kernel.launches:
             digest.update(repr(sorted(launch_param_types(kernel, index, site, source).items())).encode())
-        called = {m.decode() for m in _CALLED.findall(kernel.node.text or b"")}
+        called = _called_names(kernel.node.text or b"")
         for name in sorted(called & jit.keys() - {kernel.name}):
             digest.update(b"&" + (jit[name].outer.text or b""))
         return digest.digest()
