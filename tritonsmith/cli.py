@@ -289,6 +289,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
     reports = settle_reports(reports, verdicts, source=source, path=str(path), targets=targets,
                              failure_log=failure_log)
     compiled = all(r.ok for r in reports)  # vacuously, when no kernel is launched: the static checks say so
+    if compiled and reports:
+        from .adapt.contradict import record_compiled
+
+        for code in record_compiled(find_workspace_root(path), source, str(path)):
+            print(f"note: learned rule {code} flagged this file, which compiled: it is demoted "
+                  "(its matcher is retracted after a second such file)", file=sys.stderr)
     for verdict in verdicts:
         log_verdict(failure_log, str(path), verdict)
     failure_log.close()

@@ -47,24 +47,28 @@ def findings(root: Path, source: str, code: str):
     return [f for f in Workspace(root, Settings(), include_user_packs=False).check_source(source) if f.code == code]
 
 
-def test_a_derived_matcher_is_accepted_and_warns_until_review_makes_it_an_error(tmp_path: Path):
+def test_a_derived_matcher_is_information_until_review_makes_it_a_warning_then_an_error(tmp_path: Path):
     code = learn(tmp_path, ARANGE_FLOAT, ["    offs = tl.arange(0, 128.0)", "    idx = tl.arange(0, 64.0) + pid",
                                           "    r = tl.arange(0, 32.0)[:, None]"])
     result = graduate(tmp_path, code)
     assert result.accepted and result.origin == "derived"
-    # The most specific candidate (an integer first argument) also fires on good code: refused.
-    first_origin, _, first = result.tried[0]
+    # No failure was recorded with its file: no typed matcher is tried.
+    assert result.tried[0][0] == "typed" and "file and error position" in result.tried[0][2].reason
+    # The most specific derived candidate (an integer first argument) also fires on good code: refused.
+    first = next(verdict for origin, _, verdict in result.tried if origin == "derived")
     assert not first.accepted and first.reason.startswith("fires on known-good code")
     assert result.tried[-1][2].accepted and "(float)" in result.query
     rule = result.rule
-    assert (rule.check, rule.query, rule.severity) == (QUERY_CHECK, result.query, Severity.WARNING)
+    assert (rule.check, rule.query, rule.severity) == (QUERY_CHECK, result.query, Severity.INFORMATION)
     assert 'check = "query"' in (tmp_path / ".tritonsmith" / "rules.toml").read_text()
     # A live check: the user's kernel is flagged at the call, correct code is not.
     [finding] = findings(tmp_path, USER_FILE, code)
-    assert finding.severity is Severity.WARNING and finding.span.start == (6, 11)
+    assert finding.severity is Severity.INFORMATION and finding.span.start == (6, 11)
     assert finding.message.startswith("You cannot write Triton kernel code that fails to compile")
     assert findings(tmp_path, USER_FILE.replace("64.0", "64"), code) == []
-    # Accepted in review: an error.
+    # Accepted in review: a warning; accepted again: an error.
+    assert main(["rules", "review", str(tmp_path), "--accept", code]) == 0
+    assert [f.severity for f in findings(tmp_path, USER_FILE, code)] == [Severity.WARNING]
     assert main(["rules", "review", str(tmp_path), "--accept", code]) == 0
     assert [f.severity for f in findings(tmp_path, USER_FILE, code)] == [Severity.ERROR]
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,8 @@ from .induce import Learned, Thresholds, induce
 from .learned import learned_path, load_learned, update_learned
 
 __all__ = ["cmd_adapt", "cmd_rules_review", "cmd_run", "register"]
+
+log = logging.getLogger(__name__)
 
 
 def register(commands: Any, rules_commands: Any) -> None:
@@ -56,6 +59,8 @@ def register(commands: Any, rules_commands: Any) -> None:
     graduate_parser.add_argument("code", metavar="CODE", help="the learned rule (TSL...)")
     graduate_parser.add_argument("path", nargs="?", default=".", metavar="PATH", help="a folder of the workspace")
     graduate_parser.add_argument("--format", choices=("text", "json"), default="text")
+    graduate_parser.add_argument("--no-compile", action="store_true",
+                                 help="do not compile near-miss variants of the failures (the contrast set)")
     _llm_arguments(graduate_parser)
     _run_arguments(adapt_commands)
     adapt.set_defaults(handler=cmd_adapt)
@@ -164,11 +169,45 @@ def _verified_kernels(root: Path) -> list[tuple[str, str]]:
         memory.close()
 
 
+class _NearMissCompiler:
+    """Whether a near-miss variant compiles for sm_90, in one sandboxed worker kept for all the
+    variants (no GPU needed); None when it cannot tell (a worker failure)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.pool: Any = None
+
+    def __call__(self, source: str) -> bool | None:
+        from ..evaluator.pool import WorkerPool
+        from ..evaluator.reports import compile_file
+
+        try:
+            if self.pool is None:
+                self.pool = WorkerPool(size=1)
+            reports = compile_file(self.pool, source, path=str(self.root / "near_miss.py"), targets=["sm_90"])
+        except Exception as error:  # a worker that dies tells nothing about the variant
+            log.warning("near miss not compiled: %s", error)
+            return None
+        return bool(reports) and all(r.ok for r in reports)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+
 def cmd_graduate(args: argparse.Namespace) -> int:
     from .graduate import graduate
 
     root = _root(args)
-    result = graduate(root, args.code, model=_text_model(args), extra_good=_verified_kernels(root))
+    from ..version import installed_triton_version
+
+    compiler = None if args.no_compile or installed_triton_version() is None else _NearMissCompiler(root)
+    try:
+        result = graduate(root, args.code, model=_text_model(args), extra_good=_verified_kernels(root),
+                          compiles=compiler)
+    finally:
+        if compiler is not None:
+            compiler.close()
     if args.format == "json":
         print(json.dumps({
             "code": args.code, "accepted": result.accepted, "origin": result.origin, "query": result.query,
@@ -181,9 +220,9 @@ def cmd_graduate(args: argparse.Namespace) -> int:
     if not result.accepted:
         print(f"{args.code}: no matcher accepted; the rule stays a prompt hint")
         return 1
-    live = "in force as a warning" if result.rule.active else f"stored; in force once active ({result.rule.hold})"
+    live = "shown as information" if result.rule.active else f"stored; shown once active ({result.rule.hold})"
     print(f"{args.code} graduated ({result.origin} matcher): {live}; "
-          f"`tritonsmith rules review --accept {args.code}` makes it an error")
+          f"`tritonsmith rules review --accept {args.code}` makes it a warning, a second accept an error")
     return 0
 
 
@@ -218,8 +257,11 @@ def _decide(rules: list[Rule], accept: list[str], reject: list[str]) -> list[Rul
     out = []
     for rule in rules:
         if rule.code in accept:
-            # A graduated rule shows as a warning until a person accepts it: then an error.
-            severity = Severity.ERROR if rule.check == QUERY_CHECK and rule.query else rule.severity
+            # A graduated rule is information until a person accepts it: then a warning, and an
+            # error on a second accept.
+            severity = rule.severity
+            if rule.check == QUERY_CHECK and rule.query:
+                severity = Severity.WARNING if rule.severity in (Severity.INFORMATION, Severity.HINT) else Severity.ERROR
             rule = replace(rule, status="active", reviewed=True, hold=None, severity=severity)
         elif rule.code in reject:
             rule = replace(rule, status="rejected", reviewed=True, hold=None)

@@ -32,9 +32,9 @@ from .statedb import connect, migrate, state_dir, write
 
 __all__ = ["SCHEMA_VERSION", "FailureLog", "kernel_hash", "state_dir"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _COLUMNS = ("id", "at", "path", "kernel", "stage", "target", "config", "message", "rules", "signature",
-            "snippet", "kernel_hash", "triton_version", "induced")
+            "snippet", "kernel_hash", "triton_version", "induced", "source_hash", "error_row", "error_col")
 _MIGRATIONS: dict[int, list[str | Callable[[sqlite3.Connection], object]]] = {
     1: [
         """CREATE TABLE failures (
@@ -61,6 +61,14 @@ _MIGRATIONS: dict[int, list[str | Callable[[sqlite3.Connection], object]]] = {
             [(normalise(message), row) for row, message in db.execute("SELECT id, message FROM failures")],
         ),
         "CREATE INDEX failures_signature ON failures(signature)",
+    ],
+    # The whole file a failure happened in (once per text) and where in it the error is: what
+    # graduation needs to find the failing construct and its inferred types.
+    3: [
+        "CREATE TABLE sources (hash TEXT PRIMARY KEY, text TEXT NOT NULL)",
+        "ALTER TABLE failures ADD COLUMN source_hash TEXT",
+        "ALTER TABLE failures ADD COLUMN error_row INTEGER",
+        "ALTER TABLE failures ADD COLUMN error_col INTEGER",
     ],
 }
 
@@ -100,6 +108,8 @@ class FailureLog:
         kernel_hash: str | None = None,
         triton_version: str | None = None,
         signature: str | None = None,
+        source: str | None = None,
+        error_at: tuple[int, int] | None = None,
     ) -> int:
         """Record one failure; returns its id.
 
@@ -113,17 +123,25 @@ class FailureLog:
             kernel_hash: sha256 of the kernel's source text (`kernel_hash()`).
             triton_version: the Triton version that failed, e.g. "3.6.0".
             signature: the normalised message; computed from `message` when not given.
+            source: the whole file the failure happened in (stored once per text).
+            error_at: the error's (row, column) in `source`, 0-based.
         """
+        source_hash = hashlib.sha256(source.encode("utf-8")).hexdigest() if source is not None else None
         row = (time.time(), path, kernel, stage, target, config, message, ",".join(rules),
-               signature or normalise(message), snippet, kernel_hash, triton_version)
+               signature or normalise(message), snippet, kernel_hash, triton_version, source_hash,
+               error_at[0] if error_at else None, error_at[1] if error_at else None)
         with self._lock:
-            return self._record(row, rules)
+            return self._record(row, rules, source, source_hash)
 
-    def _record(self, row: tuple[Any, ...], rules: list[str]) -> int:
+    def _record(self, row: tuple[Any, ...], rules: list[str], source: str | None = None,
+                source_hash: str | None = None) -> int:
         with write(self._db):
+            if source is not None:
+                self._db.execute("INSERT OR IGNORE INTO sources(hash, text) VALUES (?, ?)", (source_hash, source))
             cursor = self._db.execute(
                 "INSERT INTO failures(at, path, kernel, stage, target, config, message, rules, signature, "
-                "snippet, kernel_hash, triton_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "snippet, kernel_hash, triton_version, source_hash, error_row, error_col) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 row,
             )
             for code in rules:
@@ -170,6 +188,19 @@ class FailureLog:
                 return claimed
 
             yield [self._row(row) for row in rows], claim
+
+    def located(self, ids: list[int]) -> list[tuple[str, int, int, str]]:
+        """For these failures, the ones whose file and error position were recorded: (source,
+        row, column, kernel identity), oldest first."""
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT s.text, f.error_row, f.error_col, f.path || ':' || f.kernel FROM failures f "
+                f"JOIN sources s ON s.hash = f.source_hash WHERE f.id IN ({marks}) AND f.error_row IS NOT NULL "
+                "ORDER BY f.id", list(ids)).fetchall()
+        return [(str(t), int(r), int(c), str(k)) for t, r, c, k in rows]
 
     def rule_counts(self) -> dict[str, int]:
         with self._lock:

@@ -18,8 +18,8 @@ kernels). Otherwise it is refused with the reason.
 
 An accepted matcher is stored with the rule in the workspace pack (`check = "query"`,
 `query = "..."`, written through `learned.update_learned`, under its lock) with severity
-warning: an active graduated rule shows in open editors at once as a warning, and
-`tritonsmith rules review --accept` makes it an error.
+information: an active graduated rule shows in open editors as information only, a first
+`tritonsmith rules review --accept` makes it a warning and a second one an error.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import logging
 import re
 import sqlite3
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -39,6 +39,7 @@ from ..errors import UsageError
 from ..rules import Matcher, Rule, Severity, load_rules, pack_paths
 from ..rules.checks.query import PREDICATES, QUERY_CHECK, QueryProblem, compile_query
 from ..rules.context import KernelContext
+from .construct import Construct
 from .learned import learned_path, load_learned, update_learned
 from .llm_induce import TextModel
 
@@ -294,15 +295,85 @@ def parse_proposal(answer: str) -> str | None:
 
 
 def _graduated(rule: Rule, query: str) -> Rule:
-    return replace(rule, check=QUERY_CHECK, query=query, severity=Severity.WARNING)
+    return replace(rule, check=QUERY_CHECK, query=query, severity=Severity.INFORMATION)
+
+
+def construct_statement(rule: Rule, construct: Construct) -> tuple[str, str | None]:
+    """A statement a user can act on, from the failing construct and what its operands were
+    (`.to(tl.int16, bitcast=True)` on an fp32 block), the compiler's words without their
+    numbers, and the advice of a builtin rule whose signature matches the same failures; and
+    that advice as the rule's how-to-fix. No regex, line number or local name."""
+    subject = next((o for o in construct.operands if o.slot == "object"), None)
+    on = ""
+    if subject is not None and (subject.value_dtype or subject.rank is not None):
+        kind = "blocks" if subject.rank not in (None, 0) else "scalars"
+        shape = f"{subject.rank}-D " if subject.rank not in (None, 0) else ""
+        on = " on " + " ".join(part for part in (subject.value_dtype, shape + kind) if part)
+    elif construct.function:
+        typed = next((o for o in construct.operands if o.slot == "0" and o.rank is not None), None)
+        if typed is not None:
+            on = f" on {typed.rank}-D blocks" if typed.rank else " on scalars"
+    said = (rule.template or (rule.examples[0] if rule.examples else "")).split(" | ")[0]
+    said = re.sub(r"^\w+(?:Error|Exception): ", "", said).replace("<n>", "N").replace("<name>", "...").strip().rstrip(".")
+    advice = None
+    for builtin in load_rules(pack_paths(None, include_user=False)):
+        if builtin.signatures and any(builtin.matches_error(e) for e in rule.examples):
+            advice = builtin.how_to_fix or builtin.fix
+            break
+    statement = f"You cannot write `{construct.shown}`{on}: Triton rejects it (\"{said}\")."
+    if advice:
+        statement += f" {advice.rstrip('.')}."
+    return statement, advice
+
+
+def typed_proposals(root: Path, rule: Rule, compiles: Callable[[str], bool | None] | None = None,
+                    ) -> tuple[list[str], list[str], list[tuple[str, str]], str | None, Construct | None]:
+    """Matchers from the failing construct (`construct.py`): the call at each recorded failure's
+    error position, what every failure agrees on, as queries with typed predicates. Returns
+    (queries, the failing files, the near misses that compile as known-good code, why there
+    are none). Needs failures in at least two distinct kernels."""
+    from .construct import describe, near_misses, queries, shared
+    from .failure_log import FailureLog
+
+    log_ = FailureLog(root)
+    try:
+        located = log_.located(list(rule.failures))
+    finally:
+        log_.close()
+    if not located:
+        return [], [], [], "no failure of this rule was recorded with its file and error position", None
+    kernels = {identity for _, _, _, identity in located}
+    if len(kernels) < 2:
+        return [], [], [], f"its located failures are in {len(kernels)} kernel; a matcher needs two", None
+    found = [(source, row, col, describe(source, row, col)) for source, row, col, _ in located]
+    constructs = [c for _, _, _, c in found if c is not None]
+    if len(constructs) < len(found):
+        return [], [], [], "a failure's error position is not at a call in a jit function", None
+    common = shared(constructs)
+    if common is None:
+        return [], [], [], "the failures are not one construct (different functions or methods)", None
+    files = list(dict.fromkeys(source for source, _, _, _ in found))
+    contrast: list[tuple[str, str]] = []
+    if compiles is not None:
+        seen: set[str] = set()
+        for source, row, col, construct in found:
+            for variant in near_misses(source, row, col, construct):  # type: ignore[arg-type]
+                if variant in seen:
+                    continue
+                seen.add(variant)
+                if compiles(variant):
+                    contrast.append((f"near miss of {common.shown}", variant))
+    return queries(common), files, contrast, None, common
 
 
 def graduate(root: Path, code: str, *, model: TextModel | None = None, extra_good: Iterable[tuple[str, str]] = (),
-             proposals: Sequence[str] = ()) -> Graduation:
+             proposals: Sequence[str] = (), compiles: Callable[[str], bool | None] | None = None) -> Graduation:
     """Find a matcher for learned rule `code` and store it with the rule when one is accepted.
 
-    Tried in order: `proposals` (queries from the caller), the offline derivations, then (with a
-    model) the LLM's proposal. The first accepted one is written to the workspace pack.
+    Tried in order: `proposals` (queries from the caller), the typed matchers of the failing
+    construct (`typed_proposals`; with `compiles`, near-miss variants that compile join the
+    known-good code), the older literal-kind derivations, then (with a model) the LLM's proposal.
+    The first accepted one is written to the workspace pack.
 
     Raises UsageError for a code the pack has no learned rule of, RulePackError for a malformed
     pack; a model's errors (ProposalError, ProposerStopped) propagate.
@@ -316,16 +387,25 @@ def graduate(root: Path, code: str, *, model: TextModel | None = None, extra_goo
     failing = failing_examples(rule, root)
     good = known_good(extra_good)
     result = Graduation(rule)
+    typed, located_files, contrast, why_not, construct = typed_proposals(root, rule, compiles)
+    good += contrast
 
-    def attempt(origin: str, query: str) -> bool:
-        verdict = verify_query(rule, query, failing, good)
+    def attempt(origin: str, query: str, examples: Sequence[str] | None = None) -> bool:
+        verdict = verify_query(rule, query, examples if examples is not None else failing, good)
         result.tried.append((origin, query, verdict))
         log.info("%s: %s matcher %s: %s", code, origin, "accepted" if verdict.accepted else "refused", verdict.reason)
         if verdict.accepted:
             result.query, result.origin = query, origin
         return verdict.accepted
 
-    accepted = any(attempt("given", q) for q in proposals) or any(attempt("derived", q) for q in derive_queries(failing))
+    def typed_attempts() -> bool:
+        if why_not is not None:
+            result.tried.append(("typed", "", Verdict(False, why_not)))
+            return False
+        return any(attempt("typed", q, located_files) for q in typed)
+
+    accepted = any(attempt("given", q) for q in proposals) or typed_attempts() or \
+        any(attempt("derived", q) for q in derive_queries(failing))
     if not accepted and model is not None and failing:
         answer = model.ask(GRADUATE_SYSTEM, graduate_prompt(rule, failing), purpose="matcher proposal",
                            max_tokens=2048)
@@ -336,9 +416,21 @@ def graduate(root: Path, code: str, *, model: TextModel | None = None, extra_goo
             attempt("llm", query)
     if result.query is not None:
         query = result.query
+        statement = advice = None
+        if result.origin == "typed" and construct is not None and not rule.reviewed and \
+                rule.provenance.startswith("learned offline"):
+            statement, advice = construct_statement(rule, construct)
 
         def store(rules: list[Rule]) -> list[Rule]:
-            return [_graduated(r, query) if r.code == code else r for r in rules]
+            out = []
+            for r in rules:
+                if r.code == code:
+                    r = _graduated(r, query)
+                    if statement is not None:
+                        r = replace(r, statement=statement, how_to_fix=advice or r.how_to_fix,
+                                    title=statement.split(":")[0].removeprefix("You cannot ")[:80])
+                out.append(r)
+            return out
 
         written = update_learned(root, store)
         result.rule = next(r for r in written if r.code == code)

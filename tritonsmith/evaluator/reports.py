@@ -379,6 +379,8 @@ def _log_failures(log: FailureLog, path: str, kernel: str, results: list[dict[st
             message=str(error.get("message") or error.get("text") or "compilation failed"),
             rules=list(error.get("rules") or []), snippet=snippet, kernel_hash=digest,
             triton_version=triton_version or _installed_version(),
+            source=document.text if document is not None and where else None,
+            error_at=(int(where["start"][0]), int(where["start"][1])) if document is not None and where else None,
         )
 
 

@@ -110,6 +110,7 @@ class Rule:
     first_seen: str | None = None  # ISO 8601, UTC
     last_seen: str | None = None
     examples: tuple[str, ...] = ()  # raw failure messages from its cluster
+    contradictions: tuple[str, ...] = ()  # kernels its matcher flagged that then compiled (path:kernel)
 
     @property
     def active(self) -> bool:

@@ -109,6 +109,19 @@ class CompileJobs:
         state.compile_cancel = cancel
         self.running[uri] = asyncio.ensure_future(self._run(uri, state.document.text, cancel))
 
+    def _contradictions(self, source: str, path: str) -> None:
+        """A file that compiled corrects the learned rules that flagged it (adapt/contradict.py);
+        the corrected pack reaches open documents through the pack watcher."""
+        from ..adapt.contradict import record_compiled
+
+        root = self.server.workspace_state.root
+        if root is None:
+            return
+        try:
+            record_compiled(root, source, path)
+        except Exception:  # a malformed pack or a locked file: the next save tries again
+            log.exception("learned-rule contradictions of %s not recorded", path)
+
     async def _run(self, uri: str, source: str, cancel: threading.Event) -> None:
         settings = self.server.workspace_state.settings
         targets = list(settings.targets) or ["sm_90"]
@@ -141,6 +154,8 @@ class CompileJobs:
         state.compile_reports = reports
         state.compile_findings = [f for report in reports for f in report.findings]
         state.verdicts = verdicts
+        if reports and all(r.ok for r in reports):
+            await asyncio.to_thread(self._contradictions, source, path)
         failure_log = self.failure_log()
         for verdict in verdicts:
             if failure_log is not None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 from tree_sitter import Node, Query, QueryCursor, QueryError
@@ -129,6 +130,8 @@ def _typed_value(kind: str, value: str) -> str | int | None:
 
 def _typed_holds(ctx: KernelContext, name: str, node: Node, values: list[str]) -> bool:
     for inferred in ctx.inferred(node):
+        if inferred.kind == "dtype" and isinstance(inferred.const, str):  # `tl.int16` itself
+            inferred = replace(inferred, dtype=inferred.const)
         if name == "ts-pointer?" and inferred.kind == "pointer":
             return True
         if name == "ts-dtype?" and inferred.dtype is not None and \

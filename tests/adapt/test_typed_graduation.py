@@ -1,0 +1,169 @@
+"""Graduation from the failing construct (adapt/construct.py), end to end through the CLI: three
+failures in three kernels, `adapt induce`, `adapt graduate`, then `check` flags a fourth kernel
+with the same mistake and not its near miss, under a statement without a regex.
+
+On Triton 3.9 the builtin rules TS705 and TS114 already explain these two mistakes, so a real
+compile labels them and induction leaves them alone; the failures are recorded here as the
+evaluator records them (file, error position, message) with no builtin code, as they would be
+with a Triton whose rules the builtin pack lacks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tritonsmith.adapt import FailureLog, kernel_hash
+from tritonsmith.cli import main
+from tritonsmith.rules import Severity
+from tritonsmith.settings import Settings
+from tritonsmith.version import installed_triton_version
+from tritonsmith.workspace import Workspace
+
+BITCAST = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def {name}(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    {value} = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    bits = {value}.to(tl.{target}, bitcast=True)
+    tl.store(out_ptr + offs, bits, mask=mask)
+
+
+def run(x):
+    out = torch.empty(x.numel(), dtype=torch.{target}, device=x.device)
+    {name}[(triton.cdiv(x.numel(), 128),)](x.to(torch.{source}), out, x.numel(), BLOCK=128)
+    return out
+'''
+BITCAST_MESSAGE = "ValueError: Cannot bitcast data-type of size 32 to data-type of size 16"
+
+CUMSUM = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def {name}(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    {value} = tl.load(x_ptr + offs)
+    running = tl.cumsum({value}, axis={axis})
+    tl.store(out_ptr + offs, running)
+
+
+def run(x):
+    out = torch.empty_like(x)
+    {name}[(1,)](x, out, BLOCK=128)
+    return out
+'''
+CUMSUM_MESSAGE = "ValueError: invalid axis 1. Expected -1 <= axis < 1"
+
+
+def record(root: Path, sources: list[str], marker: str, message: str) -> None:
+    """Each source's failure at the start of the call on the line holding `marker`, as the
+    evaluator records a compile error."""
+    log = FailureLog(root)
+    for i, source in enumerate(sources):
+        row = next(r for r, line in enumerate(source.splitlines()) if marker in line)
+        line = source.splitlines()[row]
+        column = line.index("=") + 2  # the call starts after `name = `
+        log.record(path=f"k{i}.py", kernel=f"kernel_{i}", stage="compile", message=message, rules=[],
+                   snippet=line, kernel_hash=kernel_hash(source), triton_version="3.9.0",
+                   source=source, error_at=(row, column))
+    log.close()
+
+
+def learned_rule(root: Path, capsys) -> dict:
+    assert main(["adapt", "induce", str(root), "--format", "json"]) == 0
+    [rule] = json.loads(capsys.readouterr().out)
+    assert rule["status"] == "active"
+    return rule
+
+
+def codes(root: Path, source: str, code: str) -> list[Severity]:
+    found = Workspace(root, Settings(), include_user_packs=False).check_source(source)
+    return [f.severity for f in found if f.code == code]
+
+
+@pytest.mark.skipif(installed_triton_version() is None, reason="near misses are compiled to tell them apart")
+def test_a_width_changing_bitcast_graduates_and_its_same_width_near_miss_is_not_flagged(tmp_path: Path, capsys):
+    failing = [BITCAST.format(name=f"pack_{i}", value=value, source="float32", target="int16")
+               for i, value in enumerate(("vals", "x", "loaded"))]
+    record(tmp_path, failing, ".to(tl.int16", BITCAST_MESSAGE)
+    code = learned_rule(tmp_path, capsys)["code"]
+    assert main(["adapt", "graduate", code, str(tmp_path), "--format", "json"]) == 0
+    graduated = json.loads(capsys.readouterr().out)
+    assert graduated["origin"] == "typed"
+    assert '#ts-bitwidth? @o0 "32"' in graduated["query"] and '#ts-bitwidth? @o1 "16"' in graduated["query"]
+    # The near miss bitcasting to int32 compiled, so it is known-good code the matcher is silent on.
+    fourth = BITCAST.format(name="halve", value="h", source="float32", target="float16")  # fp32 -> fp16: 32 -> 16
+    assert codes(tmp_path, fourth, code) == [Severity.INFORMATION]
+    assert codes(tmp_path, BITCAST.format(name="same", value="h", source="float32", target="int32"), code) == []
+    assert codes(tmp_path, BITCAST.format(name="half", value="h", source="float16", target="int16"), code) == []
+    assert main(["rules", "review", str(tmp_path), "--all", "--format", "json"]) == 0
+    [rule] = json.loads(capsys.readouterr().out)
+    statement = rule["statement"]
+    assert statement.startswith("You cannot write `.to(tl.int16, bitcast=True)` on fp32 1-D blocks: ")
+    assert not any(ch in statement for ch in "\\^$[]") and "pack_" not in statement and "vals" not in statement
+
+
+def test_cumsum_over_an_axis_the_block_lacks_graduates_without_flagging_axis_0(tmp_path: Path, capsys):
+    failing = [CUMSUM.format(name=f"scan_{i}", value=value, axis=1) for i, value in enumerate(("v", "row", "x"))]
+    record(tmp_path, failing, "tl.cumsum", CUMSUM_MESSAGE)
+    code = learned_rule(tmp_path, capsys)["code"]
+    assert main(["adapt", "graduate", code, str(tmp_path), "--no-compile", "--format", "json"]) == 0
+    graduated = json.loads(capsys.readouterr().out)
+    assert graduated["origin"] == "typed" and '"1"' in graduated["query"] and "ts-rank?" in graduated["query"]
+    assert codes(tmp_path, CUMSUM.format(name="prefix", value="w", axis=1), code) == [Severity.INFORMATION]
+    assert codes(tmp_path, CUMSUM.format(name="prefix", value="w", axis=0), code) == []  # the near miss compiles
+    two_d = CUMSUM.format(name="tile", value="w", axis=1).replace(
+        "tl.load(x_ptr + offs)", "tl.load(x_ptr + offs[:, None] + offs[None, :])").replace(
+        "tl.store(out_ptr + offs, running)", "tl.store(out_ptr + offs[:, None] + offs[None, :], running)")
+    assert codes(tmp_path, two_d, code) == []  # axis=1 of a 2-D block is fine
+
+
+def test_failures_in_one_kernel_do_not_graduate_a_typed_matcher(tmp_path: Path, capsys):
+    failing = [CUMSUM.format(name="scan", value=value, axis=1) for value in ("v", "row", "x")]
+    log = FailureLog(tmp_path)
+    for source in failing:
+        row = next(r for r, line in enumerate(source.splitlines()) if "tl.cumsum" in line)
+        line = source.splitlines()[row]
+        log.record(path="k.py", kernel="scan", stage="compile", message=CUMSUM_MESSAGE, rules=[], snippet=line,
+                   kernel_hash=kernel_hash(source), source=source, error_at=(row, line.index("=") + 2))
+    log.close()
+    assert main(["adapt", "induce", str(tmp_path), "--min-kernels", "1", "--format", "json"]) == 0
+    [rule] = json.loads(capsys.readouterr().out)
+    main(["adapt", "graduate", rule["code"], str(tmp_path), "--no-compile", "--format", "json"])
+    graduated = json.loads(capsys.readouterr().out)
+    typed = [t for t in graduated["tried"] if t["origin"] == "typed"]
+    assert typed and "a matcher needs two" in typed[0]["reason"]
+
+
+def test_a_flagged_kernel_that_compiles_demotes_the_rule_and_a_second_retracts_its_matcher(tmp_path: Path, capsys):
+    from tritonsmith.adapt.contradict import record_compiled
+
+    failing = [CUMSUM.format(name=f"scan_{i}", value=value, axis=1) for i, value in enumerate(("v", "row", "x"))]
+    record(tmp_path, failing, "tl.cumsum", CUMSUM_MESSAGE)
+    code = learned_rule(tmp_path, capsys)["code"]
+    assert main(["adapt", "graduate", code, str(tmp_path), "--no-compile", "--format", "json"]) == 0
+    capsys.readouterr()
+    for _ in range(2):
+        assert main(["rules", "review", str(tmp_path), "--accept", code]) == 0
+    flagged = CUMSUM.format(name="prefix", value="w", axis=1)
+    assert codes(tmp_path, flagged, code) == [Severity.ERROR]
+    # Say the compiler accepted it (a newer Triton): the rule was wrong about this kernel.
+    assert record_compiled(tmp_path, flagged, "a.py") == [code]
+    assert codes(tmp_path, flagged, code) == [Severity.WARNING]
+    assert record_compiled(tmp_path, flagged, "a.py") == [code]  # the same file counts once
+    assert codes(tmp_path, flagged, code) == [Severity.WARNING]
+    assert record_compiled(tmp_path, flagged, "b.py") == [code]
+    assert codes(tmp_path, flagged, code) == []  # the matcher is retracted
+    capsys.readouterr()
+    assert main(["rules", "review", str(tmp_path), "--all", "--format", "json"]) == 0
+    [rule] = json.loads(capsys.readouterr().out)
+    assert rule["query"] is None and "matcher retracted: 2 kernels" in rule["hold"]
+    assert record_compiled(tmp_path, flagged, "c.py") == []

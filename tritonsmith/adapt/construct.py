@@ -1,0 +1,276 @@
+"""The failing construct of a recorded failure, what its operands were, and matchers over it.
+
+Graduation (`graduate.py`) turns a learned rule into a live check. Its precise matchers start
+here: each failure with its file and error position (`FailureLog.located`) is parsed, the call at
+the compiler's position found (`locate`: `tl.cumsum(v, axis=1)`, `x.to(tl.int16, bitcast=True)`)
+and described (`Construct`): the function or method, each literal argument's text, each dtype
+argument's Triton type and width, and the inferred element type, width and rank of the other
+operands in the kernel's launch configurations (analysis/infer.py through `KernelContext`).
+`shared` keeps what every failing example agrees on and `queries` writes tree-sitter queries over
+it, most precise first, using the typed predicates of `rules/checks/query.py` (`#ts-bitwidth?`,
+`#ts-rank?`): a width-changing bitcast and `axis=1` of a 1-D block, not every `.to` or every
+`cumsum`. `near_misses` writes the variants a matcher must stay silent on once a compiler says
+they compile (`axis=0`, a same-width bitcast): the contrast set.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from ..analysis.document import Document
+from ..analysis.index import index_module
+from ..analysis.infer import DTYPES, width
+from ..analysis.syntax import text
+from ..rules.context import KernelContext
+
+__all__ = ["Construct", "Operand", "describe", "locate", "near_misses", "queries", "shared"]
+
+_LITERALS = frozenset({"integer", "float", "true", "false", "none", "string"})
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One operand of the construct: where it sits (`object`, `0`, `1`, or a keyword) and what
+    is known of it: a literal's text, a dtype's Triton name and width, an inferred value's
+    element type, width and rank (None where not known)."""
+
+    slot: str
+    literal: str | None = None
+    dtype: str | None = None  # a `tl.float16` argument: "fp16"
+    dtype_width: int | None = None
+    value_dtype: str | None = None  # an expression's inferred element type
+    value_width: int | None = None
+    rank: int | None = None
+
+
+@dataclass(frozen=True)
+class Construct:
+    """A call at a failure: `tl.<function>` or `<object>.<method>`, with its operands."""
+
+    function: str | None  # "triton.language.cumsum"
+    method: str | None  # "to"
+    operands: tuple[Operand, ...] = field(default_factory=tuple)
+
+    @property
+    def shown(self) -> str:
+        """How a statement names it, without local names: `tl.cumsum(..., axis=1)`, `.to(tl.int16, bitcast=True)`."""
+        parts = []
+        for o in self.operands:
+            if o.slot == "object":
+                continue
+            value = o.literal if o.literal is not None else (f"tl.{_long(o.dtype)}" if o.dtype else "...")
+            parts.append(value if o.slot.isdigit() else f"{o.slot}={value}")
+        args = ", ".join(parts)
+        if self.method:
+            return f".{self.method}({args})"
+        return f"tl.{(self.function or '').rsplit('.', 1)[-1]}({args})"
+
+
+def _long(short: str | None) -> str:
+    return next((long for long, value in DTYPES.items() if value == short), short or "?")
+
+
+def locate(root: Node, row: int, column: int) -> Node | None:
+    """The call the compiler points at (its position is the call's start): the outermost call
+    starting exactly there, else the smallest call containing it."""
+    node = root.descendant_for_point_range((row, column), (row, column))
+    best: Node | None = None
+    current = node
+    while current is not None:
+        if current.type == "call":
+            if current.start_point == (row, column):
+                best = current  # keep climbing: `x.to(...)` inside a longer call chain
+            elif best is None:
+                best = current
+                break
+        if current.type in ("expression_statement", "block", "function_definition"):
+            break
+        current = current.parent
+    return best
+
+
+def describe(source: str, row: int, column: int) -> Construct | None:
+    """The construct at (row, column) of `source` with its operands, or None when the position
+    is not at a call inside a jit function."""
+    document = Document(source)
+    index = index_module(document.root)
+    call = locate(document.root, row, column)
+    if call is None:
+        return None
+    kernel = next((k for k in index.kernels if k.body is not None and
+                   k.body.start_byte <= call.start_byte < k.body.end_byte), None)
+    if kernel is None:
+        return None
+    context = KernelContext(kernel, index, document.source, (3, 9))
+    try:
+        function = call.child_by_field_name("function")
+        qualified = context.qualify(function) if function is not None else None
+        operands: list[Operand] = []
+        method = None
+        if qualified and qualified.startswith("triton.language."):
+            name: str | None = qualified
+        elif function is not None and function.type == "attribute":
+            name = None
+            method = text(function.child_by_field_name("attribute"))
+            obj = function.child_by_field_name("object")
+            if obj is not None:
+                operands.append(_operand(context, "object", obj))
+        else:
+            return None
+        positional, keywords = context.args(call)
+        operands += [_operand(context, str(i), node) for i, node in enumerate(positional)]
+        operands += [_operand(context, key, value) for key, (_, value) in keywords.items()]
+        return Construct(name, method, tuple(operands))
+    finally:
+        context.close()
+
+
+def _operand(context: KernelContext, slot: str, node: Node) -> Operand:
+    if node.type in _LITERALS or (node.type == "unary_operator" and node.named_children and
+                                  node.named_children[-1].type in ("integer", "float")):
+        return Operand(slot, literal=text(node))
+    qualified = context.qualify(node) or ""
+    short = qualified.removeprefix("triton.language.")
+    if qualified.startswith("triton.language.") and short in DTYPES:
+        return Operand(slot, dtype=DTYPES[short], dtype_width=width(DTYPES[short]))
+    values = context.inferred(node)
+    if not values:
+        return Operand(slot)
+    dtypes = {v.dtype for v in values}
+    ranks = {v.rank for v in values}
+    dtype = dtypes.pop() if len(dtypes) == 1 else None
+    return Operand(slot, value_dtype=dtype, value_width=width(dtype), rank=ranks.pop() if len(ranks) == 1 else None)
+
+
+def shared(constructs: Sequence[Construct]) -> Construct | None:
+    """What every construct agrees on (the same function or method; per operand slot, each fact
+    all of them have), or None when they are not one construct."""
+    if not constructs:
+        return None
+    first = constructs[0]
+    if any(c.function != first.function or c.method != first.method for c in constructs):
+        return None
+    slots = [o.slot for o in first.operands if all(any(p.slot == o.slot for p in c.operands) for c in constructs)]
+    operands = []
+    for slot in slots:
+        found = [next(p for p in c.operands if p.slot == slot) for c in constructs]
+
+        def agreed(attribute: str, found: list[Operand] = found) -> object:
+            values = {getattr(p, attribute) for p in found}
+            return values.pop() if len(values) == 1 else None
+
+        operands.append(Operand(slot, **{a: agreed(a) for a in ("literal", "dtype", "dtype_width", "value_dtype",
+                                                                "value_width", "rank")}))  # type: ignore[arg-type]
+    return Construct(first.function, first.method, tuple(operands))
+
+
+def queries(construct: Construct) -> list[str]:
+    """Tree-sitter queries for the construct, most precise first: every agreed fact (literal
+    values, dtype widths, inferred widths and ranks), then with exact dtypes instead of widths
+    dropped... down to the facts of the keyword and literal operands alone. Never the bare call:
+    a matcher says what about the call is wrong."""
+    typed = _query(construct, widths=True)
+    exact = _query(construct, widths=False)
+    literal_only = _query(construct, widths=True, inferred=False)
+    out: list[str] = []
+    for q in (typed, exact, literal_only):
+        if q is not None and q not in out:
+            out.append(q)
+    return out
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _query(construct: Construct, *, widths: bool, inferred: bool = True) -> str | None:
+    predicates: list[str] = []
+    children: list[str] = []
+    facts = 0
+    object_capture = ""
+    for i, o in enumerate(construct.operands):
+        capture = f"@o{i}"
+        conditions: list[str] = []
+        if o.literal is not None:
+            conditions.append(f'(#eq? {capture} "{_escape(o.literal)}")')
+        elif o.dtype is not None:
+            if widths and o.dtype_width is not None:
+                conditions.append(f'(#ts-bitwidth? {capture} "{o.dtype_width}")')
+            else:
+                conditions.append(f'(#ts-qualified? {capture} "triton.language.{_long(o.dtype)}")')
+        elif inferred:
+            if o.value_width is not None and widths:
+                conditions.append(f'(#ts-bitwidth? {capture} "{o.value_width}")')
+            elif o.value_dtype is not None:
+                conditions.append(f'(#ts-dtype? {capture} "{o.value_dtype}")')
+            if o.rank is not None:
+                conditions.append(f'(#ts-rank? {capture} "{o.rank}")')
+        if not conditions:
+            continue
+        facts += 1
+        predicates += conditions
+        if o.slot == "object":
+            object_capture = f" {capture}"
+        elif o.slot.isdigit():
+            children.append(". " + " . ".join(["(_)"] * int(o.slot) + [f"(_) {capture}"]))
+        else:
+            children.append(f'(keyword_argument name: (identifier) @k{i} value: (_) {capture})')
+            predicates.append(f'(#eq? @k{i} "{o.slot}")')
+    if facts == 0:
+        return None
+    positional = [c for c in children if c.startswith(".")]
+    keyword = [c for c in children if not c.startswith(".")]
+    if len(positional) > 1:  # anchored positions in one pattern: keep the longest chain
+        positional = [max(positional, key=len)]
+    arguments = f" arguments: (argument_list {' '.join(positional + keyword)})" if positional or keyword else ""
+    if construct.method:
+        function = f"function: (attribute object: (_){object_capture} attribute: (identifier) @m)"
+        predicates.insert(0, f'(#eq? @m "{construct.method}")')
+    else:
+        function = "function: (_) @fn"
+        predicates.insert(0, f'(#ts-qualified? @fn "{construct.function}")')
+    return f"((call {function}{arguments}) @flag\n " + "\n ".join(predicates) + ")"
+
+
+_INTEGER = re.compile(r"^-?\d+$")
+_SAME_WIDTH_INT = {8: "int8", 16: "int16", 32: "int32", 64: "int64"}
+
+
+def near_misses(source: str, row: int, column: int, construct: Construct) -> list[str]:
+    """Variants of `source` that change one operand of the failing construct the way a fix
+    would (an integer literal to 0 or one less, a dtype to the integer type of the operand's
+    width, `True` to `False`); which of them compile is for a compiler to say."""
+    document = Document(source)
+    call = locate(document.root, row, column)
+    if call is None:
+        return []
+    context_free_args = call.child_by_field_name("arguments")
+    if context_free_args is None:
+        return []
+    object_width = next((o.value_width for o in construct.operands if o.slot == "object"), None)
+    out: list[str] = []
+    data = document.source
+    for argument in context_free_args.named_children:
+        value = argument.child_by_field_name("value") if argument.type == "keyword_argument" else argument
+        if value is None:
+            continue
+        replacements: list[str] = []
+        raw = text(value)
+        if value.type == "integer" and _INTEGER.match(raw):
+            number = int(raw)
+            replacements = [str(v) for v in dict.fromkeys((0, number - 1)) if v != number and v >= 0]
+        elif value.type == "true":
+            replacements = ["False"]
+        elif value.type in ("attribute", "identifier") and object_width in _SAME_WIDTH_INT:
+            name = raw.rsplit(".", 1)[-1]
+            if name in DTYPES and width(DTYPES[name]) != object_width:
+                prefix = raw[: len(raw) - len(name)]
+                replacements = [prefix + _SAME_WIDTH_INT[object_width]]
+        for replacement in replacements:
+            variant = data[: value.start_byte] + replacement.encode() + data[value.end_byte:]
+            out.append(variant.decode("utf-8", "replace"))
+    return out
