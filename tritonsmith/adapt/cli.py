@@ -188,7 +188,7 @@ class _NearMissCompiler:
         except Exception as error:  # a worker that dies tells nothing about the variant
             log.warning("near miss not compiled: %s", error)
             return None
-        return bool(reports) and all(r.ok for r in reports)
+        return bool(reports) and all(r.ok and r.results for r in reports)  # compiled, not skipped
 
     def close(self) -> None:
         if self.pool is not None:

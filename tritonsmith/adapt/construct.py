@@ -190,6 +190,7 @@ def _escape(value: str) -> str:
 def _query(construct: Construct, *, widths: bool, inferred: bool = True) -> str | None:
     predicates: list[str] = []
     children: list[str] = []
+    positions: dict[int, str] = {}  # positional index -> its capture
     facts = 0
     object_capture = ""
     for i, o in enumerate(construct.operands):
@@ -197,10 +198,10 @@ def _query(construct: Construct, *, widths: bool, inferred: bool = True) -> str 
         conditions: list[str] = []
         if o.literal is not None:
             conditions.append(f'(#eq? {capture} "{_escape(o.literal)}")')
-        elif o.dtype is not None:
-            if widths and o.dtype_width is not None:
+        elif o.dtype is not None or o.dtype_width is not None:
+            if o.dtype_width is not None and (widths or o.dtype is None):
                 conditions.append(f'(#ts-bitwidth? {capture} "{o.dtype_width}")')
-            else:
+            elif o.dtype is not None:
                 conditions.append(f'(#ts-qualified? {capture} "triton.language.{_long(o.dtype)}")')
         elif inferred:
             if o.value_width is not None and widths:
@@ -216,17 +217,16 @@ def _query(construct: Construct, *, widths: bool, inferred: bool = True) -> str 
         if o.slot == "object":
             object_capture = f" {capture}"
         elif o.slot.isdigit():
-            children.append(". " + " . ".join(["(_)"] * int(o.slot) + [f"(_) {capture}"]))
+            positions[int(o.slot)] = capture
         else:
             children.append(f'(keyword_argument name: (identifier) @k{i} value: (_) {capture})')
             predicates.append(f'(#eq? @k{i} "{o.slot}")')
     if facts == 0:
         return None
-    positional = [c for c in children if c.startswith(".")]
-    keyword = [c for c in children if not c.startswith(".")]
-    if len(positional) > 1:  # anchored positions in one pattern: keep the longest chain
-        positional = [max(positional, key=len)]
-    arguments = f" arguments: (argument_list {' '.join(positional + keyword)})" if positional or keyword else ""
+    # Positional operands as one anchored chain from the first argument: `. (_) @o1 . (_) @o2`.
+    positional = [". " + " . ".join(f"(_) {positions[i]}" if i in positions else "(_)"
+                                    for i in range(max(positions) + 1))] if positions else []
+    arguments = f" arguments: (argument_list {' '.join(positional + children)})" if positional or children else ""
     if construct.method:
         function = f"function: (attribute object: (_){object_capture} attribute: (identifier) @m)"
         predicates.insert(0, f'(#eq? @m "{construct.method}")')

@@ -310,9 +310,10 @@ def construct_statement(rule: Rule, construct: Construct) -> tuple[str, str | No
         shape = f"{subject.rank}-D " if subject.rank not in (None, 0) else ""
         on = " on " + " ".join(part for part in (subject.value_dtype, shape + kind) if part)
     elif construct.function:
-        typed = next((o for o in construct.operands if o.slot == "0" and o.rank is not None), None)
+        typed = next((o for o in construct.operands if o.slot == "0" and (o.rank is not None or o.value_dtype)), None)
         if typed is not None:
-            on = f" on {typed.rank}-D blocks" if typed.rank else " on scalars"
+            kind = f"{typed.rank}-D blocks" if typed.rank else ("scalars" if typed.rank == 0 else "values")
+            on = " on " + " ".join(part for part in (typed.value_dtype, kind) if part)
     said = (rule.template or (rule.examples[0] if rule.examples else "")).split(" | ")[0]
     said = re.sub(r"^\w+(?:Error|Exception): ", "", said).replace("<n>", "N").replace("<name>", "...").strip().rstrip(".")
     advice = None
@@ -342,28 +343,45 @@ def typed_proposals(root: Path, rule: Rule, compiles: Callable[[str], bool | Non
         log_.close()
     if not located:
         return [], [], [], "no failure of this rule was recorded with its file and error position", None
-    kernels = {identity for _, _, _, identity in located}
-    if len(kernels) < 2:
-        return [], [], [], f"its located failures are in {len(kernels)} kernel; a matcher needs two", None
-    found = [(source, row, col, describe(source, row, col)) for source, row, col, _ in located]
-    constructs = [c for _, _, _, c in found if c is not None]
-    if len(constructs) < len(found):
+    described = [(source, row, col, identity, describe(source, row, col)) for source, row, col, identity in located]
+    found = [(source, row, col, identity, c) for source, row, col, identity, c in described if c is not None]
+    if len(found) < len(described):
         return [], [], [], "a failure's error position is not at a call in a jit function", None
-    common = shared(constructs)
-    if common is None:
-        return [], [], [], "the failures are not one construct (different functions or methods)", None
-    files = list(dict.fromkeys(source for source, _, _, _ in found))
+    # One message can come from different constructs (`tl.sum` and `tl.cumsum` say the same of
+    # an axis): each construct seen in two kernels gets its own pattern.
+    groups: dict[tuple[str | None, str | None], list[tuple[str, int, int, str, Construct]]] = {}
+    for source, row, col, identity, construct in found:
+        groups.setdefault((construct.function, construct.method), []).append(
+            (source, row, col, identity, construct))
+    usable = {key: members for key, members in groups.items() if len({m[3] for m in members}) >= 2}
+    if not usable:
+        kernels = len({identity for *_, identity, _ in found})
+        return [], [], [], (f"its located failures are in {kernels} kernel; a matcher needs two" if kernels < 2 else
+                            "no construct of its failures was seen in two kernels"), None
+    per_group = []
+    for members in usable.values():
+        common = shared([m[4] for m in members])
+        if common is None:
+            continue
+        per_group.append((common, queries(common)))
+    if not per_group:
+        return [], [], [], "the failures are not one construct", None
+    levels = max(len(q) for _, q in per_group)
+    combined = ["\n".join(q[min(level, len(q) - 1)] for _, q in per_group) for level in range(levels)]
+    files = list(dict.fromkeys(m[0] for members in usable.values() for m in members))
     contrast: list[tuple[str, str]] = []
     if compiles is not None:
         seen: set[str] = set()
-        for source, row, col, construct in found:
-            for variant in near_misses(source, row, col, construct):  # type: ignore[arg-type]
-                if variant in seen:
-                    continue
-                seen.add(variant)
-                if compiles(variant):
-                    contrast.append((f"near miss of {common.shown}", variant))
-    return queries(common), files, contrast, None, common
+        for members in usable.values():
+            for source, row, col, _, construct in members:
+                for variant in near_misses(source, row, col, construct):
+                    if variant in seen:
+                        continue
+                    seen.add(variant)
+                    if compiles(variant):
+                        contrast.append((f"near miss of {construct.shown}", variant))
+    common = per_group[0][0]
+    return list(dict.fromkeys(combined)), files, contrast, None, common
 
 
 def graduate(root: Path, code: str, *, model: TextModel | None = None, extra_good: Iterable[tuple[str, str]] = (),

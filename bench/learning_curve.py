@@ -1,0 +1,309 @@
+#!/usr/bin/env python3
+"""The learning curve of the failure-driven rule memory: after how many failures of one mistake
+family is the next kernel with that mistake flagged before compiling, and what else it flags.
+
+A stream of kernels (`FAMILIES`: mistake families of four failing kernels each, written in
+different styles, plus correct near misses of each) is processed in rounds: round k brings the
+k-th failing kernel of every family, then near misses. For each kernel, in order:
+
+1. `check` it with the learned rules only (the workspace pack; the builtin rules are left out,
+   so the memory starts empty): a failing kernel flagged is a hit, a near miss flagged is a false
+   positive;
+2. compile it for sm_90 in a sandboxed worker (no GPU needed): that is its label; a kernel whose
+   label contradicts its role is reported and left out;
+3. a failure is recorded in the failure log as the evaluator records one (file, error position,
+   message), then the memory updates as `tritonsmith adapt induce` and `adapt graduate` would
+   (graduation compiles near-miss variants of the failures as its contrast set).
+
+Builtin rules already explain most of these mistakes on Triton 3.9; they are left out of both
+the check and the failure labels so that what is measured is learning.
+
+    .venv/bin/python bench/learning_curve.py --json docs/benchmarks/learning-curve-1.json [--plot docs/benchmarks/learning-curve.png]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import platform
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n\n"
+
+
+def _launch(name: str, args: str, allocations: list[str], grid: str = "(1,)") -> str:
+    lines = "\n".join(f"    {a}" for a in allocations)
+    return f"\n\ndef run_{name}():\n{lines}\n    {name}[{grid}]({args})\n"
+
+
+def _kernel(name: str, params: str, body: list[str]) -> str:
+    return "@triton.jit\ndef " + name + "(" + params + "):\n" + "\n".join(f"    {b}" for b in body) + "\n"
+
+
+def _f32(var: str, n: int = 4096) -> str:
+    return f'{var} = torch.empty({n}, dtype=torch.float32, device="cuda")'
+
+
+def _t(var: str, dtype: str, n: int = 4096) -> str:
+    return f'{var} = torch.empty({n}, dtype=torch.{dtype}, device="cuda")'
+
+
+# Each family: (name, error marker, failing kernels, near misses). The marker is a substring of
+# the line the compiler names, used only to check the label's position.
+def bitcast_family() -> tuple[list[str], list[str]]:
+    def k(name: str, var: str, src: str, dst: str, block: int) -> str:
+        body = ["offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)", "mask = offs < n",
+                f"{var} = tl.load(x_ptr + offs, mask=mask, other=0.0)",
+                f"packed = {var}.to(tl.{dst}, bitcast=True)", "tl.store(out_ptr + offs, packed, mask=mask)"]
+        return HEADER + _kernel(name, "x_ptr, out_ptr, n, BLOCK: tl.constexpr", body) + _launch(
+            name, f"x, out, 4096, BLOCK={block}", [_t("x", src), _t("out", dst)], "(4096 // " + str(block) + ",)")
+    failing = [k("pack_bits", "vals", "float32", "int16", 128), k("to_half_bits", "x", "float32", "float16", 256),
+               k("quant_view", "w", "float32", "bfloat16", 128), k("bits_kernel", "row", "float32", "int16", 64)]
+    near = [k("pack_bits_ok", "vals", "float32", "int32", 128), k("half_view_ok", "h", "float16", "int16", 128)]
+    return failing, near
+
+
+def axis_family(op: str) -> tuple[list[str], list[str]]:
+    def k(name: str, var: str, axis: int, two_d: bool = False) -> str:
+        if two_d:
+            body = ["r = tl.arange(0, BLOCK)", f"{var} = tl.load(x_ptr + r[:, None] * BLOCK + r[None, :])",
+                    f"res = tl.{op}({var}, axis={axis})", "tl.store(out_ptr + r, res)" if op == "sum" else
+                    "tl.store(out_ptr + r[:, None] * BLOCK + r[None, :], res)"]
+        else:
+            body = ["r = tl.arange(0, BLOCK)", f"{var} = tl.load(x_ptr + r)", f"res = tl.{op}({var}, axis={axis})",
+                    "tl.store(out_ptr + r, res)" if op == "cumsum" else "tl.store(out_ptr, res)"]
+        return HEADER + _kernel(name, "x_ptr, out_ptr, BLOCK: tl.constexpr", body) + _launch(
+            name, "x, out, BLOCK=64", [_f32("x"), _f32("out")])
+    failing = [k(f"{op}_rows", "v", 1), k(f"{op}_scan", "x", 1), k(f"{op}_prefix", "vals", 1), k(f"{op}_k", "row", 1)]
+    near = [k(f"{op}_rows_ok", "v", 0), k(f"{op}_tile_ok", "t", 1, two_d=True)]
+    return failing, near
+
+
+def exp_int_family() -> tuple[list[str], list[str]]:
+    def k(name: str, var: str, fn: str, dtype: str) -> str:
+        body = ["offs = tl.arange(0, BLOCK)", f"{var} = tl.load(x_ptr + offs)", f"y = tl.{fn}({var})",
+                "tl.store(out_ptr + offs, y.to(tl.float32))"]
+        return HEADER + _kernel(name, "x_ptr, out_ptr, BLOCK: tl.constexpr", body) + _launch(
+            name, "x, out, BLOCK=128", [_t("x", dtype), _f32("out")])
+    failing = [k("exp_counts", "c", "exp", "int32"), k("log_ids", "ids", "log", "int32"),
+               k("sqrt_hist", "h", "sqrt", "int32"), k("exp_bins", "b", "exp", "int32")]
+    near = [k("exp_counts_ok", "c", "exp", "float32"), k("abs_ids_ok", "ids", "abs", "int32")]
+    return failing, near
+
+
+def atomic_family() -> tuple[list[str], list[str]]:
+    def k(name: str, op: str, dtype: str) -> str:
+        body = ["offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)", "mask = offs < n",
+                "v = tl.load(x_ptr + offs, mask=mask, other=0.0)", f"tl.atomic_{op}(out_ptr + offs, v, mask=mask)"]
+        return HEADER + _kernel(name, "x_ptr, out_ptr, n, BLOCK: tl.constexpr", body) + _launch(
+            name, "x, out, 4096, BLOCK=128", [_t("x", dtype), _t("out", dtype)], "(32,)")
+    failing = [k("running_max", "max", "float16"), k("running_min", "min", "float16"),
+               k("max_pool_bwd", "max", "float16"), k("swap_in", "xchg", "float16")]
+    near = [k("running_max_ok", "max", "float32"), k("grad_accum_ok", "add", "float16")]
+    return failing, near
+
+
+def histogram_family() -> tuple[list[str], list[str]]:
+    def k(name: str, dtype: str, bins: int) -> str:
+        body = ["offs = tl.arange(0, BLOCK)", "v = tl.load(x_ptr + offs)", f"h = tl.histogram(v, {bins})",
+                f"tl.store(out_ptr + tl.arange(0, {bins}), h)"]
+        return HEADER + _kernel(name, "x_ptr, out_ptr, BLOCK: tl.constexpr", body) + _launch(
+            name, "x, out, BLOCK=128", [_t("x", dtype), _t("out", "int32")])
+    failing = [k("score_hist", "float32", 16), k("bucket_counts", "float32", 32),
+               k("value_hist", "float16", 16), k("hist_kernel", "float32", 8)]
+    near = [k("score_hist_ok", "int32", 16), k("expert_counts_ok", "int32", 32)]
+    return failing, near
+
+
+def dot_small_family() -> tuple[list[str], list[str]]:
+    def k(name: str, bk: int) -> str:
+        body = ["rm = tl.arange(0, 32)", f"rk = tl.arange(0, {bk})", "rn = tl.arange(0, 32)",
+                f"a = tl.load(a_ptr + rm[:, None] * {bk} + rk[None, :])",
+                "b = tl.load(b_ptr + rk[:, None] * 32 + rn[None, :])",
+                "c = tl.dot(a, b)", "tl.store(c_ptr + rm[:, None] * 32 + rn[None, :], c)"]
+        return HEADER + _kernel(name, "a_ptr, b_ptr, c_ptr", body) + _launch(
+            name, "a, b, c", [_t("a", "float16"), _t("b", "float16"), _f32("c")])
+    failing = [k("tiny_matmul", 8), k("mm_k8", 8), k("narrow_dot", 4), k("small_k", 8)]
+    near = [k("tiny_matmul_ok", 16), k("mm_k32_ok", 32)]
+    return failing, near
+
+
+def arange_family() -> tuple[list[str], list[str]]:
+    def k(name: str, size: int) -> str:
+        body = [f"offs = tl.arange(0, {size})", "x = tl.load(x_ptr + offs)", "tl.store(out_ptr + offs, x * 2)"]
+        return HEADER + _kernel(name, "x_ptr, out_ptr", body) + _launch(name, "x, out", [_f32("x"), _f32("out")])
+    failing = [k("scale_100", 100), k("scale_rows", 96), k("scale_kernel", 100), k("double_it", 48)]
+    near = [k("scale_128_ok", 128), k("scale_64_ok", 64)]
+    return failing, near
+
+
+FAMILIES = {
+    "bitcast-width": bitcast_family,
+    "cumsum-axis": lambda: axis_family("cumsum"),
+    "sum-axis": lambda: axis_family("sum"),
+    "math-on-int": exp_int_family,
+    "atomic-fp16": atomic_family,
+    "histogram-float": histogram_family,
+    "dot-small-k": dot_small_family,
+    "arange-not-pow2": arange_family,
+}
+
+
+@dataclass
+class Step:
+    family: str
+    role: str  # "failing" or "near-miss"
+    index: int
+    flagged_before: bool
+    compiled: bool | None
+    learned: list[str]
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from tritonsmith.adapt import FailureLog, induce, kernel_hash
+    from tritonsmith.adapt.cli import _NearMissCompiler
+    from tritonsmith.adapt.graduate import graduate
+    from tritonsmith.adapt.induce import Thresholds
+    from tritonsmith.adapt.learned import load_learned
+    from tritonsmith.evaluator.pool import WorkerPool
+    from tritonsmith.evaluator.reports import compile_file
+    from tritonsmith.rules import Matcher
+
+    streams = {name: make() for name, make in FAMILIES.items()}
+    root = Path(tempfile.mkdtemp(prefix="learning-curve-"))
+    steps: list[Step] = []
+    started = time.perf_counter()
+    pool = WorkerPool(size=1)
+    near_compiler = _NearMissCompiler(root)
+    try:
+        def flagged(source: str) -> bool:
+            rules = [r for r in load_learned(root) if r.active and r.check]
+            return bool(rules) and bool(Matcher(rules, version=(3, 9)).check_source(source))
+
+        def compile_(source: str, name: str) -> tuple[bool, dict[str, Any] | None]:
+            reports = compile_file(pool, source, path=str(root / f"{name}.py"), targets=["sm_90"])
+            failed = [e["error"] for r in reports for e in r.results if e.get("error")]
+            ok = bool(reports) and all(r.ok and r.results for r in reports)
+            return ok, (failed[0] if failed else None)
+
+        for k in range(4):
+            for family, (failing, _near) in streams.items():
+                source = failing[k]
+                before = flagged(source)
+                ok, error = compile_(source, f"{family}-{k}")
+                learned: list[str] = []
+                if not ok and error is not None and error.get("range"):
+                    log = FailureLog(root)
+                    row, col = error["range"]["start"]
+                    log.record(path=f"{family}-{k}.py", kernel=f"{family}-{k}", stage="compile",
+                               message=str(error.get("message") or error.get("text")), rules=[],
+                               snippet=source.splitlines()[row], kernel_hash=kernel_hash(source),
+                               source=source, error_at=(row, col))
+                    log.close()
+                    for item in induce(root, thresholds=Thresholds(count=args.min_count, kernels=2)):
+                        # A new rule, or one whose matcher missed this failure: (re)graduate.
+                        if item.rule.active and (not item.rule.query or not before):
+                            result = graduate(root, item.rule.code, compiles=near_compiler)
+                            why = "" if result.accepted else "; ".join(
+                                sorted({v.reason for origin, _, v in result.tried if origin == "typed"}))
+                            learned.append(f"{item.rule.code}:{'graduated' if result.accepted else 'no matcher'}"
+                                           + (f" ({why})" if why else ""))
+                steps.append(Step(family, "failing", k, before, ok, learned))
+            if k in (1, 3):  # near misses after rounds 2 and 4
+                for family, (_, near) in streams.items():
+                    for i, source in enumerate(near):
+                        before = flagged(source)
+                        ok, _ = compile_(source, f"{family}-near-{k}-{i}")
+                        steps.append(Step(family, "near-miss", i, before, ok, []))
+    finally:
+        near_compiler.close()
+        pool.close()
+    rules = [{"code": r.code, "status": r.status, "count": r.count, "kernels": len(r.kernels),
+              "statement": r.statement, "query": r.query} for r in load_learned(root)]
+    return summarise(steps, time.perf_counter() - started, args, rules)
+
+
+def summarise(steps: list[Step], seconds: float, args: argparse.Namespace,
+              rules: list[dict[str, Any]]) -> dict[str, Any]:
+    families: dict[str, Any] = {}
+    for family in FAMILIES:
+        failing = [s for s in steps if s.family == family and s.role == "failing"]
+        mislabelled = [s.index for s in failing if s.compiled]
+        first = next((s.index for s in failing if s.flagged_before), None)
+        near = [s for s in steps if s.family == family and s.role == "near-miss"]
+        families[family] = {
+            "flagged_before_compiling": [s.flagged_before for s in failing],
+            "first_flagged_after_failures": first,  # kernel k is flagged after k earlier failures
+            "false_positives": sum(1 for s in near if s.flagged_before and s.compiled),
+            "near_misses_checked": len(near),
+            "near_misses_not_compiling": sum(1 for s in near if not s.compiled),
+            "failing_kernels_that_compiled": mislabelled,
+            "learned": [x for s in failing for x in s.learned],
+        }
+    after3 = sum(1 for f in families.values() if f["first_flagged_after_failures"] is not None
+                 and f["first_flagged_after_failures"] <= 3)
+    return {
+        "what": "learning curve of the failure-driven rule memory (bench/learning_curve.py)",
+        "command": "python bench/learning_curve.py " + " ".join(sys.argv[1:]),
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "seconds": round(seconds, 1),
+        "min_count": args.min_count,
+        "families": families,
+        "flagged_after_three_failures": f"{after3}/{len(families)}",
+        "false_positives": sum(f["false_positives"] for f in families.values()),
+        "steps": [s.__dict__ for s in steps],
+        "learned_rules": rules,
+    }
+
+
+def plot(result: dict[str, Any], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    families = result["families"]
+    xs = range(4)
+    share = [sum(1 for f in families.values() if f["flagged_before_compiling"][k]) / len(families) for k in xs]
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    ax.plot(list(xs), share, marker="o")
+    ax.set_xlabel("failures of the family seen before this kernel")
+    ax.set_ylabel("families flagged before compiling")
+    ax.set_ylim(0, 1.05)
+    ax.set_xticks(list(xs))
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", help="write the result here")
+    parser.add_argument("--plot", help="write the curve as a PNG here (needs matplotlib)")
+    parser.add_argument("--min-count", type=int, default=3, help="failures before a cluster becomes a rule")
+    args = parser.parse_args(argv)
+    result = run(args)
+    print(f"families flagged after three failures: {result['flagged_after_three_failures']}, "
+          f"false positives: {result['false_positives']} ({result['seconds']} s)")
+    for name, family in result["families"].items():
+        print(f"  {name:18} flagged: {family['flagged_before_compiling']}  fp: {family['false_positives']}  "
+              f"learned: {family['learned']}  mislabelled: {family['failing_kernels_that_compiled']}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    if args.plot:
+        plot(result, Path(args.plot))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
