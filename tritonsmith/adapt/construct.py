@@ -170,9 +170,9 @@ def shared(constructs: Sequence[Construct]) -> Construct | None:
 
 def queries(construct: Construct) -> list[str]:
     """Tree-sitter queries for the construct, most precise first: every agreed fact (literal
-    values, dtype widths, inferred widths and ranks), then with exact dtypes instead of widths
-    dropped... down to the facts of the keyword and literal operands alone. Never the bare call:
-    a matcher says what about the call is wrong."""
+    values, dtype widths, inferred widths and ranks), then exact dtypes in place of widths, then
+    the literal and dtype operands alone. Never the bare call: a matcher says what about the
+    call is wrong."""
     typed = _query(construct, widths=True)
     exact = _query(construct, widths=False)
     literal_only = _query(construct, widths=True, inferred=False)
@@ -248,13 +248,13 @@ def near_misses(source: str, row: int, column: int, construct: Construct) -> lis
     call = locate(document.root, row, column)
     if call is None:
         return []
-    context_free_args = call.child_by_field_name("arguments")
-    if context_free_args is None:
+    arguments = call.child_by_field_name("arguments")
+    if arguments is None:
         return []
     object_width = next((o.value_width for o in construct.operands if o.slot == "object"), None)
     out: list[str] = []
     data = document.source
-    for argument in context_free_args.named_children:
+    for argument in arguments.named_children:
         value = argument.child_by_field_name("value") if argument.type == "keyword_argument" else argument
         if value is None:
             continue

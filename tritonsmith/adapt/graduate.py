@@ -39,7 +39,8 @@ from ..errors import UsageError
 from ..rules import Matcher, Rule, Severity, load_rules, pack_paths
 from ..rules.checks.query import PREDICATES, QUERY_CHECK, QueryProblem, compile_query
 from ..rules.context import KernelContext
-from .construct import Construct
+from .construct import Construct, describe, near_misses, queries, shared
+from .failure_log import FailureLog
 from .learned import learned_path, load_learned, update_learned
 from .llm_induce import TextModel
 
@@ -333,9 +334,6 @@ def typed_proposals(root: Path, rule: Rule, compiles: Callable[[str], bool | Non
     error position, what every failure agrees on, as queries with typed predicates. Returns
     (queries, the failing files, the near misses that compile as known-good code, why there
     are none). Needs failures in at least two distinct kernels."""
-    from .construct import describe, near_misses, queries, shared
-    from .failure_log import FailureLog
-
     log_ = FailureLog(root)
     try:
         located = log_.located(list(rule.failures))

@@ -29,7 +29,7 @@ from typing import Any
 from tree_sitter import Node, Query, QueryCursor
 
 from .document import PY_LANGUAGE
-from .syntax import call_args, operator_of, text, unparen
+from .syntax import call_args, operator_of, text, unparen, walk
 from .values import BINARY, FOLDABLE, UNKNOWN
 
 __all__ = ["DTYPES", "Dim", "Issue", "KernelTypes", "UNKNOWN_VALUE", "Value", "infer_kernel", "parameter_values"]
@@ -848,10 +848,10 @@ class Interpreter:
                 return
             limits = int_range(other.dtype or "") if other.kind == "tensor" and op in _RANGE_CHECKED else None
             if limits is not None and not limits[0] <= value <= limits[1]:
-                wider = "int64" if other.dtype in ("i8", "i16", "i32", "u8", "u16", "u32") else "a float type"
+                wider = "int64" if (width(other.dtype) or 64) < 64 else "float32"
                 self.issue("int-range", node, f"`{op}` of {other.render()} and the integer {value}: the integer takes "
                                               f"the tensor's type, {_long(other.dtype or '')}, and does not fit in it "
-                                              f"(cast the tensor first: `x.to(tl.{'int64' if wider == 'int64' else 'float32'})`)")
+                                              f"(cast the tensor first: `x.to(tl.{wider})`)")
                 return
 
     def _pointer_arithmetic(self, op: str, a: Value, b: Value, shape: Shape | None, node: Node) -> Value:
@@ -1233,7 +1233,8 @@ class Interpreter:
         into a run-time scalar is the classic way to lose one."""
         if node is None or not value.demoted:
             return
-        names = sorted({text(n) for n in _identifiers(node) if text(n) in self.env and self.env[text(n)].demoted})
+        names = sorted({text(n) for n in walk(node)
+                        if n.type == "identifier" and text(n) in self.env and self.env[text(n)].demoted})
         shown = f"`{names[0]}`" if len(names) == 1 else "this value"
         fix = f"annotate the assignment `{names[0]}: tl.constexpr = ...`" if len(names) == 1 else \
             "annotate the assignments `NAME: tl.constexpr = ...`"
@@ -1406,16 +1407,6 @@ def _tensor_type(value: Value) -> Value:
     if python_number(value):
         return assigned(value)
     return value
-
-
-def _identifiers(node: Node) -> list[Node]:
-    stack, out = [node], []
-    while stack:
-        current = stack.pop()
-        if current.type == "identifier":
-            out.append(current)
-        stack.extend(current.named_children)
-    return out
 
 
 def _atomic_problem(op: str, element: str | None) -> str | None:

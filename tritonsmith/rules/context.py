@@ -431,7 +431,11 @@ class KernelContext:
         """The issues (and with `values`, each expression's type and shape) in `scenario`
         (analysis/infer.py), computed once."""
         if values:
-            return self._interpret(scenario, keep_values=True)
+            kept: dict[int, KernelTypes] = self.__dict__.setdefault("_kept_values", {})
+            found = kept.get(id(scenario))
+            if found is None:
+                found = kept[id(scenario)] = self._interpret(scenario, keep_values=True)
+            return found
         cache: dict[int, KernelTypes] = self.__dict__.setdefault("_types", {})
         found = cache.get(id(scenario))
         if found is None:
@@ -451,13 +455,9 @@ class KernelContext:
     def inferred(self, node: Node) -> list[Value]:
         """The node's inferred value in each typed scenario where it is known (for the learned
         rules' dtype and shape predicates); the interpretations are kept once computed."""
-        kept: dict[int, KernelTypes] = self.__dict__.setdefault("_kept_values", {})
         out = []
         for scenario in self.typed_scenarios():
-            types = kept.get(id(scenario))
-            if types is None:
-                types = kept[id(scenario)] = self._interpret(scenario, keep_values=True)
-            value = types.at(node)
+            value = self.types(scenario, values=True).at(node)
             if value is not None and value.known:
                 out.append(value)
         return out
