@@ -7,7 +7,12 @@ For each server and file size:
    so both servers push ``publishDiagnostics``), ``initialized``, ``didChangeConfiguration``,
    ``didOpen`` a generated file; **cold start** = process spawn to the first
    ``publishDiagnostics`` for that URI (also split into spawn->initialize response and
-   didOpen->diagnostics);
+   didOpen->diagnostics). Before any measurement each server is started once and discarded, so
+   that every measured start finds what an installed package has after its first run: Python's
+   bytecode (kept in a temporary ``PYTHONPYCACHEPREFIX``, also where ``PYTHONDONTWRITEBYTECODE``
+   is set) and tritonsmith's cache of attrs' generated methods (``server/lsp_types.py``);
+   ``--starts N`` adds N more starts (spawn, initialize, open, first diagnostics, exit) per
+   server and size, for the cold start's spread;
 2. send ``--edits`` one-character ``didChange`` edits (incremental sync): edit 2k inserts ``x``
    into an assignment target inside a ``@triton.jit`` body (sites spread over the whole file),
    edit 2k+1 deletes it again. Each edit carries a new version; the **latency** is the time from
@@ -265,6 +270,13 @@ class Result:
     versions_sent_back: bool = True
     latencies_ms: list[float] = field(default_factory=list)
     in_flight: InFlight | None = None  # with --verify-in-flight
+    # Every measured start (the edit run's first, then --starts more): total, spawn->initialize,
+    # didOpen->diagnostics, in ms.
+    starts: list[dict[str, float]] = field(default_factory=list)
+
+    @property
+    def cold_start_median_ms(self) -> float:
+        return statistics.median(s["cold_start_ms"] for s in self.starts) if self.starts else self.cold_start_ms
 
 
 @dataclass
@@ -316,6 +328,7 @@ async def start_server(
     capabilities: dict = CLIENT_CAPABILITIES,
     settings: dict | None = None,
     timeout: float = 30.0,
+    env: dict[str, str] | None = None,
 ) -> tuple[Client, float, float]:
     """Spawn a server in `folder` (its workspace root), `initialize` it and send `initialized`
     (and `didChangeConfiguration` with `settings`). Returns the client, the spawn time and the
@@ -327,6 +340,7 @@ async def start_server(
         stdout=asyncio.subprocess.PIPE,
         stderr=stderr,
         cwd=str(folder),
+        env=env,
         limit=64 * 1024 * 1024,
     )
     client = Client(proc)
@@ -355,6 +369,28 @@ async def start_server(
     return client, t_spawn, t_init
 
 
+def server_env(pycache: Path) -> dict[str, str]:
+    """The servers' environment: bytecode cached (in `pycache`), as an installed package has it."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    return env
+
+
+async def one_start(server: str, uri: str, text: str, folder: Path, *, env: dict[str, str],
+                    timeout: float) -> dict[str, float]:
+    """Spawn, initialize, open `text`, wait for its first diagnostics, exit."""
+    command, settings = server_command(server)
+    client, t_spawn, t_init = await start_server(
+        command, folder, stderr=asyncio.subprocess.DEVNULL, settings=settings, timeout=timeout, env=env)  # type: ignore[arg-type]
+    try:
+        t_open, first = await open_document(client, uri, text, timeout=timeout)
+    finally:
+        await client.close()
+    return {"cold_start_ms": (first[0] - t_spawn) * 1e3, "spawn_to_initialize_ms": (t_init - t_spawn) * 1e3,
+            "open_to_diagnostics_ms": (first[0] - t_open) * 1e3}
+
+
 async def open_document(client: Client, uri: str, text: str, *, timeout: float) -> tuple[float, tuple]:
     """`didOpen` (version 1); returns the time it was sent and its first publishDiagnostics."""
     mark = len(client.diagnostics)
@@ -375,6 +411,8 @@ async def run_one(
     *,
     pause_s: float = 0.0,
     verify_in_flight: Path | None = None,
+    env: dict[str, str] | None = None,
+    starts: int = 0,
 ) -> Result:
     path = folder / f"kernels_{lines}.py"
     text = generate(lines, seed=lines)
@@ -394,8 +432,9 @@ async def run_one(
     capabilities = CLIENT_CAPABILITIES
     if verify_in_flight:  # as an editor has them: the job reports progress and refreshes lenses
         capabilities = {**CLIENT_CAPABILITIES, **JOB_CAPABILITIES}
+    await one_start(server, uri, text, folder, env=env or dict(os.environ), timeout=timeout)  # warm-up, discarded
     client, t_spawn, t_init = await start_server(
-        command, folder, stderr=stderr, capabilities=capabilities, settings=settings, timeout=timeout
+        command, folder, stderr=stderr, capabilities=capabilities, settings=settings, timeout=timeout, env=env
     )
     proc = client.proc
     try:
@@ -411,6 +450,9 @@ async def run_one(
             first_diagnostics=first[3],
             cold_start_cpu_ms=cold_cpu,
         )
+        result.starts.append({"cold_start_ms": result.cold_start_ms,
+                              "spawn_to_initialize_ms": result.spawn_to_initialize_ms,
+                              "open_to_diagnostics_ms": result.open_to_diagnostics_ms})
         # Let any trailing publish of the open (e.g. pylsp's lint after didChangeConfiguration)
         # arrive before the edits start, so it cannot be mistaken for an edit's answer.
         await asyncio.sleep(PYLSP_DEBOUNCE_S + 0.3 if server == "pylsp" else 0.2)
@@ -452,10 +494,12 @@ async def run_one(
             result.in_flight = await edits_in_flight(
                 client, edit, first=edits, edits=edits, source=verify_in_flight, folder=folder, timeout=timeout
             )
-        return result
     finally:
         await client.close()
         stderr.close()
+    for _ in range(starts):  # one server at a time: the machine's cores are not shared
+        result.starts.append(await one_start(server, uri, text, folder, env=env or dict(os.environ), timeout=timeout))
+    return result
 
 
 async def edits_in_flight(
@@ -540,15 +584,20 @@ def _ms(value: float, result: Result) -> str:
     return f"{value:.1f}" if result.latencies_ms else "-"
 
 
+def _starts(r: Result) -> str:
+    totals = [s["cold_start_ms"] for s in r.starts] or [r.cold_start_ms]
+    return f"{r.cold_start_median_ms:.0f} ({min(totals):.0f}-{max(totals):.0f}, {len(totals)})"
+
+
 def render(results: list[Result]) -> str:
     rows = [
-        "| server | lines | edits | p50 ms | p95 ms | max ms | mean ms | cold start ms | cold start CPU ms | spawn→init ms | didOpen→diag ms | diags |",
+        "| server | lines | edits | p50 ms | p95 ms | max ms | mean ms | cold start ms, median (range, n) | cold start CPU ms | spawn→init ms | didOpen→diag ms | diags |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         rows.append(
             f"| {r.server} | {r.lines:,} | {len(r.latencies_ms)} | {_ms(r.p50_ms, r)} | {_ms(r.p95_ms, r)} | "
-            f"{_ms(r.max_ms, r)} | {_ms(r.mean_ms, r)} | {r.cold_start_ms:.0f} | {r.cold_start_cpu_ms:.0f} | {r.spawn_to_initialize_ms:.0f} | {r.open_to_diagnostics_ms:.0f} | "
+            f"{_ms(r.max_ms, r)} | {_ms(r.mean_ms, r)} | {_starts(r)} | {r.cold_start_cpu_ms:.0f} | {r.spawn_to_initialize_ms:.0f} | {r.open_to_diagnostics_ms:.0f} | "
             f"{r.first_diagnostics} |"
         )
     busy = [r for r in results if r.in_flight is not None]
@@ -596,6 +645,7 @@ async def main_async(args: argparse.Namespace) -> list[Result]:
         folder.mkdir()
         log_dir = Path(args.logs) if args.logs else Path(tmp)
         log_dir.mkdir(parents=True, exist_ok=True)
+        env = server_env(Path(tmp) / "pycache")
         for server in servers:
             for lines in sizes:
                 print(f"# {server}: {lines} lines, {args.edits} edits ...", file=sys.stderr, flush=True)
@@ -603,11 +653,11 @@ async def main_async(args: argparse.Namespace) -> list[Result]:
                 verify = args.verify_in_flight if server == "tritonsmith" else None
                 result = await run_one(
                     server, lines, args.edits, folder, log_dir, args.timeout,
-                    pause_s=args.pause_ms / 1e3, verify_in_flight=verify,
+                    pause_s=args.pause_ms / 1e3, verify_in_flight=verify, env=env, starts=args.starts,
                 )
                 print(
                     f"#   p50 {result.p50_ms:.1f} ms, p95 {result.p95_ms:.1f} ms, cold start "
-                    f"{result.cold_start_ms:.0f} ms ({time.perf_counter() - started:.0f} s)",
+                    f"{result.cold_start_median_ms:.0f} ms (median of {len(result.starts)}) ({time.perf_counter() - started:.0f} s)",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -626,6 +676,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for one answer")
     parser.add_argument("--json", metavar="OUT", help="also write the results (with every latency) as JSON")
     parser.add_argument("--logs", help="keep the servers' stderr logs in this folder")
+    parser.add_argument("--starts", type=int, default=0, help="more cold starts to measure per server and size")
     parser.add_argument("--pause-ms", type=float, default=0.0, help="wait this long after each answer before the next edit")
     parser.add_argument(
         "--verify-in-flight", nargs="?", type=Path, const=DEFAULT_VERIFY_FILE, metavar="FILE",

@@ -22,6 +22,17 @@ def test_server_never_imports_torch_or_triton():
     subprocess.run([sys.executable, "-c", code, str(ROOT / "examples" / "mistakes" / "softmax.py")], check=True, timeout=60)
 
 
+def test_server_start_leaves_adaptation_and_search_unloaded():
+    # What the first diagnostics do not need loads on the first save or search (cold start).
+    code = (
+        "import sys, tritonsmith.server, tritonsmith.cli\n"
+        "tritonsmith.server.create_server()\n"
+        "late = [m for m in sys.modules if m.startswith(('tritonsmith.adapt', 'tritonsmith.search'))]\n"
+        "assert not late, late\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
 def test_only_server_imports_lsprotocol():
     offenders = [
         p for p in (ROOT / "tritonsmith").rglob("*.py")

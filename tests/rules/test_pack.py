@@ -373,3 +373,15 @@ def test_a_malformed_learned_pack_is_reported_and_the_rest_still_loads(tmp_path)
     assert error.path == str(folder / "rules.toml") and error.line == 2
     assert f"{folder / 'rules.toml'}:2: invalid TOML" in error.user_message
     assert ruleset.get("TS101") is not None
+
+
+def test_a_pack_edited_in_place_is_read_again(tmp_path):
+    # Packs are parsed once per process and reused while their text is the same (pack.py).
+    from tritonsmith.rules import load_pack
+
+    pack = tmp_path / "team.toml"
+    rule = '[[rules]]\ncode = "TS990"\nname = "no-foo"\ntitle = "t"\ncategory = "A"\nseverity = "{}"\nstatement = "s"\ncheck = "arange_pow2"\n'
+    pack.write_text(rule.format("warning"))
+    assert [r.severity.value for r in load_pack(pack)] == ["warning"]
+    pack.write_text(rule.format("error"))
+    assert [r.severity.value for r in load_pack(pack)] == ["error"]

@@ -25,11 +25,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..adapt import FailureLog
-from ..adapt.failure_log import kernel_hash
-from ..adapt.learned import active_learned
 from ..analysis import Document, index_module
 from ..rules import Finding, Rule, Severity, Span, parse_version
 from ..rules.findings import Related
@@ -38,6 +35,9 @@ from .pool import WorkerPool
 from .protocol import Job
 from .tracebacks import chained_blocks, frames
 from .verify import Verdict
+
+if TYPE_CHECKING:
+    from ..adapt import FailureLog
 
 __all__ = [
     "COMPILE_SOURCE",
@@ -331,6 +331,8 @@ def log_verdict(log: FailureLog, path: str, verdict: Verdict, *, source: str | N
     from `path` when not given), for the snippet and the hash of what was verified."""
     if verdict.ok or verdict.stage == "compile":  # a skipped check: the compile failure is logged
         return
+    from ..adapt.failure_log import kernel_hash  # the adaptation package loads on first use
+
     if source is None:
         try:
             source = Path(path).read_text(encoding="utf-8")
@@ -367,6 +369,8 @@ def _log_failures(log: FailureLog, path: str, kernel: str, results: list[dict[st
                   triton_version: str | None = None) -> None:
     """Each failing entry, with the source lines at the error, the kernel's hash and the Triton
     version it failed with."""
+    from ..adapt.failure_log import kernel_hash
+
     digest = kernel_hash(kernel_source) if kernel_source is not None else None
     for entry in results:
         error = entry.get("error")
@@ -424,6 +428,8 @@ def compile_file(
     override the types read from the source; `launch_constexprs` (kernel -> name -> value, as
     recorded there) fill the constexprs the source does not settle."""
     if rules is None and failure_log is not None:
+        from ..adapt.learned import active_learned
+
         rules = active_learned(failure_log.root)
     document = Document(source)
     index = index_module(document.root)

@@ -185,6 +185,21 @@ def load_pack(path: str | Path) -> list[Rule]:
         raise RulePackError(path_str, None, f"cannot read the pack: {error.strerror or error}") from None
     except UnicodeDecodeError:
         raise RulePackError(path_str, None, "the pack is not UTF-8 text") from None
+    parsed = _parsed.get(path_str)
+    if parsed is not None and parsed[0] == text:
+        return list(parsed[1])
+    rules = _parse_pack(text, path_str)
+    _parsed[path_str] = (text, tuple(rules))
+    return rules
+
+
+# The last parse of each pack, by path and checked against its text. A server reloads every pack
+# on each settings change (three times while it starts), and the builtin packs never change:
+# their TOML and patterns are parsed once per process. Rules are frozen, so sharing is safe.
+_parsed: dict[str, tuple[str, tuple[Rule, ...]]] = {}
+
+
+def _parse_pack(text: str, path_str: str) -> list[Rule]:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

@@ -5,7 +5,11 @@ from __future__ import annotations
 import logging
 import sys
 
-from .server import TritonsmithServer
+from .lsp_types import import_lsprotocol_types
+
+import_lsprotocol_types()  # before anything imports it: about half the server's start-up (lsp_types.py)
+
+from .server import TritonsmithServer  # noqa: E402
 
 __all__ = ["TritonsmithServer", "create_server", "serve"]
 

@@ -23,7 +23,6 @@ from lsprotocol import types
 from pygls.capabilities import get_capability
 from pygls.uris import to_fs_path
 
-from ..adapt import FailureLog
 from ..evaluator.pool import WorkerPool, compile_workers
 from ..evaluator.reports import (
     compile_file,
@@ -37,6 +36,7 @@ from ..evaluator.verify import Verdict, default_mode, detect_specs, verify_spec
 from ..version import installed_triton_version
 
 if TYPE_CHECKING:
+    from ..adapt import FailureLog
     from .server import TritonsmithServer
 
 __all__ = ["SAVE_DEBOUNCE_S", "CompileJobs"]
@@ -77,6 +77,8 @@ class CompileJobs:
         """The workspace's failure log (`.tritonsmith/state.db`); None outside a workspace or when
         it cannot be opened (compiling goes on, unlogged)."""
         if self._failure_log is None and self.server.root is not None:
+            from ..adapt import FailureLog  # the adaptation package loads on the first save
+
             try:
                 self._failure_log = FailureLog(self.server.root)
             except Exception:
