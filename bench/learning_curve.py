@@ -169,14 +169,15 @@ class Step:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from tritonsmith.adapt import FailureLog, induce, kernel_hash
+    from tritonsmith.adapt import induce
     from tritonsmith.adapt.cli import _NearMissCompiler
     from tritonsmith.adapt.graduate import graduate
     from tritonsmith.adapt.induce import Thresholds
-    from tritonsmith.adapt.learned import load_learned
     from tritonsmith.evaluator.pool import WorkerPool
     from tritonsmith.evaluator.reports import compile_file
     from tritonsmith.rules import Matcher
+    from tritonsmith.state import FailureLog, kernel_hash
+    from tritonsmith.state.learned import load_learned
 
     streams = {name: make() for name, make in FAMILIES.items()}
     root = Path(tempfile.mkdtemp(prefix="learning-curve-"))

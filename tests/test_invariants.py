@@ -33,6 +33,49 @@ def test_server_start_leaves_adaptation_and_search_unloaded():
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
+# docs/ARCHITECTURE.md, "Layers": each package and the ones it must never import, even inside
+# a function (adapt may import search inside functions to run searches; that is the one
+# deliberate exception, so adapt is not listed).
+LAYERS = {
+    "analysis": ("rules", "state", "evaluator", "search", "adapt", "server"),
+    "rules": ("state", "evaluator", "search", "adapt", "server"),
+    "state": ("evaluator", "search", "adapt", "server"),
+    "evaluator": ("state", "search", "adapt", "server"),
+    "search": ("adapt", "server"),
+}
+
+
+def _imported_packages(path: Path) -> set[str]:
+    import ast
+
+    package = path.relative_to(ROOT).with_suffix("").parts  # ("tritonsmith", "state", "db")
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against the module's package
+                base = package[: len(package) - node.level]
+                target = (*base, *(node.module or "").split(".")) if node.module else base
+            else:
+                target = tuple((node.module or "").split("."))
+            names = [target] if node.module else [(*target, alias.name) for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names = [tuple(alias.name.split(".")) for alias in node.names]
+        else:
+            continue
+        found |= {name[1] for name in names if len(name) > 1 and name[0] == "tritonsmith"}
+    return found
+
+
+def test_imports_flow_down_the_layers():
+    crossings = []
+    for layer, forbidden in LAYERS.items():
+        for path in sorted((ROOT / "tritonsmith" / layer).rglob("*.py")):
+            bad = _imported_packages(path) & set(forbidden)
+            if bad:
+                crossings.append(f"{path.relative_to(ROOT)} imports {sorted(bad)}")
+    assert crossings == []
+
+
 def test_only_server_imports_lsprotocol():
     offenders = [
         p for p in (ROOT / "tritonsmith").rglob("*.py")

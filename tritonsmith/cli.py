@@ -206,7 +206,7 @@ def _rules_import(args: argparse.Namespace) -> int:
     new = [replace(r, code=f"TSA{number + i:03d}") for i, r in enumerate(new)]
     write_pack_atomic(target, existing + new)
     if target.parent.name == ".tritonsmith":
-        from .adapt import state_dir
+        from .state import state_dir
 
         state_dir(target.parent.parent)
     print(f"imported {len(new)} rule(s) from {source} into {target}"
@@ -248,7 +248,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from .evaluator.reports import (
         compile_file,
         correctness_blockers,
-        log_verdict,
         resource_summary,
         settle_reports,
         skipped_verdicts,
@@ -260,18 +259,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
     targets = [t for value in args.target for t in _csv(value)] if args.target else ["sm_90"]
     kernels = [k for value in args.kernel for k in _csv(value)] if args.kernel else None
     mode = _verify_mode(args.device)
-    from .adapt import FailureLog
+    from .state import FailureLog, active_learned, record_compile, record_verdict
 
     tolerances = _tolerances(args.tolerance or [])
-    failure_log = FailureLog(find_workspace_root(path))
+    root = find_workspace_root(path)
+    failure_log = FailureLog(root)
+    learned = active_learned(root)  # their codes label the errors they match
     limits_warnings: list[str] = []  # --timeout, --memory-mb over [tool.tritonsmith]
     limits = _settings(args, find_workspace_root(path), limits_warnings)
     for warning in limits_warnings:
         print(f"warning: {warning}", file=sys.stderr)
     with WorkerPool(size=args.jobs or compile_workers()) as pool:
-        reports = compile_file(
-            pool, source, path=str(path), targets=targets, kernels=kernels, failure_log=failure_log
-        )
+        reports = compile_file(pool, source, path=str(path), targets=targets, kernels=kernels, rules=learned)
+    record_compile(failure_log, str(path), source, reports)
     if kernels and not reports:
         raise UsageError(f"no kernel named {', '.join(kernels)} in {args.file}")
     specs = detect_specs(path, source)
@@ -286,8 +286,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     ] if not blockers else skipped_verdicts(specs, blockers, mode)
     # Compile again with the argument types recorded at the launches where they differ from the
     # assumed ones; a failure inside Triton's interpreter of a kernel that compiles is said so.
-    reports = settle_reports(reports, verdicts, source=source, path=str(path), targets=targets,
-                             failure_log=failure_log)
+    reports = settle_reports(reports, verdicts, source=source, path=str(path), targets=targets, rules=learned)
+    record_compile(failure_log, str(path), source, [r for r in reports if r.recompiled])
     compiled = all(r.ok for r in reports)  # vacuously, when no kernel is launched: the static checks say so
     if compiled and reports:
         from .adapt.contradict import record_compiled
@@ -296,7 +296,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             print(f"note: learned rule {code} flagged this file, which compiled: it is demoted "
                   "(its matcher is retracted after a second such file)", file=sys.stderr)
     for verdict in verdicts:
-        log_verdict(failure_log, str(path), verdict)
+        record_verdict(failure_log, str(path), verdict)
     failure_log.close()
     if args.format == "json":
         listing = [

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tritonsmith.adapt import FailureLog, kernel_hash, load_learned
 from tritonsmith.cli import main
+from tritonsmith.state import FailureLog, kernel_hash, load_learned
 
 DTYPE_CALL = "TypeError(\"'tuple' object is not callable\")"
 NOT_DEFINED = "at 1:4:\n    x\n    ^\nNameError('{} is not defined')"

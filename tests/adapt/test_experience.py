@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from tritonsmith.adapt import ExperienceMemory, ExperienceTask, canonical, experience_task
-from tritonsmith.adapt.experience import SCHEMA_VERSION, cut_solution
+from tritonsmith.analysis.canonical import canonical
 from tritonsmith.errors import TritonsmithError
 from tritonsmith.search.engine import Search, SearchOptions
 from tritonsmith.search.journal import Journal
 from tritonsmith.search.model import Evaluation, Outcome, StepContext, Task
+from tritonsmith.state import ExperienceMemory, ExperienceTask, experience_task
+from tritonsmith.state.experience import SCHEMA_VERSION, cut_solution
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "search" / "fixtures"
@@ -200,7 +201,7 @@ def test_demonstrations_fit_the_budget_and_leave_out_the_excluded_task(tmp_path:
 
 
 def test_the_memory_outlives_the_instance_and_shares_the_state_db(tmp_path: Path) -> None:
-    from tritonsmith.adapt import FailureLog
+    from tritonsmith.state import FailureLog
 
     log = FailureLog(tmp_path)  # the failure log and the journal share the file
     journal = Journal(tmp_path)
@@ -233,7 +234,7 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
 _WRITER = """
 import sys, time
 from pathlib import Path
-from tritonsmith.adapt.experience import ExperienceMemory, ExperienceTask
+from tritonsmith.state.experience import ExperienceMemory, ExperienceTask
 root, who, start = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3])
 memory = ExperienceMemory(root)
 while time.time() < start:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tritonsmith.adapt import FailureLog
-from tritonsmith.adapt.failure_log import SCHEMA_VERSION
 from tritonsmith.errors import TritonsmithError
+from tritonsmith.state import FailureLog
+from tritonsmith.state.failure_log import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -108,7 +108,7 @@ def test_a_schema_1_database_migrates_forward_keeping_everything(tmp_path: Path)
 
 
 def test_records_the_signature_snippet_hash_and_version(tmp_path: Path):
-    from tritonsmith.adapt import kernel_hash
+    from tritonsmith.state import kernel_hash
 
     log = FailureLog(tmp_path)
     source = "@triton.jit\ndef k(x):\n    tl.float32(x)\n"
@@ -125,7 +125,7 @@ def test_records_the_signature_snippet_hash_and_version(tmp_path: Path):
 
 def test_two_processes_opening_an_old_database_migrate_it_once(tmp_path: Path):
     _v1_database(tmp_path)
-    code = "import sys; from pathlib import Path; from tritonsmith.adapt import FailureLog; FailureLog(Path(sys.argv[1]))"
+    code = "import sys; from pathlib import Path; from tritonsmith.state import FailureLog; FailureLog(Path(sys.argv[1]))"
     processes = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stderr=subprocess.PIPE) for _ in range(3)]
     errors = [p.communicate(timeout=60)[1].decode() for p in processes]
     assert all(p.returncode == 0 for p in processes), errors

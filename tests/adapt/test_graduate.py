@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tritonsmith.adapt import FailureLog, induce, kernel_hash, load_learned
+from tritonsmith.adapt import induce
 from tritonsmith.adapt.graduate import GRADUATE_SYSTEM, graduate, known_good, verify_query
 from tritonsmith.cli import main
 from tritonsmith.rules import Severity
 from tritonsmith.rules.checks.query import QUERY_CHECK
 from tritonsmith.settings import Settings
+from tritonsmith.state import FailureLog, kernel_hash, load_learned
 from tritonsmith.workspace import Workspace
 
 ARANGE_FLOAT = "at 2:11:\n    offs = tl.arange(0, 128.0)\n           ^\nTypeError(\"arange's arguments must be of type tl.constexpr\")"

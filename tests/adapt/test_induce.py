@@ -10,17 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tritonsmith.adapt import (
-    FailureLog,
-    Thresholds,
-    generality_filter,
-    induce,
-    kernel_hash,
-    load_learned,
-)
-from tritonsmith.adapt.learned import learned_path
+from tritonsmith.adapt import Thresholds, generality_filter, induce
 from tritonsmith.errors import RulePackError
 from tritonsmith.rules import load_rules, pack_paths
+from tritonsmith.state import FailureLog, kernel_hash, load_learned
+from tritonsmith.state.learned import learned_path
 
 NOT_DEFINED = "at 3:8:\n    y = x + {name}\n        ^\nNameError('{name} is not defined')"
 DTYPE_CALL = "TypeError(\"'dtype' object is not callable\")"
@@ -91,7 +85,7 @@ def test_failures_a_builtin_rule_explains_and_numeric_mismatches_are_not_learned
 
 def test_reviewed_and_rejected_rules_keep_their_status_but_count(tmp_path: Path):
     from tritonsmith.adapt.cli import _decide
-    from tritonsmith.adapt.learned import update_learned
+    from tritonsmith.state.learned import update_learned
 
     log = FailureLog(tmp_path)
     for variant in range(3):
@@ -175,7 +169,8 @@ def test_the_kernels_own_names_are_rejected():
 _LEARNER = """
 import sys
 from pathlib import Path
-from tritonsmith.adapt import FailureLog, induce, kernel_hash
+from tritonsmith.adapt import induce
+from tritonsmith.state import FailureLog, kernel_hash
 
 root, who = Path(sys.argv[1]), sys.argv[2]
 log = FailureLog(root)

@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 
-from tritonsmith.adapt import FailureLog, induce, kernel_hash
-from tritonsmith.adapt.learned import learned_path
+from tritonsmith.adapt import induce
 from tritonsmith.evaluator.compile import match_rules
 from tritonsmith.evaluator.protocol import Result
 from tritonsmith.evaluator.reports import compile_file
 from tritonsmith.rules import Rule, Severity
 from tritonsmith.rules.pack import write_pack_atomic
+from tritonsmith.state import FailureLog, active_learned, kernel_hash, record_compile
+from tritonsmith.state.learned import learned_path
 
 KERNEL = '''import triton
 import triton.language as tl
@@ -70,7 +71,12 @@ def test_the_workspace_learned_pack_labels_compile_errors(tmp_path: Path, status
     write_pack_atomic(learned_path(tmp_path), [learned_rule(status)])
     source = KERNEL.format(name="scale_kernel", missing="softplus_fast")
     log = FailureLog(tmp_path)
-    [report] = compile_file(FakePool(), source, path=str(tmp_path / "k.py"), targets=["sm_90"], failure_log=log)
+    # The caller labels errors with the workspace's active learned rules and records the failures.
+    reports = compile_file(FakePool(), source, path=str(tmp_path / "k.py"), targets=["sm_90"],
+                           rules=active_learned(tmp_path))
+    assert log.failures() == []  # the evaluator writes no state
+    record_compile(log, str(tmp_path / "k.py"), source, reports)
+    [report] = reports
     assert report.findings[0].code == (codes[0] if codes else "compile-error")
     [failure] = log.failures()
     assert failure["rules"] == codes
@@ -92,7 +98,10 @@ def test_failures_become_a_rule_that_labels_the_next_compile_error(tmp_path: Pat
         for name, missing, file in (("a_kernel", "softplus_fast", "a.py"), ("a_kernel", "gelu_fast", "a.py"),
                                     ("b_kernel", "mish_fast", "b.py")):
             source = KERNEL.format(name=name, missing=missing)
-            [report] = compile_file(pool, source, path=str(tmp_path / file), targets=["sm_90"], failure_log=log)
+            reports = compile_file(pool, source, path=str(tmp_path / file), targets=["sm_90"],
+                                   rules=active_learned(tmp_path))
+            record_compile(log, str(tmp_path / file), source, reports)
+            [report] = reports
             assert report.findings[0].code == "compile-error"
         [learned] = induce(tmp_path)
         rule = learned.rule
@@ -100,7 +109,10 @@ def test_failures_become_a_rule_that_labels_the_next_compile_error(tmp_path: Pat
         assert re.search(rule.signatures[0], "module 'triton.language' has no attribute 'swish_fast'")
         # A new kernel, a new name: the compile error now carries the learned rule's code.
         source = KERNEL.format(name="c_kernel", missing="swish_fast")
-        [report] = compile_file(pool, source, path=str(tmp_path / "c.py"), targets=["sm_90"], failure_log=log)
+        reports = compile_file(pool, source, path=str(tmp_path / "c.py"), targets=["sm_90"],
+                               rules=active_learned(tmp_path))
+        record_compile(log, str(tmp_path / "c.py"), source, reports)
+        [report] = reports
         assert report.findings[0].code == "TSL001"
         assert log.failures(limit=1)[0]["rules"] == ["TSL001"]
     finally:

@@ -14,8 +14,6 @@ import pytest
 anthropic = pytest.importorskip("anthropic")
 httpx2 = pytest.importorskip("httpx2")
 
-from tritonsmith.adapt import FailureLog, kernel_hash, load_learned  # noqa: E402
-from tritonsmith.adapt.learned import update_learned  # noqa: E402
 from tritonsmith.adapt.llm_induce import (  # noqa: E402
     EXTRACT_SYSTEM,
     JUDGE_SYSTEM,
@@ -27,6 +25,8 @@ from tritonsmith.adapt.llm_induce import (  # noqa: E402
     parse_rule,
 )
 from tritonsmith.rules import Rule, Severity  # noqa: E402
+from tritonsmith.state import FailureLog, kernel_hash, load_learned  # noqa: E402
+from tritonsmith.state.learned import update_learned  # noqa: E402
 
 KEY = "sk-ant-api03-test-NOT-A-REAL-KEY-7f3a9c"
 MODEL = "claude-sonnet-4-6"

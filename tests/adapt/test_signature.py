@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tritonsmith.adapt.signature import error_type, normalise, signature_regex
+from tritonsmith.state.signature import error_type, normalise, signature_regex
 
 # (raw message as Triton prints it, its signature)
 REAL = [

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tritonsmith.adapt import FailureLog, kernel_hash
 from tritonsmith.cli import main
 from tritonsmith.rules import Severity
 from tritonsmith.settings import Settings
+from tritonsmith.state import FailureLog, kernel_hash
 from tritonsmith.version import installed_triton_version
 from tritonsmith.workspace import Workspace
 
@@ -124,6 +124,20 @@ def test_cumsum_over_an_axis_the_block_lacks_graduates_without_flagging_axis_0(t
         "tl.load(x_ptr + offs)", "tl.load(x_ptr + offs[:, None] + offs[None, :])").replace(
         "tl.store(out_ptr + offs, running)", "tl.store(out_ptr + offs[:, None] + offs[None, :], running)")
     assert codes(tmp_path, two_d, code) == []  # axis=1 of a 2-D block is fine
+    # Review shows where accepting the rule would flag the workspace now.
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "scan.py").write_text(CUMSUM.format(name="prefix", value="w", axis=1))
+    (tmp_path / "kernels" / "fine.py").write_text(CUMSUM.format(name="prefix", value="w", axis=0))
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / "vendored.py").write_text(CUMSUM.format(name="prefix", value="w", axis=1))
+    capsys.readouterr()
+    assert main(["rules", "review", str(tmp_path), "--all", "--format", "json"]) == 0
+    [rule] = json.loads(capsys.readouterr().out)
+    line = CUMSUM.format(name="prefix", value="w", axis=1).splitlines().index(
+        next(t for t in CUMSUM.format(name="prefix", value="w", axis=1).splitlines() if "tl.cumsum" in t)) + 1
+    assert rule["hits"] == [f"kernels/scan.py:{line}"] and rule["contradictions"] == []
+    assert main(["rules", "review", str(tmp_path), "--all"]) == 0
+    assert f"flags 1 place in this workspace now: kernels/scan.py:{line}" in capsys.readouterr().out
 
 
 def test_failures_in_one_kernel_do_not_graduate_a_typed_matcher(tmp_path: Path, capsys):
@@ -166,4 +180,5 @@ def test_a_flagged_kernel_that_compiles_demotes_the_rule_and_a_second_retracts_i
     assert main(["rules", "review", str(tmp_path), "--all", "--format", "json"]) == 0
     [rule] = json.loads(capsys.readouterr().out)
     assert rule["query"] is None and "matcher retracted: 2 kernels" in rule["hold"]
+    assert [c.split(":")[0] for c in rule["contradictions"]] == ["a.py", "b.py"] and rule["hits"] == []
     assert record_compiled(tmp_path, flagged, "c.py") == []

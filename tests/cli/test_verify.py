@@ -78,7 +78,7 @@ def test_verify_device_gpu_without_a_gpu_is_a_usage_error(tmp_path):
 def test_a_failed_verification_goes_into_the_failure_log_and_exits_1(tmp_path):
     pytest.importorskip("triton")
     pytest.importorskip("numpy")
-    from tritonsmith.adapt import FailureLog
+    from tritonsmith.state import FailureLog
 
     (tmp_path / "pyproject.toml").write_text("")
     broken = tmp_path / "wrong_result.py"

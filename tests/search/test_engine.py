@@ -230,10 +230,10 @@ def test_cancelling_while_the_original_is_evaluated_is_a_cancel_not_a_failure(tm
 def test_active_learned_rules_join_the_prompts_pitfalls(tmp_path: Path) -> None:
     """AdaExplore's memory in force: an active learned rule at the threshold is a pitfall; a
     pending one, or one below the threshold, is not."""
-    from tritonsmith.adapt.learned import update_learned
     from tritonsmith.rules import Rule, Severity
     from tritonsmith.search.setup import pitfalls
     from tritonsmith.settings import Settings
+    from tritonsmith.state.learned import update_learned
     from tritonsmith.workspace import Workspace
 
     def learned(code: str, count: int, status: str) -> Rule:

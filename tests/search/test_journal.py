@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from tritonsmith.adapt import FailureLog
 from tritonsmith.errors import TritonsmithError
 from tritonsmith.search.journal import SCHEMA_VERSION, Journal
 from tritonsmith.search.model import Evaluation, Outcome, StepKind, Task
 from tritonsmith.search.tree import Node, Tree, TreeSettings
+from tritonsmith.state import FailureLog
 
 TASK = Task(path="k.py", kernel="add_kernel", source="# original\n", spec="harness:launch", device="interpreter",
             target="sm_90", target_facts="CPU interpreter")
@@ -241,7 +241,7 @@ def test_a_version_1_journal_migrates_forward_and_keeps_the_reference_speedup(tm
     import json
     import sqlite3
 
-    from tritonsmith.search import journal as journal_module
+    from tritonsmith.state import journal as journal_module
     from tritonsmith.search.model import Evaluation, Outcome, StepKind
 
     (tmp_path / ".tritonsmith").mkdir()
@@ -295,7 +295,7 @@ def test_confirmations_are_kept_and_only_a_claimed_one_is_the_searchs_speedup(tm
 def test_a_version_2_journal_migrates_to_3(tmp_path: Path):
     import sqlite3
 
-    from tritonsmith.search import journal as journal_module
+    from tritonsmith.state import journal as journal_module
 
     (tmp_path / ".tritonsmith").mkdir()
     with sqlite3.connect(tmp_path / ".tritonsmith" / "state.db") as db:  # what version 2 wrote

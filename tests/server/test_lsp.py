@@ -287,9 +287,9 @@ async def test_save_verifies_a_harnessed_launcher_with_a_lens_and_details_on_hov
 async def test_a_learned_rule_in_the_workspace_pack_goes_live_and_off_without_a_restart(client: LanguageClient):
     from dataclasses import replace
 
-    from tritonsmith.adapt.learned import update_learned
     from tritonsmith.cli import main
     from tritonsmith.rules import Severity, load_rules, pack_paths
+    from tritonsmith.state.learned import update_learned
 
     uri = await _open(client, "learned.py", BAD)
     await _wait_for(client, uri, lambda d: d and len(d) >= 2)
@@ -312,8 +312,8 @@ async def test_a_learned_rule_in_the_workspace_pack_goes_live_and_off_without_a_
 
 
 async def test_a_graduated_learned_rule_warns_in_an_open_document_without_a_restart(client: LanguageClient):
-    from tritonsmith.adapt.learned import update_learned
     from tritonsmith.rules import Rule, Severity
+    from tritonsmith.state.learned import update_learned
 
     text = BAD.replace("x = tl.load(x_ptr + offs, mask=offs < n)", "x = tl.load(x_ptr + offs, mask=offs < n)\n    top = tl.max(x).item()")
     uri = await _open(client, "graduated.py", text)

@@ -1,29 +1,9 @@
-"""Learning from failures: the failure log, normalised signatures, offline rule induction and the
-workspace's learned pack, and the experience memory (verified kernels per task, demonstrations)."""
+"""Learning from failures: offline and model-written rule induction over the failure log,
+graduation of learned rules into typed matchers, their self-correction, and the self-improvement
+loop. What it learns from and writes to lives in the state package (`tritonsmith/state`)."""
 
 from __future__ import annotations
 
-from .experience import ExperienceMemory, ExperienceTask, canonical, experience_task
-from .failure_log import FailureLog, kernel_hash
 from .induce import Learned, Thresholds, generality_filter, induce
-from .learned import learned_path, load_learned, update_learned
-from .signature import normalise
-from .statedb import state_dir
 
-__all__ = [
-    "ExperienceMemory",
-    "ExperienceTask",
-    "FailureLog",
-    "Learned",
-    "Thresholds",
-    "canonical",
-    "experience_task",
-    "generality_filter",
-    "induce",
-    "kernel_hash",
-    "learned_path",
-    "load_learned",
-    "normalise",
-    "state_dir",
-    "update_learned",
-]
+__all__ = ["Learned", "Thresholds", "generality_filter", "induce"]

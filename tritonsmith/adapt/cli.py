@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,8 @@ from ..errors import UsageError
 from ..rules import Rule, Severity
 from ..rules.checks.query import QUERY_CHECK
 from ..settings import find_workspace_root
+from ..state.learned import learned_path, load_learned, update_learned
 from .induce import Learned, Thresholds, induce
-from .learned import learned_path, load_learned, update_learned
 
 __all__ = ["cmd_adapt", "cmd_rules_review", "cmd_run", "register"]
 
@@ -102,7 +103,42 @@ def _root(args: argparse.Namespace) -> Path:
     return find_workspace_root(path)
 
 
-def _json(rule: Rule) -> dict[str, Any]:
+_SKIPPED_DIRS = frozenset({".git", ".tritonsmith", ".venv", "venv", "node_modules", "__pycache__", "build", "dist"})
+_HIT_FILES = 2000  # a review reads at most this many files of the workspace
+
+
+def _workspace_files(root: Path) -> list[Path]:
+    """The workspace's Python files, in order, without hidden, virtual-env and build folders."""
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_DIRS and not d.startswith("."))
+        found += [Path(folder) / f for f in sorted(files) if f.endswith(".py")]
+        if len(found) >= _HIT_FILES:
+            break
+    return found[:_HIT_FILES]
+
+
+def _hits(root: Path, rule: Rule, files: list[Path]) -> list[str]:
+    """Where the rule's matcher fires in the workspace now ("kernels/a.py:12"): what accepting
+    it would flag. Empty for a rule without a matcher (it only labels compile errors)."""
+    if rule.check is None:
+        return []
+    from ..rules import Matcher
+    from ..version import resolve_version
+
+    matcher = Matcher([replace(rule, status="active")], version=resolve_version(None))
+    out = []
+    for path in files:
+        try:
+            source = path.read_bytes()
+        except OSError:
+            continue
+        for finding in matcher.check_source(source):
+            out.append(f"{path.relative_to(root)}:{finding.span.start[0] + 1}")
+    return out
+
+
+def _json(rule: Rule, hits: list[str]) -> dict[str, Any]:
     return {
         "code": rule.code, "name": rule.name, "status": rule.status, "reviewed": rule.reviewed,
         "hold": rule.hold, "statement": rule.statement, "category": rule.category,
@@ -110,6 +146,7 @@ def _json(rule: Rule) -> dict[str, Any]:
         "first_seen": rule.first_seen, "last_seen": rule.last_seen, "failures": list(rule.failures),
         "signatures": list(rule.signatures), "template": rule.template, "examples": list(rule.examples),
         "query": rule.query if rule.check == QUERY_CHECK else None,
+        "contradictions": list(rule.contradictions), "hits": hits,
     }
 
 
@@ -136,7 +173,7 @@ def cmd_adapt(args: argparse.Namespace) -> int:
     else:
         learned = induce(root, thresholds=thresholds)
     if args.format == "json":
-        print(json.dumps([_json(item.rule) | {"new": item.new, "added": item.added} for item in learned], indent=2))
+        print(json.dumps([_json(item.rule, []) | {"new": item.new, "added": item.added} for item in learned], indent=2))
         return 0
     if not learned:
         print("nothing learned: no failure in the log recurs often enough yet")
@@ -159,7 +196,7 @@ def _learned_line(item: Learned) -> str:
 def _verified_kernels(root: Path) -> list[tuple[str, str]]:
     """Every verified kernel in the experience memory, as (label, source): known-good code a
     graduating matcher must not flag."""
-    from .experience import ExperienceMemory
+    from ..state.experience import ExperienceMemory
 
     memory = ExperienceMemory(root)
     try:
@@ -226,7 +263,7 @@ def cmd_graduate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _describe(rule: Rule) -> str:
+def _describe(rule: Rule, hits: list[str]) -> str:
     kernels = len(rule.kernels)
     lines = [
         f"{rule.code}  {rule.status}{' (reviewed)' if rule.reviewed else ''}  {rule.name}  "
@@ -243,8 +280,14 @@ def _describe(rule: Rule) -> str:
         lines.append(f"    signature: {signature}")
     if rule.check == QUERY_CHECK and rule.query:
         lines.append("    matcher: " + rule.query.replace("\n", "\n             "))
-    for example in rule.examples[:1]:
+    for example in rule.examples[:3]:
         lines.append("    example: " + example.replace("\n", "\n             "))
+    if rule.contradictions:
+        lines.append("    contradicted by (flagged, then compiled): " + ", ".join(rule.contradictions))
+    if rule.check is not None:
+        shown = ", ".join(hits[:5]) + (f", ... ({len(hits) - 5} more)" if len(hits) > 5 else "")
+        lines.append(f"    flags {len(hits)} place{'s' if len(hits) != 1 else ''} in this workspace now"
+                     + (f": {shown}" if hits else ""))
     return "\n".join(lines)
 
 
@@ -283,13 +326,15 @@ def cmd_rules_review(args: argparse.Namespace) -> int:
         return 0
     rules = [r for r in load_learned(root) if r.template or r.code.startswith("TSL")]
     shown = rules if args.all else [r for r in rules if r.status == "pending"]
+    files = _workspace_files(root) if any(r.check is not None for r in shown) else []
+    hits = {r.code: _hits(root, r, files) for r in shown}
     if args.format == "json":
-        print(json.dumps([_json(r) for r in shown], indent=2))
+        print(json.dumps([_json(r, hits[r.code]) for r in shown], indent=2))
         return 0
     if not shown:
         print("no pending rules" if not args.all else "no learned rules")
         return 0
-    print("\n\n".join(_describe(r) for r in shown))
+    print("\n\n".join(_describe(r, hits[r.code]) for r in shown))
     if not args.all:
         print(f"\n{len(shown)} pending; accept with `tritonsmith rules review --accept CODE`, "
               "reject with `--reject CODE`")

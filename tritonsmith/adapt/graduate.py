@@ -39,9 +39,9 @@ from ..errors import UsageError
 from ..rules import Matcher, Rule, Severity, load_rules, pack_paths
 from ..rules.checks.query import PREDICATES, QUERY_CHECK, QueryProblem, compile_query
 from ..rules.context import KernelContext
+from ..state.failure_log import FailureLog
+from ..state.learned import learned_path, load_learned, update_learned
 from .construct import Construct, describe, near_misses, queries, shared
-from .failure_log import FailureLog
-from .learned import learned_path, load_learned, update_learned
 from .llm_induce import TextModel
 
 __all__ = [

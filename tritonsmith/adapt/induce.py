@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from ..rules import Rule, Severity
-from .failure_log import FailureLog
-from .learned import HEADER, learned_path, load_learned, pack_lock
-from .signature import API_NAMES, core_message, error_type, signature_regex
+from ..state.failure_log import FailureLog
+from ..state.learned import HEADER, learned_path, load_learned, pack_lock
+from ..state.signature import API_NAMES, core_message, error_type, signature_regex
 
 __all__ = ["Cluster", "Learned", "Thresholds", "cluster_failures", "generality_filter", "induce", "learn"]
 

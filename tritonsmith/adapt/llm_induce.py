@@ -36,7 +36,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..rules import Rule
-from .failure_log import FailureLog
+from ..state.failure_log import FailureLog
+from ..state.learned import HEADER, learned_path, load_learned, pack_lock
+from ..state.signature import core_message, error_type
 from .induce import (
     _STOP,
     Cluster,
@@ -49,8 +51,6 @@ from .induce import (
     _next_code,
     inducible,
 )
-from .learned import HEADER, learned_path, load_learned, pack_lock
-from .signature import core_message, error_type
 
 __all__ = [
     "EXTRACT_SYSTEM",

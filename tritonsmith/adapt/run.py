@@ -56,8 +56,8 @@ from typing import Any
 
 from ..analysis import Document, index_module
 from ..errors import TritonsmithError
+from ..state.learned import load_learned
 from .induce import Thresholds, induce
-from .learned import load_learned
 
 __all__ = [
     "COMPARE_MODES",

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from tree_sitter import Node
 
 __all__ = [
+    "definition_name",
     "argument_list",
     "call_args",
     "dotted_name",
@@ -96,6 +97,18 @@ def string_value(node: Node | None) -> str | None:
         elif child.type == "interpolation":
             return None
     return "".join(parts)
+
+
+def definition_name(root: Node, name: str) -> Node | None:
+    """The name node of the module-level function or class called `name` (decorated or not)."""
+    for node in root.named_children:
+        definition = node.child_by_field_name("definition") if node.type == "decorated_definition" else node
+        if definition is None or definition.type not in ("class_definition", "function_definition"):
+            continue
+        found = definition.child_by_field_name("name")
+        if found is not None and found.text == name.encode():
+            return found
+    return None
 
 
 def walk(node: Node | None) -> Iterator[Node]:

@@ -24,20 +24,16 @@ import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..analysis import Document, index_module
+from ..analysis.syntax import definition_name
 from ..rules import Finding, Rule, Severity, Span, parse_version
 from ..rules.findings import Related
-from ..version import installed_triton_version
 from .pool import WorkerPool
 from .protocol import Job
 from .tracebacks import chained_blocks, frames
 from .verify import Verdict
-
-if TYPE_CHECKING:
-    from ..adapt import FailureLog
 
 __all__ = [
     "COMPILE_SOURCE",
@@ -45,7 +41,6 @@ __all__ = [
     "compile_file",
     "correctness_blockers",
     "lens_title",
-    "log_verdict",
     "recorded_launch_types",
     "resource_summary",
     "settle_reports",
@@ -73,6 +68,9 @@ class KernelReport:
     # Argument types the compile assumed because nothing in the file shows them
     # ("x_ptr: *fp32"), over every target and config; empty when all were seen or recorded.
     assumed: list[str] = field(default_factory=list)
+    kernel_source: str | None = None  # the kernel's definition as compiled (for the failure log)
+    triton_version: str | None = None  # the worker's Triton
+    recompiled: bool = False  # compiled again by `settle_reports` with the types the check recorded
 
     def status(self) -> str:
         """"compiled", "compiled, assuming x_ptr: *fp32", "FAILED (compiled assuming ...)" or
@@ -314,78 +312,8 @@ def verdict_findings(document: Document, verdict: Verdict) -> list[Finding]:
 
 
 def _definition_name(document: Document, name: str) -> Span:
-    for node in document.root.named_children:
-        definition = node.child_by_field_name("definition") if node.type == "decorated_definition" else node
-        if definition is None or definition.type not in ("class_definition", "function_definition"):
-            continue
-        found = definition.child_by_field_name("name")
-        if found is not None and found.text == name.encode():
-            return Span.of(found)
-    return Span((0, 0), (0, 0), 0, 0)
-
-
-def log_verdict(log: FailureLog, path: str, verdict: Verdict, *, source: str | None = None,
-                stage_prefix: str = "verify", kernel: str | None = None) -> None:
-    """A failed verification goes into the failure log too (stage "verify:<stage>"), for the
-    adaptation work: which tricks and mistakes recur. `source` is the file as verified (read
-    from `path` when not given), for the snippet and the hash of what was verified."""
-    if verdict.ok or verdict.stage == "compile":  # a skipped check: the compile failure is logged
-        return
-    from ..adapt.failure_log import kernel_hash  # the adaptation package loads on first use
-
-    if source is None:
-        try:
-            source = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            source = None
-    snippet = digest = None
-    if source is not None:
-        document = Document(source)
-        row = verdict.rejections[0].line - 1 if verdict.rejections else _definition_name(document, verdict.name).start[0]
-        snippet = _snippet(document, row, row)
-        # The hash of the kernel (or of what was verified): the top-level definition holding its name.
-        name_row = _definition_name(document, kernel or verdict.name).start[0]
-        node = next((n for n in document.root.named_children if n.start_point[0] <= name_row <= n.end_point[0]), None)
-        digest = kernel_hash(node.text.decode("utf-8", "replace") if node is not None and node.text else source)
-    log.record(path=path, kernel=kernel or verdict.name, stage=f"{stage_prefix}:{verdict.stage}",
-               message=verdict.message, rules=[], target=verdict.mode, snippet=snippet, kernel_hash=digest,
-               triton_version=_installed_version())
-
-
-def _installed_version() -> str | None:
-    found = installed_triton_version()
-    return f"{found[0]}.{found[1]}" if found else None
-
-
-def _snippet(document: Document, first: int, last: int, limit: int = 6) -> str | None:
-    """The source lines `first`..`last` (0-based rows), at most `limit` of them."""
-    rows = range(max(first, 0), min(last, first + limit - 1, document.line_count - 1) + 1)
-    text = "\n".join(document.line(r).decode("utf-8", "replace").rstrip("\r\n") for r in rows)
-    return text if text.strip() else None
-
-
-def _log_failures(log: FailureLog, path: str, kernel: str, results: list[dict[str, Any]], *,
-                  document: Document | None = None, kernel_source: str | None = None,
-                  triton_version: str | None = None) -> None:
-    """Each failing entry, with the source lines at the error, the kernel's hash and the Triton
-    version it failed with."""
-    from ..adapt.failure_log import kernel_hash
-
-    digest = kernel_hash(kernel_source) if kernel_source is not None else None
-    for entry in results:
-        error = entry.get("error")
-        if not error:
-            continue
-        where = error.get("range") or entry.get("origin")
-        snippet = _snippet(document, where["start"][0], where["end"][0]) if document is not None and where else None
-        log.record(
-            path=path, kernel=kernel, stage="compile", target=entry.get("target"), config=entry.get("config"),
-            message=str(error.get("message") or error.get("text") or "compilation failed"),
-            rules=list(error.get("rules") or []), snippet=snippet, kernel_hash=digest,
-            triton_version=triton_version or _installed_version(),
-            source=document.text if document is not None and where else None,
-            error_at=(int(where["start"][0]), int(where["start"][1])) if document is not None and where else None,
-        )
+    found = definition_name(document.root, name)
+    return Span.of(found) if found is not None else Span((0, 0), (0, 0), 0, 0)
 
 
 def _match_learned(results: list[dict[str, Any]], rules: list[Rule], version: str | None) -> None:
@@ -415,22 +343,17 @@ def compile_file(
     kernels: list[str] | None = None,
     timeout_s: float = COMPILE_TIMEOUT_S,
     cancel_event: Any = None,
-    failure_log: FailureLog | None = None,
     rules: list[Rule] | None = None,
     launch_types: dict[str, dict[str, str]] | None = None,
     launch_constexprs: dict[str, dict[str, Any]] | None = None,
 ) -> list[KernelReport]:
-    """Compile every launched kernel of `source` (or the named ones) for every target; record
-    each compiler failure in `failure_log` when one is given. Errors are labelled with the codes
-    of the builtin rules whose signatures match (in the worker) and of `rules`, the workspace's
-    learned rules (by default those of the failure log's workspace, `.tritonsmith/rules.toml`).
+    """Compile every launched kernel of `source` (or the named ones) for every target. Errors
+    are labelled with the codes of the builtin rules whose signatures match (in the worker) and
+    of `rules` (the workspace's learned rules, `state.learned.active_learned`). Nothing is
+    recorded here: callers log the failures (`state.record.record_compile`).
     `launch_types` (kernel -> parameter -> type, as recorded at the launches of a check run)
     override the types read from the source; `launch_constexprs` (kernel -> name -> value, as
     recorded there) fill the constexprs the source does not settle."""
-    if rules is None and failure_log is not None:
-        from ..adapt.learned import active_learned
-
-        rules = active_learned(failure_log.root)
     document = Document(source)
     index = index_module(document.root)
     chosen = [k for k in index.kernels if (k.name in kernels if kernels else k.launches or k.autotune)]
@@ -482,10 +405,8 @@ def compile_file(
                 not any(f.severity is Severity.ERROR for f in report.findings) and \
                 all(s.get("config") is not None for s in report.skipped)  # an unknown target
             report.assumed = _assumed(report.results)
-            if failure_log is not None:
-                _log_failures(failure_log, path, kernel.name, report.results, document=document,
-                              kernel_source=kernel.outer.text.decode("utf-8", "replace") if kernel.outer.text else None,
-                              triton_version=payload.get("triton_version"))
+            report.kernel_source = kernel.outer.text.decode("utf-8", "replace") if kernel.outer.text else None
+            report.triton_version = payload.get("triton_version")
         reports.append(report)
     return reports
 
@@ -556,7 +477,7 @@ def settle_reports(
     path: str,
     targets: list[str],
     pool: WorkerPool | None = None,
-    failure_log: FailureLog | None = None,
+    rules: list[Rule] | None = None,
     cancel_event: Any = None,
     timeout_s: float = COMPILE_TIMEOUT_S,
 ) -> list[KernelReport]:
@@ -569,7 +490,8 @@ def settle_reports(
     - a candidate that failed inside Triton's interpreter while its kernel compiles for the
       targets gets the verdict "interpreter limitation", not a kernel failure.
 
-    `pool` runs the new compiles (a fresh one-worker pool when None)."""
+    `pool` runs the new compiles (a fresh one-worker pool when None), labelling errors with
+    `rules` as `compile_file` does; the reports compiled again are marked `recompiled`."""
     recorded = recorded_launch_types(verdicts)
     constexprs = recorded_launch_constexprs(verdicts)
     redo: list[str] = []
@@ -591,11 +513,13 @@ def settle_reports(
         active = pool if pool is not None else WorkerPool(1)
         try:
             again = compile_file(active, source, path=path, targets=targets, kernels=redo, timeout_s=timeout_s,
-                                 cancel_event=cancel_event, failure_log=failure_log, launch_types=recorded,
+                                 cancel_event=cancel_event, rules=rules, launch_types=recorded,
                                  launch_constexprs=constexprs)
         finally:
             if own:
                 active.close()
+        for report in again:
+            report.recompiled = True
         by_name = {r.kernel: r for r in again if r.results or not r.error}
         reports = [by_name.get(r.kernel, r) for r in reports]
     for verdict in verdicts:

@@ -26,18 +26,41 @@ def rule_markdown(rule: Rule, *, examples: bool = True) -> str:
         lines.append(f"- Quick fix: {rule.fix}")
     elif rule.how_to_fix:
         lines.append(f"- How to fix: {rule.how_to_fix}")
-    if rule.signatures:
-        lines.append("- Matches these compiler or runtime messages: "
-                     + ", ".join(f"`{s}`" for s in rule.signatures))
-    lines.append(f"- Provenance: {rule.provenance}" + (f" (seen {rule.count} times)" if rule.count else ""))
+    if rule.code.startswith("TSL"):
+        lines += _learned_lines(rule)
+    else:
+        if rule.signatures:
+            lines.append("- Matches these compiler or runtime messages: "
+                         + ", ".join(f"`{s}`" for s in rule.signatures))
+        lines.append(f"- Provenance: {rule.provenance}" + (f" (seen {rule.count} times)" if rule.count else ""))
     if rule.explanation:
         lines += ["", rule.explanation.strip()]
+    if examples and rule.code.startswith("TSL") and rule.examples:
+        lines += ["", "## Failing examples it was learned from"]
+        for example in rule.examples[:2]:
+            lines += ["", "```python", example.strip("\n"), "```"]
     if examples and rule.bad:
         lines += ["", "## Bad", "", "```python", rule.bad.strip("\n"), "```"]
     if examples and rule.good:
         lines += ["", "## Good", "", "```python", rule.good.strip("\n"), "```"]
     lines += ["", f"Suppress on one line with `# tritonsmith: ignore[{rule.code}]`."]
     return "\n".join(lines) + "\n"
+
+
+def _learned_lines(rule: Rule) -> list[str]:
+    """A learned rule's review state and provenance, in words (its signatures are regexes: the
+    normalised message they were made from says the same, readably)."""
+    kernels = len(rule.kernels)
+    state = rule.status + (", reviewed" if rule.reviewed else ", not reviewed yet (`tritonsmith rules review`)")
+    lines = [f"- Learned rule: {state}" + (f"; {rule.hold}" if rule.hold else "")]
+    if rule.template:
+        lines.append(f"- Learned from the compiler message: `{rule.template}`")
+    lines.append(f"- Seen {rule.count} time{'s' if rule.count != 1 else ''} in {kernels} "
+                 f"kernel{'s' if kernels != 1 else ''}"
+                 + (f", first {rule.first_seen}, last {rule.last_seen}" if rule.first_seen else ""))
+    if rule.contradictions:
+        lines.append("- Contradicted (flagged, then compiled): " + ", ".join(rule.contradictions))
+    return lines
 
 
 def expected_docs() -> dict[str, str]:

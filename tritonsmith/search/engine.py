@@ -54,7 +54,7 @@ from .model import (
 from .tree import Node, Tree, TreeSettings
 
 if TYPE_CHECKING:  # experience memory: typing only (the engine imports no adapt code)
-    from ..adapt.experience import ExperienceMemory
+    from ..state.experience import ExperienceMemory
 
 __all__ = ["Evaluator", "Guardian", "Progress", "Search", "SearchOptions", "SearchResult", "unified_diff"]
 
@@ -380,7 +380,7 @@ class Search:
             with self._lock:
                 self._remember(node.id, source, evaluation)
         if self.memory is not None and node.kind is not StepKind.ROOT and source:
-            # Experience memory (adapt/experience.py): every proposed candidate is an attempt at
+            # Experience memory (state/experience.py): every proposed candidate is an attempt at
             # the task, every correct one a solution. The original is not a proposal; a step
             # that produced no candidate (no key, a proposer bug) is not an attempt.
             self.memory.record_attempt(self.task, evaluation.outcome)

@@ -6,7 +6,7 @@ other's. Re-timing it would only give noise a chance to look like a speedup (on 
 machine, an eviction hint plus `num_warps=2` once "measured" 1.9× under the interpreter).
 
 `equivalence_key(source, device)` is a normalised syntax tree (tree-sitter; the experience
-memory's canonical form, `adapt.experience.canonical`: names numbered by first use, comments,
+memory's canonical form, `analysis.canonical.canonical`: names numbered by first use, comments,
 docstrings, whitespace, trailing commas and quote styles dropped) with, under the interpreter,
 these hints stripped:
 
@@ -32,8 +32,8 @@ import hashlib
 
 from tree_sitter import Node
 
-from ..adapt.experience import _Canonicaliser, _Scope
 from ..analysis import Document
+from ..analysis.canonical import Canonicaliser, Scope
 from ..analysis.syntax import text
 
 __all__ = ["HINT_CALLS", "HINT_KEYWORDS", "equivalence_key", "normalised"]
@@ -95,10 +95,10 @@ def _self_assignment(statement: Node) -> bool:
     return inner.type == "identifier" and text(inner) == text(left)
 
 
-class _HintBlind(_Canonicaliser):
+class _HintBlind(Canonicaliser):
     """The canonical form with the interpreter-irrelevant hints left out."""
 
-    def emit(self, node: Node, scope: _Scope) -> None:
+    def emit(self, node: Node, scope: Scope) -> None:
         if _hint_keyword(node) or _self_assignment(node):
             return
         if _hint_call(node):
@@ -120,7 +120,7 @@ def normalised(source: str, device: str) -> str:
     """The form two candidates share when they are the same kernel for `device`'s timing
     ("interpreter": hints stripped; "gpu": the canonical form alone)."""
     root = Document(source).root
-    canon = _HintBlind(root) if device != "gpu" else _Canonicaliser(root)
+    canon = _HintBlind(root) if device != "gpu" else Canonicaliser(root)
     canon.emit(root, canon.module)
     return " ".join(canon.tokens)
 

@@ -23,12 +23,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..adapt import FailureLog
 from ..evaluator.confirm import confirm_speedup
 from ..evaluator.pool import WorkerPool
-from ..evaluator.reports import compile_file, correctness_blockers, log_verdict, settle_reports
+from ..evaluator.reports import KernelReport, compile_file, correctness_blockers, settle_reports
 from ..evaluator.stats import Confirmation, RoundPolicy
 from ..evaluator.verify import Spec, verify_spec
+from ..state import FailureLog, active_learned, record_compile, record_verdict
 from .model import Evaluation, Outcome, Task
 
 __all__ = ["CandidateEvaluator"]
@@ -73,10 +73,16 @@ class CandidateEvaluator:
         evaluation.seconds = round(time.perf_counter() - began, 3)
         return evaluation
 
+    def _record_compile(self, source: str, reports: list[KernelReport]) -> None:
+        if self.failure_log is not None:
+            record_compile(self.failure_log, self.task.path, source, reports)
+
     def _evaluate(self, source: str) -> Evaluation:
         task = self.task
+        learned = active_learned(self.failure_log.root) if self.failure_log is not None else None
         reports = compile_file(self._compile_pool, source, path=task.path, targets=[task.target],
-                               cancel_event=self.cancel, failure_log=self.failure_log)
+                               cancel_event=self.cancel, rules=learned)
+        self._record_compile(source, reports)
         resources: list[dict[str, Any]] = [
             {"kernel": r.kernel, "config": e.get("config"), "target": e.get("target"), "resources": e.get("resources")}
             for r in reports for e in r.results if e.get("ok")
@@ -92,7 +98,8 @@ class CandidateEvaluator:
             cancel=self.cancel, trials=self.trials, tolerances=self.tolerances,
         )
         reports = settle_reports(reports, [verdict], source=source, path=task.path, targets=[task.target],
-                                 pool=self._compile_pool, failure_log=self.failure_log, cancel_event=self.cancel)
+                                 pool=self._compile_pool, rules=learned, cancel_event=self.cancel)
+        self._record_compile(source, [r for r in reports if r.recompiled])
         failed = [r for r in reports if not r.ok]
         if failed:  # it compiles with the types recorded at its launches no better
             first = failed[0]
@@ -100,7 +107,8 @@ class CandidateEvaluator:
             message = errors[0].message if errors else (first.error or "compilation failed")
             return Evaluation(Outcome.NOT_COMPILED, message=message, resources=resources)
         if self.failure_log is not None and not verdict.ok:
-            log_verdict(self.failure_log, task.path, verdict, source=source, stage_prefix="search", kernel=task.kernel)
+            record_verdict(self.failure_log, task.path, verdict, source=source, stage_prefix="search",
+                           kernel=task.kernel)
         if not verdict.ok or verdict.timing is None:
             return Evaluation(Outcome.WRONG, message=verdict.message or verdict.summary(), resources=resources)
         timing = verdict.timing

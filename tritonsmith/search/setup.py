@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..adapt import ExperienceMemory, FailureLog
 from ..analysis import Document, index_module
 from ..errors import TritonsmithError
 from ..evaluator.specs import HarnessSpec, Spec, detect_specs
 from ..settings import Settings, find_workspace_root
+from ..state import ExperienceMemory, FailureLog
 from ..workspace import Workspace
 from .engine import Progress, Search, SearchOptions
 from .evaluate import CandidateEvaluator

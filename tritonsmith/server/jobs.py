@@ -27,7 +27,6 @@ from ..evaluator.pool import WorkerPool, compile_workers
 from ..evaluator.reports import (
     compile_file,
     correctness_blockers,
-    log_verdict,
     settle_reports,
     skipped_verdicts,
     verdict_findings,
@@ -36,7 +35,9 @@ from ..evaluator.verify import Verdict, default_mode, detect_specs, verify_spec
 from ..version import installed_triton_version
 
 if TYPE_CHECKING:
-    from ..adapt import FailureLog
+    from ..evaluator.reports import KernelReport
+    from ..rules import Rule
+    from ..state import FailureLog
     from .server import TritonsmithServer
 
 __all__ = ["SAVE_DEBOUNCE_S", "CompileJobs"]
@@ -77,13 +78,32 @@ class CompileJobs:
         """The workspace's failure log (`.tritonsmith/state.db`); None outside a workspace or when
         it cannot be opened (compiling goes on, unlogged)."""
         if self._failure_log is None and self.server.root is not None:
-            from ..adapt import FailureLog  # the adaptation package loads on the first save
+            from ..state import FailureLog  # the state database opens on the first save
 
             try:
                 self._failure_log = FailureLog(self.server.root)
             except Exception:
                 log.exception("cannot open the failure log")
         return self._failure_log
+
+    def _learned_rules(self) -> list[Rule]:
+        """The workspace's learned rules, whose codes label the compile errors they match."""
+        from ..state import active_learned
+
+        root = self.server.workspace_state.root
+        return active_learned(root) if root is not None else []
+
+    def _record_compile(self, path: str, source: str, reports: list[KernelReport]) -> None:
+        """Each compile failure into the failure log (the adaptation learns from it)."""
+        failure_log = self.failure_log()
+        if failure_log is None:
+            return
+        from ..state import record_compile
+
+        try:
+            record_compile(failure_log, path, source, reports)
+        except Exception:  # a locked or broken database must not lose the diagnostics
+            log.exception("compile failures of %s not recorded", path)
 
     def available(self) -> bool:
         return installed_triton_version() is not None
@@ -131,10 +151,11 @@ class CompileJobs:
         path = to_fs_path(uri) or uri
         verdicts: list[Verdict] = []
         try:
+            learned = await asyncio.to_thread(self._learned_rules)
             reports = await asyncio.to_thread(
-                compile_file, self.pool, source, path=path, targets=targets, cancel_event=cancel,
-                failure_log=self.failure_log(),
+                compile_file, self.pool, source, path=path, targets=targets, cancel_event=cancel, rules=learned,
             )
+            await asyncio.to_thread(self._record_compile, path, source, reports)
             # Warnings (spills, a Config the autotuner prunes) and errors under assumed pointer
             # types never stop the check; a kernel that truly cannot launch does, and says so.
             blockers = correctness_blockers(reports)
@@ -142,7 +163,8 @@ class CompileJobs:
                 verdicts = await self._verify(path, source, token, cancel)
                 reports = await asyncio.to_thread(
                     settle_reports, reports, verdicts, source=source, path=path, targets=targets,
-                    pool=self.pool, failure_log=self.failure_log(), cancel_event=cancel)
+                    pool=self.pool, rules=learned, cancel_event=cancel)
+                await asyncio.to_thread(self._record_compile, path, source, [r for r in reports if r.recompiled])
             elif settings.verify_on_save == "verify" and not cancel.is_set():
                 verdicts = skipped_verdicts(detect_specs(Path(path), source), blockers, default_mode())
         except Exception:  # a bug here must not take the editor down
@@ -161,7 +183,9 @@ class CompileJobs:
         failure_log = self.failure_log()
         for verdict in verdicts:
             if failure_log is not None:
-                log_verdict(failure_log, path, verdict)
+                from ..state import record_verdict
+
+                record_verdict(failure_log, path, verdict)
             if not verdict.ok:
                 state.compile_findings += verdict_findings(state.document, verdict)
         from .publish import publish, refresh

@@ -27,8 +27,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .db import connect, migrate, state_dir, write
 from .signature import normalise
-from .statedb import connect, migrate, state_dir, write
 
 __all__ = ["SCHEMA_VERSION", "FailureLog", "kernel_hash", "state_dir"]
 

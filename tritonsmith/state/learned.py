@@ -21,7 +21,7 @@ from typing import IO
 from ..errors import RulePackError
 from ..rules import Rule, load_pack
 from ..rules.pack import write_pack_atomic
-from .statedb import state_dir
+from .db import state_dir
 
 __all__ = ["HEADER", "LEARNED_PACK", "active_learned", "learned_path", "load_learned", "pack_lock", "update_learned"]
 
