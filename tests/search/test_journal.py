@@ -241,8 +241,8 @@ def test_a_version_1_journal_migrates_forward_and_keeps_the_reference_speedup(tm
     import json
     import sqlite3
 
-    from tritonsmith.state import journal as journal_module
     from tritonsmith.search.model import Evaluation, Outcome, StepKind
+    from tritonsmith.state import journal as journal_module
 
     (tmp_path / ".tritonsmith").mkdir()
     with sqlite3.connect(tmp_path / ".tritonsmith" / "state.db") as db:  # what version 1 wrote
