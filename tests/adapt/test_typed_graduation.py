@@ -94,7 +94,11 @@ def test_a_width_changing_bitcast_graduates_and_its_same_width_near_miss_is_not_
     failing = [BITCAST.format(name=f"pack_{i}", value=value, source="float32", target="int16")
                for i, value in enumerate(("vals", "x", "loaded"))]
     record(tmp_path, failing, ".to(tl.int16", BITCAST_MESSAGE)
-    code = learned_rule(tmp_path, capsys)["code"]
+    induced = learned_rule(tmp_path, capsys)
+    code = induced["code"]
+    # Induction already names the construct (the failures were recorded with their positions).
+    assert induced["statement"].startswith("You cannot write `.to(tl.int16, bitcast=True)` on fp32 1-D blocks: ")
+    assert "fails to compile with" not in induced["statement"]
     assert main(["adapt", "graduate", code, str(tmp_path), "--format", "json"]) == 0
     graduated = json.loads(capsys.readouterr().out)
     assert graduated["origin"] == "typed"

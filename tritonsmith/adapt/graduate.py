@@ -41,7 +41,7 @@ from ..rules.checks.query import PREDICATES, QUERY_CHECK, QueryProblem, compile_
 from ..rules.context import KernelContext
 from ..state.failure_log import FailureLog
 from ..state.learned import learned_path, load_learned, update_learned
-from .construct import Construct, describe, near_misses, queries, shared
+from .construct import Construct, construct_statement, describe, near_misses, queries, shared
 from .llm_induce import TextModel
 
 __all__ = [
@@ -297,35 +297,6 @@ def parse_proposal(answer: str) -> str | None:
 
 def _graduated(rule: Rule, query: str) -> Rule:
     return replace(rule, check=QUERY_CHECK, query=query, severity=Severity.INFORMATION)
-
-
-def construct_statement(rule: Rule, construct: Construct) -> tuple[str, str | None]:
-    """A statement a user can act on, from the failing construct and what its operands were
-    (`.to(tl.int16, bitcast=True)` on an fp32 block), the compiler's words without their
-    numbers, and the advice of a builtin rule whose signature matches the same failures; and
-    that advice as the rule's how-to-fix. No regex, line number or local name."""
-    subject = next((o for o in construct.operands if o.slot == "object"), None)
-    on = ""
-    if subject is not None and (subject.value_dtype or subject.rank is not None):
-        kind = "blocks" if subject.rank not in (None, 0) else "scalars"
-        shape = f"{subject.rank}-D " if subject.rank not in (None, 0) else ""
-        on = " on " + " ".join(part for part in (subject.value_dtype, shape + kind) if part)
-    elif construct.function:
-        typed = next((o for o in construct.operands if o.slot == "0" and (o.rank is not None or o.value_dtype)), None)
-        if typed is not None:
-            kind = f"{typed.rank}-D blocks" if typed.rank else ("scalars" if typed.rank == 0 else "values")
-            on = " on " + " ".join(part for part in (typed.value_dtype, kind) if part)
-    said = (rule.template or (rule.examples[0] if rule.examples else "")).split(" | ")[0]
-    said = re.sub(r"^\w+(?:Error|Exception): ", "", said).replace("<n>", "N").replace("<name>", "...").strip().rstrip(".")
-    advice = None
-    for builtin in load_rules(pack_paths(None, include_user=False)):
-        if builtin.signatures and any(builtin.matches_error(e) for e in rule.examples):
-            advice = builtin.how_to_fix or builtin.fix
-            break
-    statement = f"You cannot write `{construct.shown}`{on}: Triton rejects it (\"{said}\")."
-    if advice:
-        statement += f" {advice.rstrip('.')}."
-    return statement, advice
 
 
 def typed_proposals(root: Path, rule: Rule, compiles: Callable[[str], bool | None] | None = None,

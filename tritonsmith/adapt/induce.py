@@ -23,11 +23,11 @@ from __future__ import annotations
 import hashlib
 import keyword
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from ..rules import Rule, Severity
 from ..state.failure_log import FailureLog
@@ -303,10 +303,17 @@ def _next_code(rules: Iterable[Rule]) -> int:
     return max(numbers, default=0) + 1
 
 
+StatementOf: TypeAlias = Callable[[Rule, "Cluster"], "tuple[str, str | None] | None"]
+"""A statement (and its advice) for a rule from its cluster's failing construct, or None."""
+
+
 def learn(rules: list[Rule], clusters: Iterable[Cluster], *, thresholds: Thresholds = Thresholds(),
-          taken_names: Iterable[str] = ()) -> tuple[list[Rule], list[tuple[Learned, Cluster]]]:
+          taken_names: Iterable[str] = (), statement_of: StatementOf | None = None,
+          ) -> tuple[list[Rule], list[tuple[Learned, Cluster]]]:
     """Fold clusters into a pack's rules (pure): a cluster with a learned rule of its template
     adds to it; a cluster big enough becomes a new rule; smaller ones wait for more failures.
+    A rule whose statement still restates the compiler's message gets `statement_of`'s, when
+    it has one (the construct the failures share, `construct.construct_statement`).
     Returns the new rule list and what changed, each with the cluster it came from."""
     out = list(rules)
     index = {r.template: i for i, r in enumerate(out) if r.template}
@@ -327,6 +334,12 @@ def learn(rules: list[Rule], clusters: Iterable[Cluster], *, thresholds: Thresho
             position, new = len(out) - 1, True
         else:
             rule, new = _merged(out[position], cluster), False
+        if statement_of is not None and not rule.reviewed and rule.template and \
+                rule.statement == _statement(rule.template, cluster.runtime):
+            found = statement_of(rule, cluster)
+            if found is not None:
+                statement, advice = found
+                rule = replace(rule, statement=statement, how_to_fix=advice or rule.how_to_fix)
         rule = _lifecycle(rule, thresholds, cluster.kernel_names)
         out[position] = rule
         changes.append((Learned(rule, new, len(cluster.ids)), cluster))
@@ -337,6 +350,24 @@ def _builtin_names() -> set[str]:
     from ..rules import load_rules, pack_paths
 
     return {r.name for r in load_rules(pack_paths(None, include_user=False))}
+
+
+def _located_statement(log: FailureLog) -> StatementOf:
+    """Offline statements from the failing construct: where every located failure of the
+    rule's clusters (so far and now) is the same construct, the rule names it and what its
+    operands were, with a related builtin rule's advice. Failures without a recorded file and
+    error position, or at different constructs, leave the statement as it is."""
+    from .construct import construct_statement, describe, shared
+
+    def statement_of(rule: Rule, cluster: Cluster) -> tuple[str, str | None] | None:
+        located = log.located([*rule.failures, *cluster.ids])
+        constructs = [describe(source, row, col) for source, row, col, _ in located]
+        if not constructs or any(c is None for c in constructs):
+            return None
+        common = shared([c for c in constructs if c is not None])
+        return construct_statement(rule, common) if common is not None else None
+
+    return statement_of
 
 
 def induce(root: Path, *, thresholds: Thresholds = Thresholds()) -> list[Learned]:
@@ -351,7 +382,7 @@ def induce(root: Path, *, thresholds: Thresholds = Thresholds()) -> list[Learned
         with pack_lock(root), log.claiming() as (failures, claim):
             rules = load_learned(root)
             updated, changes = learn(rules, cluster_failures(failures), thresholds=thresholds,
-                                     taken_names=_builtin_names())
+                                     taken_names=_builtin_names(), statement_of=_located_statement(log))
             for learned, cluster in changes:
                 claim(cluster.ids, learned.rule.code)
             if changes:

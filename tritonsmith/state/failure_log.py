@@ -84,7 +84,8 @@ class FailureLog:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.path, self._db = connect(root, timeout_s=10.0)
-        self._lock = threading.Lock()  # used from the server's job threads
+        # Used from the server's job threads; re-entrant, since induction reads `located` inside `claiming`.
+        self._lock = threading.RLock()
         self._migrate()
 
     def _migrate(self) -> None:
