@@ -266,7 +266,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     failure_log = FailureLog(root)
     learned = active_learned(root)  # their codes label the errors they match
     limits_warnings: list[str] = []  # --timeout, --memory-mb over [tool.tritonsmith]
-    limits = _settings(args, find_workspace_root(path), limits_warnings)
+    limits = _settings(args, root, limits_warnings)
     for warning in limits_warnings:
         print(f"warning: {warning}", file=sys.stderr)
     with WorkerPool(size=args.jobs or compile_workers()) as pool:
@@ -292,7 +292,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if compiled and reports:
         from .adapt.contradict import record_compiled
 
-        for code in record_compiled(find_workspace_root(path), source, str(path)):
+        for code in record_compiled(root, source, str(path)):
             print(f"note: learned rule {code} flagged this file, which compiled: it is demoted "
                   "(its matcher is retracted after a second such file)", file=sys.stderr)
     for verdict in verdicts:

@@ -16,6 +16,7 @@ import logging
 import os
 import threading
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,17 +94,21 @@ class CompileJobs:
         root = self.server.workspace_state.root
         return active_learned(root) if root is not None else []
 
-    def _record_compile(self, path: str, source: str, reports: list[KernelReport]) -> None:
-        """Each compile failure into the failure log (the adaptation learns from it)."""
+    def _record(self, path: str, source: str, reports: Sequence[KernelReport],
+                verdicts: Sequence[Verdict] = ()) -> None:
+        """Each compile failure and failed check into the failure log (the adaptation learns
+        from them). Run off the event loop: recording parses the file."""
         failure_log = self.failure_log()
         if failure_log is None:
             return
-        from ..state import record_compile
+        from ..state import record_compile, record_verdict
 
         try:
             record_compile(failure_log, path, source, reports)
+            for verdict in verdicts:
+                record_verdict(failure_log, path, verdict)
         except Exception:  # a locked or broken database must not lose the diagnostics
-            log.exception("compile failures of %s not recorded", path)
+            log.exception("failures of %s not recorded", path)
 
     def available(self) -> bool:
         return installed_triton_version() is not None
@@ -155,7 +160,7 @@ class CompileJobs:
             reports = await asyncio.to_thread(
                 compile_file, self.pool, source, path=path, targets=targets, cancel_event=cancel, rules=learned,
             )
-            await asyncio.to_thread(self._record_compile, path, source, reports)
+            await asyncio.to_thread(self._record, path, source, reports)
             # Warnings (spills, a Config the autotuner prunes) and errors under assumed pointer
             # types never stop the check; a kernel that truly cannot launch does, and says so.
             blockers = correctness_blockers(reports)
@@ -164,7 +169,7 @@ class CompileJobs:
                 reports = await asyncio.to_thread(
                     settle_reports, reports, verdicts, source=source, path=path, targets=targets,
                     pool=self.pool, rules=learned, cancel_event=cancel)
-                await asyncio.to_thread(self._record_compile, path, source, [r for r in reports if r.recompiled])
+                await asyncio.to_thread(self._record, path, source, [r for r in reports if r.recompiled])
             elif settings.verify_on_save == "verify" and not cancel.is_set():
                 verdicts = skipped_verdicts(detect_specs(Path(path), source), blockers, default_mode())
         except Exception:  # a bug here must not take the editor down
@@ -180,12 +185,8 @@ class CompileJobs:
         state.verdicts = verdicts
         if reports and all(r.ok for r in reports):
             await asyncio.to_thread(self._contradictions, source, path)
-        failure_log = self.failure_log()
+        await asyncio.to_thread(self._record, path, source, [], verdicts)
         for verdict in verdicts:
-            if failure_log is not None:
-                from ..state import record_verdict
-
-                record_verdict(failure_log, path, verdict)
             if not verdict.ok:
                 state.compile_findings += verdict_findings(state.document, verdict)
         from .publish import publish, refresh

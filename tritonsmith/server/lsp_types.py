@@ -1,17 +1,19 @@
 """Import `lsprotocol.types` with the methods attrs generates for it cached on disk.
 
 lsprotocol defines about 570 attrs classes. For each, attrs writes the source of `__init__`,
-`__repr__`, `__eq__`, ... and calls `compile()` on it when the module is imported: about 0.2 s
-of CPU on every server start, more than half of the server's whole import, and the same text
-every time. Python caches the bytecode of files (`__pycache__`), not of generated text; this
-does that for attrs: the code objects are kept in one `marshal` file in the user's cache,
-keyed by a digest of the exact generated text and its pseudo file name (digests, not the texts:
-reading the file then takes 6 ms, not 50), and reused while the text is the same. A different attrs or lsprotocol writes different text (a miss, compiled as usual); the
-file is named after the Python version (marshal's format is per version).
+`__repr__`, `__eq__`, ... and calls `compile()` on it when the module is imported: most of the
+server's import, and the same text every time. Python caches the bytecode of files
+(`__pycache__`), not of generated text; this does that for attrs: the code objects are kept in
+one `marshal` file in the user's cache, keyed by a digest of the exact generated text and its
+pseudo file name (digests, not the texts: long string keys make the file slow to read), and
+reused while the text is the same. A different attrs or lsprotocol writes different text (a
+miss, compiled as usual, and the entries no longer used are dropped); the file is named after
+the Python version (marshal's format is per version).
 
-Only the import of `lsprotocol.types` is patched, and anything unexpected (an attrs without
-the hook, an unreadable or corrupt cache) falls back to a plain import: the cache can make the
-import faster, never different.
+The file is trusted as `__pycache__` is: whoever can write the user's cache can run code in the
+server. Only the import of `lsprotocol.types` is patched, and anything unexpected (an attrs
+without the hook, an unreadable or corrupt cache) falls back to a plain import: the cache can
+make the import faster, never different.
 """
 
 from __future__ import annotations

@@ -60,8 +60,8 @@ class OpenDocument:
 
 class TritonsmithProtocol(LanguageServerProtocol):
     """pygls' protocol without its copy of each open document. pygls keeps one in its workspace
-    and applies every edit to it by splitting the whole text into lines: about 1.5 ms per
-    keystroke on a 2,000-line file, for a copy nothing reads. The server keeps the documents
+    and applies every edit to it by splitting the whole text into lines, on every keystroke, for
+    a copy nothing reads. The server keeps the documents
     (`OpenDocument`: the text, edited in place, and tree-sitter's incremental parse)."""
 
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
