@@ -229,6 +229,39 @@ def test_changes_that_can_change_the_time_are_not_the_same_kernel() -> None:
         assert equivalence_key(variant, "interpreter") != equivalence_key(source, "interpreter")
 
 
+AUTOTUNED = '''import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[
+    triton.Config({"BLOCK": 64}, num_warps=4),
+    triton.Config({"BLOCK": 128}, num_warps=4),
+    triton.Config({"BLOCK": 256}, num_warps=8),
+], key=["n"]{prune})
+@triton.jit
+def scale_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+'''
+
+
+def test_configs_the_interpreter_never_runs_are_not_a_change_there() -> None:
+    # Under the interpreter the autotuner keeps its first Config (evaluator/cuda_shim.py).
+    source = AUTOTUNED.replace("{prune}", "")
+    for variant in (source.replace('"BLOCK": 128', '"BLOCK": 512'),  # another Config moved
+                    source.replace('    triton.Config({"BLOCK": 256}, num_warps=8),\n', ""),  # one dropped
+                    source.replace("], key=", '    triton.Config({"BLOCK": 32}),\n], key=')):  # one added
+        assert variant != source
+        assert equivalence_key(variant, "interpreter") == equivalence_key(source, "interpreter")
+        assert equivalence_key(variant, "gpu") != equivalence_key(source, "gpu")
+    # The first Config runs; with pruning, which one runs first is not known: every Config counts.
+    assert equivalence_key(source.replace('"BLOCK": 64', '"BLOCK": 32'), "interpreter") != \
+        equivalence_key(source, "interpreter")
+    pruned = AUTOTUNED.replace("{prune}", ', prune_configs_by={"early_config_prune": keep}')
+    assert equivalence_key(pruned.replace('"BLOCK": 128', '"BLOCK": 512'), "interpreter") != \
+        equivalence_key(pruned, "interpreter")
+
+
 # -- the no-op search --------------------------------------------------------------------------
 
 

@@ -15,7 +15,11 @@ these hints stripped:
   `disallow_acc_multi_buffer`, wherever they are passed (launches, `triton.Config`, `tl.load`,
   `tl.store`, `tl.range`);
 - the compiler hints `tl.max_contiguous(x, n)`, `tl.multiple_of(x, n)` and
-  `tl.max_constancy(x, n)`, replaced by `x`; an assignment that becomes `x = x` goes.
+  `tl.max_constancy(x, n)`, replaced by `x`; an assignment that becomes `x = x` goes;
+- every `triton.Config` of a literal `@triton.autotune(configs=[...])` list but the first, when
+  the autotuner prunes nothing (no `prune_configs_by`): under the interpreter the autotuner
+  cannot time its Configs and keeps the first (evaluator/cuda_shim.py), so an edit to another
+  Config changes nothing that runs.
 
 The interpreter runs every program with NumPy and none of these reach it. On a GPU each of them
 can change the binary, so there the key is the canonical form alone (all hints kept). The
@@ -95,11 +99,42 @@ def _self_assignment(statement: Node) -> bool:
     return inner.type == "identifier" and text(inner) == text(left)
 
 
+def _untimed_configs(node: Node) -> bool:
+    """A literal list of an autotuner's Configs of which the interpreter runs only the first:
+    `configs=[...]` (or the first positional argument) of a `...autotune(...)` call that does
+    not prune them."""
+    if node.type != "list":
+        return False
+    holder = node.parent
+    if holder is not None and holder.type == "keyword_argument":
+        name = holder.child_by_field_name("name")
+        if name is None or text(name) != "configs":
+            return False
+        arguments = holder.parent
+    elif holder is not None and holder.type == "argument_list" and _positional(holder)[:1] == [node]:
+        arguments = holder
+    else:
+        return False
+    call = arguments.parent if arguments is not None else None
+    function = call.child_by_field_name("function") if call is not None and call.type == "call" else None
+    if function is None or text(function).rsplit(".", 1)[-1] != "autotune" or arguments is None:
+        return False
+    return not any(c.type == "keyword_argument" and text(c.child_by_field_name("name") or c) == "prune_configs_by"
+                   for c in arguments.named_children)
+
+
 class _HintBlind(Canonicaliser):
     """The canonical form with the interpreter-irrelevant hints left out."""
 
     def emit(self, node: Node, scope: Scope) -> None:
         if _hint_keyword(node) or _self_assignment(node):
+            return
+        if _untimed_configs(node):
+            first = [c for c in node.named_children if c.type != "comment"][:1]
+            self.tokens += ["(list", "["]
+            for child in first:
+                self.emit(child, scope)
+            self.tokens += ["]", ")"]
             return
         if _hint_call(node):
             self.emit(_unwrapped(node), scope)

@@ -1,17 +1,23 @@
 """The offline proposer: no model, always available.
 
-Refine steps move through the kernel's launch and config space, one knob at a time, as exact
-text edits: a block-size keyword at a launch (or the module constant it names) doubled or
-halved, `num_warps` and `num_stages` at the launch or in an autotune `Config`, a `Config` added
-or removed, a cache/eviction hint on a load. Regenerate steps start from the best kernel in the
+Refine steps move through the launch and config space of every kernel the file launches (a
+launcher's kernels, not only the one asked for), one knob at a time, as exact text edits: a
+block size wherever it is set (a literal at the launch, the module constant or the launcher's
+local variable it names, a `triton.next_power_of_2(...)` expression, scaled by two either
+way), `num_warps` and `num_stages` at the launch or in an autotune `Config`, a `Config` added or
+removed, a cache/eviction hint on a load. A move never turns a `Config` into a copy of another
+(that shrinks the real tuning space), and under the interpreter, which runs only an autotuner's
+first `Config` (evaluator/cuda_shim.py), the other Configs are left alone: an edit there could
+not be measured. Regenerate steps start from the best kernel in the
 diverse pool (or the original) and apply a structural transformation from a small library
 where the kernel meets its preconditions, together with a jump in block size:
 
 - `vector-hints`: `offsets = pid * BLOCK + tl.arange(0, BLOCK)` gains
   `tl.max_contiguous(tl.multiple_of(...))`, so loads and stores can use wide vector accesses;
 - `streaming-loads`: loads in a kernel without reuse get `eviction_policy="evict_first"`;
-- `block-jump`: every block size at the launch set to another power of two, with `num_warps`
-  scaled to match.
+- `block-jump`: every block size at the launch moved four times up or down from the pool
+  kernel's own (twice where four is out of range), not to a random size, with a launch's
+  `num_warps` scaled by the same factor (1 to 16).
 
 Which knob matters depends on the device: without a GPU the interpreter's time grows with the
 number of program instances, so block sizes dominate; on a GPU warps, stages and hints count
@@ -31,7 +37,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from ...analysis import Document, index_module
-from ...analysis.index import Kernel, ModuleIndex
+from ...analysis.index import AutotuneConfig, Kernel, ModuleIndex
 from ...analysis.syntax import text, walk
 from ..model import Edit, ProposalError, StepContext, apply_edits
 
@@ -109,6 +115,47 @@ class _Site:
         return None
 
 
+    def local_int(self, name: str, at: Node) -> Node | None:
+        """The integer literal of the one `name = <int>` in the function holding `at` (a
+        launcher's `BLOCK = 256`), assigned before it; None when there is none or several."""
+        found = _assigned_before(name, at)
+        return found if found is not None and _int(found) is not None else None
+
+    def block_target(self, value: Node, at: Node) -> tuple[Node, int | None]:
+        """Where a launch keyword's block size is written, and its number: the literal itself,
+        or what the name it passes is assigned (a module constant, else the launcher's local:
+        an integer, or a `next_power_of_2` expression with no number)."""
+        if value.type == "identifier":
+            literal = self.module_int(text(value)) or self.local_int(text(value), at)
+            if literal is not None:
+                return literal, _int(literal)
+            local = _assigned_before(text(value), at)
+            if _pow2_expression(local) and local is not None:
+                return local, None
+        return value, _int(value)
+
+
+def _assigned_before(name: str, at: Node) -> Node | None:
+    """The right side of the one assignment to `name` before `at` in the function holding it."""
+    function = at.parent
+    while function is not None and function.type != "function_definition":
+        function = function.parent
+    body = function.child_by_field_name("body") if function is not None else None
+    if body is None:
+        return None
+    found = [n.child_by_field_name("right") for n in walk(body) if n.type == "assignment"
+             and text(n.child_by_field_name("left") or n) == name and n.start_byte < at.start_byte]
+    return found[0] if len(found) == 1 else None
+
+
+def _pow2_expression(node: Node | None) -> bool:
+    """`triton.next_power_of_2(n)` (or `next_power_of_2(n)`), a block size computed from a size."""
+    if node is None or node.type != "call":
+        return False
+    function = node.child_by_field_name("function")
+    return function is not None and text(function).rsplit(".", 1)[-1] == "next_power_of_2"
+
+
 def _block_values(value: int) -> list[int]:
     return [v for v in (value * 2, value * 4, value // 2) if MIN_BLOCK <= v <= MAX_BLOCK and _is_pow2(v)]
 
@@ -117,11 +164,14 @@ def _launch_moves(site: _Site) -> Iterator[Move]:
     constexprs = site.kernel.constexpr_names
     for launch in site.kernel.launches:
         for name, (_, value) in launch.keywords.items():
-            number = _int(value)
-            target = value
-            if number is None and value.type == "identifier":  # BLOCK_SIZE=BLOCK, a module constant
-                literal = site.module_int(text(value))
-                target, number = (literal, _int(literal)) if literal is not None else (value, None)
+            target, number = site.block_target(value, launch.node)  # BLOCK_SIZE=BLOCK: where BLOCK is set
+            if number is None and _pow2_expression(target) and name in constexprs and BLOCK_NAME.search(name):
+                expression = text(target)
+                for scaled, how in ((f"{expression} * 2", "doubled"), (f"max({expression} // 2, {MIN_BLOCK})", "halved")):
+                    edit = site.edit(target, scaled)
+                    if edit is not None:
+                        yield Move(f"{name} {how} at the launch (was {expression})", edit)
+                continue
             if number is None:
                 continue
             if name == "num_warps":
@@ -145,16 +195,34 @@ def _launch_moves(site: _Site) -> Iterator[Move]:
                     yield Move(f"num_warps={warps} at the launch (was the default, 4)", edit)
 
 
-def _config_moves(site: _Site) -> Iterator[Move]:
+def _config_key(config: AutotuneConfig, name: str | None = None, value: str | None = None,
+                ) -> tuple[tuple[str, str], ...]:
+    """A Config's values and options as text, with one of them replaced: two Configs with the
+    same key are the same point of the tuning space."""
+    items = {k: text(v) for k, v in {**config.values, **config.options}.items()}
+    if name is not None and value is not None:
+        items[name] = value
+    return tuple(sorted(items.items()))
+
+
+def _config_moves(site: _Site, device: str = "gpu") -> Iterator[Move]:
     autotune = site.kernel.autotune
     if autotune is None:
         return
-    for i, config in enumerate(autotune.configs, 1):
+    # Under the interpreter only the first Config runs: moving another could not be measured.
+    movable = autotune.configs[:1] if device != "gpu" else autotune.configs
+    keys = [_config_key(c) for c in autotune.configs]
+
+    def duplicate(i: int, name: str, value: str) -> bool:
+        changed = _config_key(autotune.configs[i - 1], name, value)
+        return any(key == changed for j, key in enumerate(keys, 1) if j != i)
+
+    for i, config in enumerate(movable, 1):
         for name, value in config.values.items():
             number = _int(value)
             if number is not None and _is_pow2(number) and BLOCK_NAME.search(name):
                 for choice in _block_values(number):
-                    if (edit := site.edit(value, str(choice))) is not None:
+                    if not duplicate(i, name, str(choice)) and (edit := site.edit(value, str(choice))) is not None:
                         yield Move(f"Config #{i}: {name}={choice} (was {number})", edit)
         for option, options in (("num_warps", WARPS), ("num_stages", STAGES)):
             number = _int(config.options.get(option))
@@ -162,9 +230,10 @@ def _config_moves(site: _Site) -> Iterator[Move]:
                 continue
             at = options.index(number)
             for choice in options[max(at - 1, 0):at] + options[at + 1:at + 2]:  # the neighbours
-                if (edit := site.edit(config.options[option], str(choice))) is not None:
+                if not duplicate(i, option, str(choice)) and \
+                        (edit := site.edit(config.options[option], str(choice))) is not None:
                     yield Move(f"Config #{i}: {option}={choice} (was {number})", edit)
-    if autotune.configs:
+    if autotune.configs and device == "gpu":  # adding or dropping a later Config: only a GPU times it
         first = autotune.configs[0].node
         if len(autotune.configs) > 1:  # drop the last Config (fewer to tune, or a bad one gone)
             last = autotune.configs[-1].node
@@ -174,7 +243,7 @@ def _config_moves(site: _Site) -> Iterator[Move]:
                 yield Move(f"drop Config #{len(autotune.configs)}", edit)
         for warps in (2, 8):
             copy = re.sub(r"num_warps\s*=\s*\d+", f"num_warps={warps}", text(first))
-            if copy != text(first):
+            if copy != text(first) and not any(text(c.node) == copy for c in autotune.configs):
                 edit = _edit(site.source, site.data, first.end_byte, first.end_byte, ",\n        " + copy)
                 if edit is not None:
                     yield Move(f"add a Config like #1 with num_warps={warps}", edit)
@@ -203,10 +272,27 @@ def _hint_moves(site: _Site) -> Iterator[Move]:
                 yield Move(f"eviction_policy={policy} on the load at line {load.start_point[0] + 1}", edit)
 
 
-def config_moves(source: str, kernel: str) -> list[Move]:
-    """Every one-knob move the kernel's launch, configs and loads allow."""
+_HINT_MOVE = re.compile(r"num_warps|num_stages|eviction_policy")
+
+
+def config_moves(source: str, kernel: str, device: str = "gpu") -> list[Move]:
+    """Every one-knob move the launches, configs and loads of `kernel` and of every other
+    kernel the file launches allow (moves of another kernel name it). `device`: what times the
+    candidates; under the "interpreter", which ignores warps, stages and cache hints and runs an
+    autotuner's first Config only, no move changes only those."""
     site = _Site(source, kernel)
-    return [*_launch_moves(site), *_config_moves(site), *_hint_moves(site)]
+    moves = _kernel_moves(site, device)
+    for other in site.index.kernels:
+        if other.name != kernel and (other.launches or other.autotune):
+            moves += [Move(f"{other.name}: {m.description}", m.edit) for m in _kernel_moves(_Site(source, other.name), device)]
+    return moves
+
+
+def _kernel_moves(site: _Site, device: str) -> list[Move]:
+    moves = [*_launch_moves(site), *_config_moves(site, device), *_hint_moves(site)]
+    if device != "gpu":  # warps, stages and hints never reach the interpreter (search/equivalence.py)
+        moves = [m for m in moves if not _HINT_MOVE.search(m.description)]
+    return moves
 
 
 # -- regenerate: the transformation library -------------------------------------------------
@@ -246,24 +332,32 @@ def _streaming_loads(source: str, kernel: str, rng: random.Random) -> str | None
 
 def _block_jump(source: str, kernel: str, rng: random.Random) -> str | None:
     site = _Site(source, kernel)
-    edits: list[tuple[Node, str]] = []
-    block = None
+    edits: dict[int, tuple[Node, str]] = {}  # by start byte: a constant two launches share moves once
     constexprs = site.kernel.constexpr_names
     for launch in site.kernel.launches:
+        ratio = None
         for name, (_, value) in launch.keywords.items():
-            target, number = value, _int(value)
-            if number is None and value.type == "identifier":
-                literal = site.module_int(text(value))
-                target, number = (literal, _int(literal)) if literal is not None else (value, None)
+            target, number = site.block_target(value, launch.node)
             if number is None or name not in constexprs or not BLOCK_NAME.search(name) or not _is_pow2(number):
                 continue
-            choices = [v for v in (64, 128, 256, 512, 1024, 2048, 4096) if v != number]
+            # A jump from the pool kernel's own size, not a random one: what made it good stays near.
+            choices = [v for v in (number * 4, number // 4) if MIN_BLOCK <= v <= MAX_BLOCK] or \
+                [v for v in (number * 2, number // 2) if MIN_BLOCK <= v <= MAX_BLOCK]
+            if not choices or target.start_byte in edits:
+                continue
             block = rng.choice(choices)
-            edits.append((target, str(block)))
+            ratio = ratio or block / number
+            edits[target.start_byte] = (target, str(block))
+        warps = launch.keywords.get("num_warps")
+        number = _int(warps[1]) if warps is not None else None
+        if ratio is not None and warps is not None and number is not None:
+            scaled = min(max(int(number * ratio), 1), 16)
+            if scaled != number and _is_pow2(scaled):
+                edits[warps[1].start_byte] = (warps[1], str(scaled))
     if not edits:
         return None
     data = site.data
-    for node, replacement in sorted(edits, key=lambda e: e[0].start_byte, reverse=True):
+    for node, replacement in sorted(edits.values(), key=lambda e: e[0].start_byte, reverse=True):
         data = data[:node.start_byte] + replacement.encode() + data[node.end_byte:]
     return data.decode("utf-8")
 
@@ -306,7 +400,7 @@ class OfflineProposer:
         if not context.chain:
             raise ProposalError("nothing to refine")
         base = context.chain[-1][0]
-        moves = config_moves(base, context.task.kernel)
+        moves = config_moves(base, context.task.kernel, context.task.device)
         self.rng.shuffle(moves)
         for move in moves:
             edits = [Edit(move.edit.old, move.edit.new, move.description)]

@@ -1,0 +1,113 @@
+"""The offline proposer's moves: block sizes wherever a launcher sets them, every kernel a
+launcher runs, and never an edit the timing cannot see (issue 15)."""
+
+from __future__ import annotations
+
+from tritonsmith.search.model import apply_edits
+from tritonsmith.search.proposers.offline import config_moves
+
+TWO_KERNELS = '''import torch
+import triton
+import triton.language as tl
+
+SCALE_BLOCK = 128
+
+
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+@triton.jit
+def row_sum_kernel(y_ptr, out_ptr, n_cols, BLOCK_COLS: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_COLS)
+    v = tl.load(y_ptr + row * n_cols + cols, mask=cols < n_cols, other=0.0)
+    tl.store(out_ptr + row, tl.sum(v, axis=0))
+
+
+def launcher(x, n_rows, n_cols):
+    y = torch.empty_like(x)
+    BLOCK = 256
+    scale_kernel[(triton.cdiv(x.numel(), BLOCK),)](x, y, x.numel(), BLOCK=BLOCK)
+    out = torch.empty(n_rows, device=x.device)
+    block_cols = triton.next_power_of_2(n_cols)
+    row_sum_kernel[(n_rows,)](y, out, n_cols, BLOCK_COLS=block_cols)
+    return out
+'''
+
+
+def _moves(source: str, kernel: str, device: str = "gpu") -> dict[str, str]:
+    return {m.description: apply_edits(source, [m.edit]) for m in config_moves(source, kernel, device)}
+
+
+def test_a_block_size_in_a_launchers_local_variable_moves_where_it_is_set():
+    moves = _moves(TWO_KERNELS, "scale_kernel")
+    doubled = moves["BLOCK=512 at the launch (was 256)"]
+    # The local changes, so the grid that reads it follows.
+    assert "    BLOCK = 512\n" in doubled and "BLOCK=BLOCK)" in doubled
+
+
+def test_every_kernel_the_launcher_runs_is_tuned_and_named():
+    moves = _moves(TWO_KERNELS, "scale_kernel")
+    other = {d: s for d, s in moves.items() if d.startswith("row_sum_kernel: ")}
+    assert other, sorted(moves)
+    # A `next_power_of_2` block size is scaled either way, in place.
+    doubled = other["row_sum_kernel: BLOCK_COLS doubled at the launch (was triton.next_power_of_2(n_cols))"]
+    assert "block_cols = triton.next_power_of_2(n_cols) * 2\n" in doubled
+    halved = other["row_sum_kernel: BLOCK_COLS halved at the launch (was triton.next_power_of_2(n_cols))"]
+    assert "block_cols = max(triton.next_power_of_2(n_cols) // 2, 16)\n" in halved
+
+
+AUTOTUNED = '''import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[
+    triton.Config({"BLOCK": 64}, num_warps=4),
+    triton.Config({"BLOCK": 128}, num_warps=4),
+], key=["n"])
+@triton.jit
+def scale_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+def run(x):
+    scale_kernel[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, x.numel())
+'''
+
+
+def test_under_the_interpreter_only_the_config_that_runs_is_moved():
+    interpreter = _moves(AUTOTUNED, "scale_kernel", "interpreter")
+    assert interpreter and all(d.startswith("Config #1:") for d in interpreter), sorted(interpreter)
+    # Warps and cache hints never reach the interpreter either: no step is spent on them.
+    assert not any("num_warps" in d or "eviction" in d for d in interpreter)
+    gpu = _moves(AUTOTUNED, "scale_kernel", "gpu")
+    assert any(d.startswith("Config #2:") for d in gpu) and "drop Config #2" in gpu
+
+
+def test_no_move_makes_a_config_a_copy_of_another():
+    gpu = _moves(AUTOTUNED, "scale_kernel", "gpu")
+    # Config #1 doubled to 128 with 4 warps would be Config #2 again.
+    assert "Config #1: BLOCK=128 (was 64)" not in gpu and "Config #2: BLOCK=64 (was 128)" not in gpu
+    assert "Config #1: BLOCK=256 (was 64)" in gpu
+
+
+def test_a_block_jump_stays_near_the_pool_kernels_size_and_scales_its_warps():
+    import random
+
+    from tritonsmith.search.proposers.offline import transformations
+
+    source = TWO_KERNELS.replace("BLOCK=BLOCK)", "BLOCK=BLOCK, num_warps=4)")
+    jump = transformations()["block-jump"]
+    seen = set()
+    for seed in range(8):
+        out = jump(source, "scale_kernel", random.Random(seed))
+        assert out is not None
+        block = next(line for line in out.splitlines() if line.strip().startswith("BLOCK = "))
+        warps = out.split("num_warps=")[1].split(")")[0]
+        seen.add((block.strip(), warps))
+    # 256 moves to 1024 or 64, never to an unrelated size; warps follow (x4 capped at 16, /4 -> 1).
+    assert seen == {("BLOCK = 1024", "16"), ("BLOCK = 64", "1")}
