@@ -1,7 +1,10 @@
 /**
  * Learned rules: "Tritonsmith: Learn rules now" (`tritonsmith adapt induce --format json`) and
  * the "Learned rules" tree view (`tritonsmith rules review --all --format json`), grouped by
- * lifecycle, with Accept and Reject on a rule (`rules review --accept/--reject CODE`). The
+ * lifecycle, with Accept and Reject on a rule (`rules review --accept/--reject CODE`). A rule
+ * opens onto what review shows of it: its statement, provenance, failing examples, the kernels
+ * that contradicted it, and where its matcher fires in the workspace now (a click opens the
+ * line). The
  * command line runs with the server's interpreter, from the extension's folder (so that a
  * workspace folder named `tritonsmith` cannot shadow the package), on the workspace folder given
  * as its PATH argument.
@@ -27,6 +30,12 @@ export interface LearnedRule {
     readonly lastSeen: string | null;
     readonly signatures: readonly string[];
     readonly examples: readonly string[];
+    /** Where the rule came from ("learned offline from the failure log: 4 failures in 4 kernels"). */
+    readonly provenance: string;
+    /** Files it flagged that then compiled (each demoted it; two retract its matcher). */
+    readonly contradictions: readonly string[];
+    /** Where its matcher fires in the workspace now, as `relative/path.py:line`. */
+    readonly hits: readonly string[];
     /** Only from `adapt induce`: learned now, and how many failures were added. */
     readonly isNew?: boolean;
     readonly added?: number;
@@ -80,6 +89,9 @@ export function parseRules(stdout: string): LearnedRule[] {
             lastSeen: typeof r.last_seen === 'string' ? r.last_seen : null,
             signatures: strings(r.signatures),
             examples: strings(r.examples),
+            provenance: typeof r.provenance === 'string' ? r.provenance : '',
+            contradictions: strings(r.contradictions),
+            hits: strings(r.hits),
             ...(typeof r.new === 'boolean' ? { isNew: r.new } : {}),
             ...(typeof r.added === 'number' ? { added: r.added } : {}),
         }];
@@ -126,10 +138,48 @@ export function describeLearned(rules: readonly LearnedRule[]): string {
     return `learned ${rules.length} rule${rules.length === 1 ? '' : 's'}: ${parts.join(', ')}.`;
 }
 
+/** A line under a rule; `location` (workspace-relative path, 1-based line) makes it open that line. */
+export interface RuleDetail {
+    readonly type: 'detail';
+    readonly label: string;
+    readonly tooltip: string;
+    readonly icon: string;
+    readonly location?: { readonly path: string; readonly line: number };
+}
+
 export type RuleNode =
     | { readonly type: 'group'; readonly status: RuleStatus; readonly rules: readonly LearnedRule[] }
     | { readonly type: 'rule'; readonly rule: LearnedRule }
-    | { readonly type: 'message'; readonly text: string };
+    | { readonly type: 'message'; readonly text: string }
+    | RuleDetail;
+
+/** `kernels/scan.py:12` as a path and a line; undefined when it is not one. */
+export function parseHit(hit: string): { path: string; line: number } | undefined {
+    const match = /^(.+):(\d+)$/.exec(hit);
+    return match?.[1] && match[2] ? { path: match[1], line: Number(match[2]) } : undefined;
+}
+
+/** What a rule opens onto, in review's order: statement, provenance, examples, contradictions, hits. */
+export function ruleDetails(rule: LearnedRule): RuleDetail[] {
+    const out: RuleDetail[] = [{ type: 'detail', label: rule.statement, tooltip: rule.statement, icon: 'note' }];
+    if (rule.provenance) {
+        out.push({ type: 'detail', label: rule.provenance, tooltip: rule.provenance, icon: 'history' });
+    }
+    for (const example of rule.examples) {
+        out.push({ type: 'detail', label: `failed: ${example.split('\n')[0] ?? ''}`, tooltip: example, icon: 'error' });
+    }
+    for (const where of rule.contradictions) {
+        out.push({ type: 'detail', label: `contradicted: ${where} flagged, then compiled`, tooltip: where, icon: 'warning' });
+    }
+    if (rule.hits.length === 0 && rule.status !== 'rejected') {
+        out.push({ type: 'detail', label: 'flags nothing in this workspace now', tooltip: 'No file here matches its matcher.', icon: 'check' });
+    }
+    for (const hit of rule.hits) {
+        const location = parseHit(hit);
+        out.push({ type: 'detail', label: `flags ${hit}`, tooltip: `Open ${hit}`, icon: 'location', ...(location ? { location } : {}) });
+    }
+    return out;
+}
 
 const GROUPS: { status: RuleStatus; label: string }[] = [
     { status: 'pending', label: 'Pending review' },
@@ -155,6 +205,9 @@ export interface RuleItemView {
 }
 
 export function ruleItemView(node: RuleNode): RuleItemView {
+    if (node.type === 'detail') {
+        return { label: node.label, description: '', tooltip: node.tooltip, contextValue: node.location ? 'hit' : 'detail', collapsible: false, icon: node.icon };
+    }
     if (node.type === 'message') {
         return { label: node.text, description: '', tooltip: node.text, contextValue: 'message', collapsible: false, icon: 'info' };
     }
@@ -179,7 +232,7 @@ export function ruleItemView(node: RuleNode): RuleItemView {
         description: `${how} · ${seen}`,
         tooltip: lines.filter(Boolean).join('\n'),
         contextValue: `rule.${rule.status}`,
-        collapsible: false,
+        collapsible: true,
         icon: rule.status === 'active' ? 'pass' : rule.status === 'rejected' ? 'circle-slash' : 'question',
     };
 }
@@ -203,20 +256,31 @@ export class RulesTreeProvider implements vscode.TreeDataProvider<RuleNode>, vsc
 
     getTreeItem(node: RuleNode): vscode.TreeItem {
         const view = ruleItemView(node);
-        const item = new vscode.TreeItem(
-            view.label,
-            view.collapsible ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None,
-        );
+        // Groups open; a rule opens on demand onto its details.
+        const open = node.type === 'group' ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed;
+        const item = new vscode.TreeItem(view.label, view.collapsible ? open : vscode.TreeItemCollapsibleState.None);
         item.description = view.description;
         item.tooltip = view.tooltip;
         item.contextValue = view.contextValue;
         item.iconPath = new vscode.ThemeIcon(view.icon);
+        const folder = this.folder();
+        if (node.type === 'detail' && node.location && folder) {
+            const line = Math.max(node.location.line - 1, 0);
+            item.command = {
+                command: 'vscode.open',
+                title: 'Open',
+                arguments: [vscode.Uri.joinPath(vscode.Uri.file(folder), node.location.path), { selection: new vscode.Range(new vscode.Position(line, 0), new vscode.Position(line, 0)) }],
+            };
+        }
         return item;
     }
 
     getChildren(node?: RuleNode): Promise<RuleNode[]> | RuleNode[] {
         if (node?.type === 'group') {
             return node.rules.map((rule) => ({ type: 'rule', rule }));
+        }
+        if (node?.type === 'rule') {
+            return ruleDetails(node.rule);
         }
         if (node) {
             return [];

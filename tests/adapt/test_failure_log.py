@@ -130,3 +130,27 @@ def test_two_processes_opening_an_old_database_migrate_it_once(tmp_path: Path):
     errors = [p.communicate(timeout=60)[1].decode() for p in processes]
     assert all(p.returncode == 0 for p in processes), errors
     assert len(FailureLog(tmp_path).failures()) == 1
+
+
+def test_the_log_keeps_only_recent_and_reasonably_sized_files(tmp_path, monkeypatch):
+    from tritonsmith.state import failure_log
+
+    monkeypatch.setattr(failure_log, "MAX_SOURCES", 3)
+    log = FailureLog(tmp_path)
+    sources = [f"# file {i}\nx = tl.load(p)\n" for i in range(5)]
+    ids = [log.record(path=f"f{i}.py", kernel="k", stage="compile", message="ValueError: bad", rules=[],
+                      source=source, error_at=(1, 4)) for i, source in enumerate(sources)]
+    # The two oldest texts are gone; their failures stay, no longer located.
+    assert [text for text, *_ in log.located(ids)] == sources[2:]
+    assert len(log.failures(limit=None)) == 5
+    # A text that fails again becomes the newest: the next new text pushes out file 3, not file 2.
+    again = log.record(path="f2.py", kernel="k", stage="compile", message="ValueError: bad", rules=[],
+                       source=sources[2], error_at=(1, 4))
+    new = log.record(path="f5.py", kernel="k", stage="compile", message="ValueError: bad", rules=[],
+                     source="# file 5\n", error_at=(0, 0))
+    assert [text for text, *_ in log.located([*ids, again, new])] == [sources[2], sources[4], sources[2], "# file 5\n"]
+    # A huge file is not kept at all; the failure is recorded without it.
+    huge = log.record(path="big.py", kernel="k", stage="compile", message="ValueError: bad", rules=[],
+                      source="x = 1\n" * (failure_log.MAX_SOURCE_CHARS // 4), error_at=(0, 0))
+    assert log.located([huge]) == [] and log.failures(limit=1)[0]["id"] == huge
+    log.close()

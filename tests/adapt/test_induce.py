@@ -193,3 +193,30 @@ def test_two_processes_learning_at_once_lose_no_rule_and_no_count(tmp_path: Path
     assert rules["ValueError: bad thing number <name>"].count == 24  # A and B: one template, every count
     assert len(rules) == 2 and len({r.code for r in rules.values()}) == 2
     assert all(f["induced"] for f in FailureLog(tmp_path).failures(limit=None))
+
+
+def test_failures_and_rules_from_an_older_signature_meet_new_failures(tmp_path: Path):
+    import sqlite3
+
+    # Two failures logged and a rule learned when signatures kept element types ("but got fp32").
+    log = FailureLog(tmp_path)
+    old = "ValueError: histogram only supports <n>-bit integer input, but got fp32"
+    ids = [fail(log, kernel, "ValueError: histogram only supports 32-bit integer input, but got fp32", path=f"{kernel}.py")
+           for kernel in ("k1", "k2", "k3")]
+    log.close()
+    db = sqlite3.connect(tmp_path / ".tritonsmith" / "state.db")
+    db.executemany("UPDATE failures SET signature = ? WHERE id = ?", [(old, i) for i in ids[:2]])
+    db.commit()
+    db.close()
+    [learned] = induce(tmp_path)  # the old and the new signature are one cluster
+    assert learned.rule.count == 3
+    pack = learned_path(tmp_path)
+    new = learned.rule.template
+    assert new != old and new in pack.read_text()
+    pack.write_text(pack.read_text().replace(new, old))  # as an older version wrote the rule
+    # A later fp16 failure (a new signature) joins the rule instead of starting another.
+    log = FailureLog(tmp_path)
+    fail(log, "k4", "ValueError: histogram only supports 32-bit integer input, but got fp16", path="k4.py")
+    log.close()
+    [more] = induce(tmp_path)
+    assert (more.new, more.rule.code, more.rule.count) == (False, learned.rule.code, 4)

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tritonsmith.state.signature import error_type, normalise, signature_regex
+from tritonsmith.state.signature import error_type, fill, normalise, signature_regex
 
 # (raw message as Triton prints it, its signature)
 REAL = [
@@ -18,10 +18,15 @@ REAL = [
      "ValueError: numel (<n>) exceeds triton maximum tensor numel (<n>)"),
     ("AssertionError(\"Loop-carried variable acc has initial type int32 but is re-assigned to <['128'], fp32> in "
      "loop! Please make sure that the type stays consistent.\")",
-     "AssertionError: Loop-carried variable <name> has initial type int32 but is re-assigned to <shape fp32> in "
+     "AssertionError: Loop-carried variable <name> has initial type <dtype> but is re-assigned to <shape fp32> in "
      "loop! Please make sure that the type stays consistent."),
     ("AssertionError('Mismatched type for y between then block (int32) and else block (fp32)')",
-     "AssertionError: Mismatched type for <name> between then block (int32) and else block (fp32)"),
+     "AssertionError: Mismatched type for <name> between then block (<dtype>) and else block (<dtype>)"),
+    ("ValueError: atomic_max does not support fp16", "ValueError: <op> does not support <dtype>"),
+    ("ValueError: histogram only supports 32-bit integer input, but got fp16",
+     "ValueError: <op> only supports <n>-bit integer input, but got <dtype>"),
+    ("ValueError: Expected dtype ['fp32', 'fp64'] but got int32",
+     "ValueError: Expected dtype ['<dtype>', '<dtype>'] but got <dtype>"),
     ("RuntimeError: Unsupported function referenced: <function helper at 0x7f3a2c1d5e10>",
      "RuntimeError: Unsupported function referenced: <function>"),
     ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 262144, Hardware limit: "
@@ -55,6 +60,32 @@ def test_real_triton_errors_normalise_to_their_template(message: str, expected: 
 def test_the_signature_regex_matches_the_raw_message(message: str, expected: str) -> None:
     regex = signature_regex(normalise(message))
     assert regex is not None and re.search(regex, message)
+
+
+def test_one_mistake_on_different_operations_and_types_has_one_signature() -> None:
+    # Triton names the operation and the type in the message; the mistake is the same.
+    assert normalise("ValueError: atomic_min does not support bf16") == \
+        normalise("at 10:4:\n    tl.atomic_xchg(p, v)\n    ^\nValueError('atomic_xchg does not support fp16')")
+    # A user's function named as the subject stays a user's name, not an operation.
+    assert "<op>" not in normalise("ValueError: my_helper does not support fp16")
+
+
+def test_fill_gives_back_what_the_messages_agree_on() -> None:
+    message = "at 10:4:\n    tl.atomic_max(p, v)\n    ^\nValueError('atomic_max does not support fp16')"
+    assert fill(normalise(message), [message]) == "ValueError: atomic_max does not support fp16"
+    assert fill(normalise(message), [message, "ValueError: atomic_min does not support fp16"]) == \
+        "ValueError: atomic_max/atomic_min does not support fp16"
+    # A number the messages agree on is the rule's; one that differs, and names, stay abstract.
+    dot = "AssertionError: Input shapes should have M >= 1, N >= 1 and K >= 16"
+    assert fill(normalise(dot), [dot]) == dot
+    numel = normalise("ValueError: numel (2097152) exceeds triton maximum tensor numel (1048576)")
+    assert fill(numel, ["ValueError: numel (2097152) exceeds triton maximum tensor numel (1048576)",
+                        "ValueError: numel (4194304) exceeds triton maximum tensor numel (1048576)"]) == \
+        "ValueError: numel (<n>) exceeds triton maximum tensor numel (1048576)"
+    undefined = normalise("NameError('y is not defined')")
+    assert fill(undefined, ["NameError('y is not defined')"]) == undefined
+    # Messages of another template are ignored.
+    assert fill(numel, ["NameError: x is not defined"]) == numel
 
 
 def test_the_same_mistake_in_different_kernels_has_one_signature() -> None:

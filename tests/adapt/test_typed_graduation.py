@@ -140,6 +140,7 @@ def test_cumsum_over_an_axis_the_block_lacks_graduates_without_flagging_axis_0(t
     line = CUMSUM.format(name="prefix", value="w", axis=1).splitlines().index(
         next(t for t in CUMSUM.format(name="prefix", value="w", axis=1).splitlines() if "tl.cumsum" in t)) + 1
     assert rule["hits"] == [f"kernels/scan.py:{line}"] and rule["contradictions"] == []
+    assert rule["provenance"] == "learned offline from the failure log: 3 failures in 3 kernels"
     assert main(["rules", "review", str(tmp_path), "--all"]) == 0
     assert f"flags 1 place in this workspace now: kernels/scan.py:{line}" in capsys.readouterr().out
 
@@ -186,3 +187,199 @@ def test_a_flagged_kernel_that_compiles_demotes_the_rule_and_a_second_retracts_i
     assert rule["query"] is None and "matcher retracted: 2 kernels" in rule["hold"]
     assert [c.split(":")[0] for c in rule["contradictions"]] == ["a.py", "b.py"] and rule["hits"] == []
     assert record_compiled(tmp_path, flagged, "c.py") == []
+
+
+UNARY = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def {name}(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    {value} = tl.load(x_ptr + offs)
+    y = tl.{fn}({value})
+    tl.store(out_ptr + offs, y.to(tl.float32))
+
+
+def run():
+    x = torch.empty(128, dtype=torch.{dtype}, device="cuda")
+    out = torch.empty(128, dtype=torch.float32, device="cuda")
+    {name}[(1,)](x, out, BLOCK=128)
+'''
+
+
+def graduated_query(root: Path, code: str, capsys) -> str:
+    assert main(["adapt", "graduate", code, str(root), "--no-compile", "--format", "json"]) == 0
+    graduated = json.loads(capsys.readouterr().out)
+    assert graduated["origin"] == "typed", graduated["tried"]
+    return str(graduated["query"])
+
+
+def statement(root: Path, capsys) -> str:
+    assert main(["rules", "review", str(root), "--all", "--format", "json"]) == 0
+    [rule] = json.loads(capsys.readouterr().out)
+    return str(rule["statement"])
+
+
+def test_different_functions_that_fail_alike_graduate_as_one_matcher(tmp_path: Path, capsys):
+    # Each function is seen once; the constraint (an int32 block) is seen in three kernels.
+    failing = [UNARY.format(name=f"k_{fn}", value=value, fn=fn, dtype="int32")
+               for fn, value in (("exp", "c"), ("log", "ids"), ("sqrt", "h"))]
+    record(tmp_path, failing, "y = tl.", "ValueError: Expected dtype ['fp32', 'fp64'] but got int32")
+    code = learned_rule(tmp_path, capsys)["code"]
+    query = graduated_query(tmp_path, code, capsys)
+    assert '"triton.language.exp" "triton.language.log" "triton.language.sqrt"' in query
+    assert codes(tmp_path, UNARY.format(name="logs", value="v", fn="log", dtype="int32"), code) == [Severity.INFORMATION]
+    assert codes(tmp_path, UNARY.format(name="exps", value="v", fn="exp", dtype="float32"), code) == []
+    assert codes(tmp_path, UNARY.format(name="abss", value="v", fn="abs", dtype="int32"), code) == []
+    said = statement(tmp_path, capsys)
+    assert said.startswith("You cannot write `tl.exp(...)`, `tl.log(...)` or `tl.sqrt(...)` on i32 1-D blocks: ")
+    assert "but got int32" in said and "<dtype>" not in said
+
+
+ATOMIC = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def {name}(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    old = tl.atomic_{op}(out_ptr + offs, v, mask=mask)
+
+
+def run():
+    x = torch.empty(4096, dtype=torch.{dtype}, device="cuda")
+    out = torch.empty(4096, dtype=torch.{dtype}, device="cuda")
+    {name}[(32,)](x, out, 4096, BLOCK=128)
+'''
+
+
+def test_one_mistake_that_triton_words_per_operation_and_type_is_one_rule(tmp_path: Path, capsys):
+    log = FailureLog(tmp_path)
+    for i, (op, dtype, short) in enumerate((("max", "float16", "fp16"), ("min", "float16", "fp16"),
+                                            ("max", "bfloat16", "bf16"))):
+        source = ATOMIC.format(name=f"acc_{i}", op=op, dtype=dtype)
+        row = next(r for r, line in enumerate(source.splitlines()) if "tl.atomic_" in line)
+        line = source.splitlines()[row]
+        log.record(path=f"k{i}.py", kernel=f"acc_{i}", stage="compile", rules=[], snippet=line,
+                   message=f"at {row + 1}:10:\n{line}\n          ^\nValueError('atomic_{op} does not support {short}')",
+                   kernel_hash=kernel_hash(source), source=source, error_at=(row, line.index("tl.")))
+    log.close()
+    code = learned_rule(tmp_path, capsys)["code"]  # one rule, not one per operation and type
+    query = graduated_query(tmp_path, code, capsys)
+    assert '"triton.language.atomic_max" "triton.language.atomic_min"' in query
+    assert codes(tmp_path, ATOMIC.format(name="lo", op="min", dtype="bfloat16"), code) == [Severity.INFORMATION]
+    assert codes(tmp_path, ATOMIC.format(name="hi", op="max", dtype="float32"), code) == []
+    assert codes(tmp_path, ATOMIC.format(name="sum", op="add", dtype="float16"), code) == []  # never seen failing
+    said = statement(tmp_path, capsys)
+    assert "does not support" in said and "<op>" not in said and "acc_" not in said
+
+
+ARANGE = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def {name}(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, {size})
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, x * 2)
+
+
+def run():
+    x = torch.empty(4096, dtype=torch.float32, device="cuda")
+    out = torch.empty(4096, dtype=torch.float32, device="cuda")
+    {name}[(1,)](x, out, BLOCK={block})
+'''
+
+
+def test_a_size_that_is_not_a_power_of_two_is_what_the_matcher_learns(tmp_path: Path, capsys):
+    failing = [ARANGE.format(name=f"scale_{size}", size=size, block=128) for size in (100, 96, 48)]
+    record(tmp_path, failing, "offs = tl.arange", "ValueError: arange's range must be a power of 2")
+    code = learned_rule(tmp_path, capsys)["code"]
+    # `tl.arange(0, ...)` alone fires on correct code, so the sizes narrow it.
+    assert '(#ts-int? @o1 "!pow2")' in graduated_query(tmp_path, code, capsys)
+    assert codes(tmp_path, ARANGE.format(name="s", size=80, block=128), code) == [Severity.INFORMATION]
+    assert codes(tmp_path, ARANGE.format(name="s", size="BLOCK", block=100), code) == [Severity.INFORMATION]
+    assert codes(tmp_path, ARANGE.format(name="s", size="BLOCK", block=128), code) == []
+    assert codes(tmp_path, ARANGE.format(name="s", size=64, block=128), code) == []
+    assert "power of 2" in statement(tmp_path, capsys)
+
+
+DOT = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def {name}(a_ptr, b_ptr, c_ptr):
+    rm = tl.arange(0, 32)
+    rk = tl.arange(0, {k})
+    a = tl.load(a_ptr + rm[:, None] * {k} + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * 32 + rm[None, :])
+    c = tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * 32 + rm[None, :], c)
+
+
+def run():
+    a = torch.empty(4096, dtype=torch.float16, device="cuda")
+    b = torch.empty(4096, dtype=torch.float16, device="cuda")
+    c = torch.empty(4096, dtype=torch.float32, device="cuda")
+    {name}[(1,)](a, b, c)
+'''
+
+
+def test_a_block_size_below_what_the_dot_needs_is_what_the_matcher_learns(tmp_path: Path, capsys):
+    failing = [DOT.format(name=f"mm_{i}", k=k) for i, k in enumerate((8, 4, 8))]
+    record(tmp_path, failing, "c = tl.dot", "AssertionError: Input shapes should have M >= 1, N >= 1 and K >= 16")
+    code = learned_rule(tmp_path, capsys)["code"]
+    query = graduated_query(tmp_path, code, capsys)
+    assert '(#ts-shape? @o0 "<=32" "<=8")' in query  # fp16 2-D blocks alone would flag correct dots
+    assert codes(tmp_path, DOT.format(name="tiny", k=8), code) == [Severity.INFORMATION]
+    assert codes(tmp_path, DOT.format(name="fine", k=16), code) == []
+    said = statement(tmp_path, capsys)
+    assert said.startswith("You cannot write `tl.dot(..., ...)` on fp16 2-D blocks: ") and "K >= 16" in said
+
+
+def test_near_misses_move_sizes_inside_a_shape_to_neighbouring_powers_of_two():
+    from tritonsmith.adapt.construct import describe, near_misses
+
+    source = ARANGE.format(name="view", size=64, block=64).replace(
+        "x = tl.load(x_ptr + offs)", "x = tl.reshape(tl.load(x_ptr + offs), (8, 16))")
+    row = next(r for r, line in enumerate(source.splitlines()) if "tl.reshape" in line)
+    column = source.splitlines()[row].index("tl.reshape")
+    construct = describe(source, row, column)
+    assert construct is not None and construct.function == "triton.language.reshape"
+    shapes = {line.strip() for variant in near_misses(source, row, column, construct)
+              for line in variant.splitlines() if "tl.reshape" in line}
+    # (8, 8) and (4, 16) keep 64 elements: the compiler will accept them, and they become contrast.
+    assert "x = tl.reshape(tl.load(x_ptr + offs), (8, 8))" in shapes
+    assert "x = tl.reshape(tl.load(x_ptr + offs), (4, 16))" in shapes
+
+
+@pytest.mark.skipif(installed_triton_version() is None, reason="sibling functions are compiled in the failing call's place")
+def test_the_compiler_says_which_sibling_functions_fail_the_same_way(tmp_path: Path, capsys):
+    log = FailureLog(tmp_path)
+    for i, op in enumerate(("max", "min", "max")):
+        source = ATOMIC.format(name=f"acc_{i}", op=op, dtype="float16")
+        row = next(r for r, line in enumerate(source.splitlines()) if "tl.atomic_" in line)
+        line = source.splitlines()[row]
+        log.record(path=f"k{i}.py", kernel=f"acc_{i}", stage="compile", rules=[], snippet=line,
+                   message=f"ValueError: atomic_{op} does not support fp16", kernel_hash=kernel_hash(source),
+                   source=source, error_at=(row, line.index("tl.")))
+    log.close()
+    code = learned_rule(tmp_path, capsys)["code"]
+    assert main(["adapt", "graduate", code, str(tmp_path), "--format", "json"]) == 0
+    query = json.loads(capsys.readouterr().out)["query"]
+    # atomic_xchg was never seen failing, but fails the same way in the failing call's place;
+    # atomic_add of fp16 compiles, so it is not named and its variant is known-good code.
+    assert '"triton.language.atomic_xchg"' in query and "atomic_add" not in query
+    assert codes(tmp_path, ATOMIC.format(name="swap", op="xchg", dtype="float16"), code) == [Severity.INFORMATION]
+    assert codes(tmp_path, ATOMIC.format(name="total", op="add", dtype="float16"), code) == []
+    said = statement(tmp_path, capsys)
+    assert "atomic_xchg" in said and "atomic_add" not in said

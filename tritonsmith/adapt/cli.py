@@ -146,7 +146,7 @@ def _json(rule: Rule, hits: list[str]) -> dict[str, Any]:
         "first_seen": rule.first_seen, "last_seen": rule.last_seen, "failures": list(rule.failures),
         "signatures": list(rule.signatures), "template": rule.template, "examples": list(rule.examples),
         "query": rule.query if rule.check == QUERY_CHECK else None,
-        "contradictions": list(rule.contradictions), "hits": hits,
+        "provenance": rule.provenance, "contradictions": list(rule.contradictions), "hits": hits,
     }
 
 
@@ -208,24 +208,35 @@ def _verified_kernels(root: Path) -> list[tuple[str, str]]:
 
 class _NearMissCompiler:
     """Whether a near-miss variant compiles for sm_90, in one sandboxed worker kept for all the
-    variants (no GPU needed); None when it cannot tell (a worker failure)."""
+    variants (no GPU needed); None when it cannot tell (a worker failure). `outcome` also gives
+    the compiler's message, for sibling probes that must fail the same way."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.pool: Any = None
+        self._seen: dict[str, tuple[bool | None, str]] = {}
 
-    def __call__(self, source: str) -> bool | None:
+    def outcome(self, source: str) -> tuple[bool | None, str]:
         from ..evaluator.pool import WorkerPool
         from ..evaluator.reports import compile_file
 
+        if source in self._seen:
+            return self._seen[source]
         try:
             if self.pool is None:
                 self.pool = WorkerPool(size=1)
             reports = compile_file(self.pool, source, path=str(self.root / "near_miss.py"), targets=["sm_90"])
         except Exception as error:  # a worker that dies tells nothing about the variant
             log.warning("near miss not compiled: %s", error)
-            return None
-        return bool(reports) and all(r.ok and r.results for r in reports)  # compiled, not skipped
+            return None, ""
+        errors = [e["error"] for r in reports for e in r.results if e.get("error")]
+        message = str(errors[0].get("message") or errors[0].get("text") or "") if errors else ""
+        result = (bool(reports) and all(r.ok and r.results for r in reports), message)  # compiled, not skipped
+        self._seen[source] = result
+        return result
+
+    def __call__(self, source: str) -> bool | None:
+        return self.outcome(source)[0]
 
     def close(self) -> None:
         if self.pool is not None:
@@ -241,7 +252,7 @@ def cmd_graduate(args: argparse.Namespace) -> int:
     compiler = None if args.no_compile or installed_triton_version() is None else _NearMissCompiler(root)
     try:
         result = graduate(root, args.code, model=_text_model(args), extra_good=_verified_kernels(root),
-                          compiles=compiler)
+                          compiles=compiler, probe=compiler.outcome if compiler is not None else None)
     finally:
         if compiler is not None:
             compiler.close()

@@ -27,17 +27,30 @@ from ..analysis.infer import DTYPES, width
 from ..analysis.syntax import text
 from ..rules import Rule, load_rules, pack_paths
 from ..rules.context import KernelContext
+from ..state.signature import fill
 
-__all__ = ["Construct", "Operand", "construct_statement", "describe", "locate", "near_misses", "queries", "shared"]
+__all__ = ["Construct", "Operand", "construct_statement", "describe", "locate", "near_misses", "queries", "shared",
+           "sibling_variants"]
 
 _LITERALS = frozenset({"integer", "float", "true", "false", "none", "string"})
+# `tl` functions called the same way, whose constraints often coincide: a failure at one is a
+# reason to ask the compiler about the others (`sibling_variants`).
+_FAMILIES = (
+    ("atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_and", "atomic_or", "atomic_xor"),
+    ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf", "floor", "ceil", "abs", "sigmoid"),
+    ("sum", "max", "min", "argmax", "argmin", "xor_sum", "cumsum", "cumprod"),
+)
+_MAX_SIBLINGS = 8
 
 
 @dataclass(frozen=True)
 class Operand:
     """One operand of the construct: where it sits (`object`, `0`, `1`, or a keyword) and what
     is known of it: a literal's text, a dtype's Triton name and width, an inferred value's
-    element type, width and rank (None where not known)."""
+    element type, width and rank, its block's size per dimension, and a compile-time integer's
+    value (None where not known). Sizes are ranges, (smallest, largest): over the launch
+    configurations of one failure, and over the failures once `shared` merges them; element
+    types that differ between failures are kept as the set seen (`value_dtypes`)."""
 
     slot: str
     literal: str | None = None
@@ -46,19 +59,35 @@ class Operand:
     value_dtype: str | None = None  # an expression's inferred element type
     value_width: int | None = None
     rank: int | None = None
+    value_dtypes: tuple[str, ...] = ()  # every element type seen, when they differ
+    dims: tuple[tuple[int, int] | None, ...] | None = None  # per dimension, (smallest, largest) size
+    number: tuple[int, int] | None = None  # a compile-time integer's (smallest, largest) value
+    pow2: bool | None = None  # whether that integer is a power of two, where every value agrees
+
+    @property
+    def element_types(self) -> tuple[str, ...]:
+        return self.value_dtypes or ((self.value_dtype,) if self.value_dtype else ())
 
 
 @dataclass(frozen=True)
 class Construct:
-    """A call at a failure: `tl.<function>` or `<object>.<method>`, with its operands."""
+    """A call at a failure: `tl.<function>` or `<object>.<method>`, with its operands. A
+    construct merged over failures at several `tl` functions that agree on their operands
+    (`tl.exp`, `tl.log` and `tl.sqrt` of an int32 block) lists the others in `also`."""
 
     function: str | None  # "triton.language.cumsum"
     method: str | None  # "to"
     operands: tuple[Operand, ...] = field(default_factory=tuple)
+    also: tuple[str, ...] = ()
+
+    @property
+    def functions(self) -> tuple[str, ...]:
+        return (self.function, *self.also) if self.function else ()
 
     @property
     def shown(self) -> str:
-        """How a statement names it, without local names: `tl.cumsum(..., axis=1)`, `.to(tl.int16, bitcast=True)`."""
+        """How a statement names the call, without local names: `tl.cumsum(..., axis=1)`,
+        `.to(tl.int16, bitcast=True)` (the first function of a merged construct)."""
         parts = []
         for o in self.operands:
             if o.slot == "object":
@@ -69,6 +98,19 @@ class Construct:
         if self.method:
             return f".{self.method}({args})"
         return f"tl.{(self.function or '').rsplit('.', 1)[-1]}({args})"
+
+    @property
+    def named(self) -> str:
+        """The construct in a statement, in backticks: "`tl.cumsum(..., axis=1)`"; a merged one's
+        functions, "`tl.exp(...)`, `tl.log(...)` or `tl.sqrt(...)`", and past three, the others
+        by name: "`tl.exp(...)` (also `cos`, `log`, `sin`)"."""
+        if len(self.functions) <= 1:
+            return f"`{self.shown}`"
+        args = self.shown[self.shown.index("("):]
+        calls = [f"`tl.{name.rsplit('.', 1)[-1]}{args}`" for name in self.functions]
+        if len(calls) > 3:
+            return f"{calls[0]} (also " + ", ".join(f"`{name.rsplit('.', 1)[-1]}`" for name in self.also) + ")"
+        return ", ".join(calls[:-1]) + " or " + calls[-1]
 
 
 def _long(short: str | None) -> str:
@@ -133,7 +175,9 @@ def describe(source: str, row: int, column: int) -> Construct | None:
 def _operand(context: KernelContext, slot: str, node: Node) -> Operand:
     if node.type in _LITERALS or (node.type == "unary_operator" and node.named_children and
                                   node.named_children[-1].type in ("integer", "float")):
-        return Operand(slot, literal=text(node))
+        literal = _integer(text(node)) if node.type in ("integer", "unary_operator") else None
+        return Operand(slot, literal=text(node), number=None if literal is None else (literal, literal),
+                       pow2=None if literal is None else _is_pow2(literal))
     qualified = context.qualify(node) or ""
     short = qualified.removeprefix("triton.language.")
     if qualified.startswith("triton.language.") and short in DTYPES:
@@ -144,16 +188,41 @@ def _operand(context: KernelContext, slot: str, node: Node) -> Operand:
     dtypes = {v.dtype for v in values}
     ranks = {v.rank for v in values}
     dtype = dtypes.pop() if len(dtypes) == 1 else None
-    return Operand(slot, value_dtype=dtype, value_width=width(dtype), rank=ranks.pop() if len(ranks) == 1 else None)
+    rank = ranks.pop() if len(ranks) == 1 else None
+    dims: tuple[tuple[int, int] | None, ...] | None = None
+    if rank:
+        per_axis = [[v.shape[axis].size if v.shape is not None else None for v in values] for axis in range(rank)]
+        dims = tuple(_span([(size, size) if size is not None else None for size in sizes]) for sizes in per_axis)
+    numbers = [v.const for v in values if isinstance(v.const, int) and not isinstance(v.const, bool)]
+    number = (min(numbers), max(numbers)) if numbers and len(numbers) == len(values) else None
+    pows = {_is_pow2(n) for n in numbers}
+    return Operand(slot, value_dtype=dtype, value_width=width(dtype), rank=rank, dims=dims, number=number,
+                   pow2=pows.pop() if number is not None and len(pows) == 1 else None)
 
 
-def shared(constructs: Sequence[Construct]) -> Construct | None:
+def _integer(raw: str) -> int | None:
+    try:
+        return int(raw.replace(" ", ""), 0)
+    except ValueError:
+        return None
+
+
+def _is_pow2(number: int) -> bool:
+    return number > 0 and number & (number - 1) == 0
+
+
+def shared(constructs: Sequence[Construct], *, across: bool = False) -> Construct | None:
     """What every construct agrees on (the same function or method; per operand slot, each fact
-    all of them have), or None when they are not one construct."""
+    all of them have, the element types seen and the range of sizes), or None when they are not
+    one construct. `across`: calls of different `tl` functions may merge (their names go to
+    `also`); methods never do."""
     if not constructs:
         return None
     first = constructs[0]
-    if any(c.function != first.function or c.method != first.method for c in constructs):
+    if across:
+        if any(c.method is not None or c.function is None for c in constructs):
+            return None
+    elif any(c.function != first.function or c.method != first.method for c in constructs):
         return None
     slots = [o.slot for o in first.operands if all(any(p.slot == o.slot for p in c.operands) for c in constructs)]
     operands = []
@@ -164,23 +233,46 @@ def shared(constructs: Sequence[Construct]) -> Construct | None:
             values = {getattr(p, attribute) for p in found}
             return values.pop() if len(values) == 1 else None
 
-        operands.append(Operand(slot, **{a: agreed(a) for a in ("literal", "dtype", "dtype_width", "value_dtype",
-                                                                "value_width", "rank")}))  # type: ignore[arg-type]
-    return Construct(first.function, first.method, tuple(operands))
+        facts = {a: agreed(a) for a in ("literal", "dtype", "dtype_width", "value_dtype", "value_width", "rank",
+                                        "pow2")}
+        types = [p.element_types for p in found]
+        if facts["value_dtype"] is None and all(types):
+            facts["value_dtypes"] = tuple(sorted({t for ts in types for t in ts}))
+        numbers = [p.number for p in found]
+        if all(n is not None for n in numbers):
+            facts["number"] = (min(n[0] for n in numbers if n), max(n[1] for n in numbers if n))
+        elif facts["pow2"] is not None:
+            facts["pow2"] = None
+        if facts["rank"] and all(p.dims is not None and len(p.dims) == facts["rank"] for p in found):
+            facts["dims"] = tuple(_span([p.dims[axis] for p in found if p.dims is not None])
+                                  for axis in range(int(facts["rank"])))  # type: ignore[call-overload]
+        operands.append(Operand(slot, **facts))  # type: ignore[arg-type]
+    names = list(dict.fromkeys(c.function for c in constructs if c.function))
+    function = names[0] if names else None
+    return Construct(function, first.method, tuple(operands), also=tuple(sorted(names[1:])))
+
+
+def _span(ranges: Sequence[tuple[int, int] | None]) -> tuple[int, int] | None:
+    if not ranges or any(r is None for r in ranges):
+        return None
+    return min(r[0] for r in ranges if r), max(r[1] for r in ranges if r)
 
 
 def queries(construct: Construct) -> list[str]:
     """Tree-sitter queries for the construct, most precise first: every agreed fact (literal
     values, dtype widths, inferred widths and ranks), then exact dtypes in place of widths, then
-    the literal and dtype operands alone. Never the bare call: a matcher says what about the
-    call is wrong."""
-    typed = _query(construct, widths=True)
-    exact = _query(construct, widths=False)
-    literal_only = _query(construct, widths=True, inferred=False)
+    the literal and dtype operands alone. Each is followed by its sized forms, which add what the
+    failures' sizes say: a compile-time integer that is not a power of two, else at most the
+    largest (then at least the smallest) integer and block dimension seen. Verification takes the
+    first that fires on no known-good code, so a size narrows a matcher only where the types
+    alone would flag correct code (`tl.dot` of fp16 blocks is fine; with K at most 8 it is not).
+    Never the bare call: a matcher says what about the call is wrong."""
     out: list[str] = []
-    for q in (typed, exact, literal_only):
-        if q is not None and q not in out:
-            out.append(q)
+    for widths, inferred in ((True, True), (False, True), (True, False)):
+        for sized in (None, "<=", ">="):
+            q = _query(construct, widths=widths, inferred=inferred, sized=sized)
+            if q is not None and q not in out:
+                out.append(q)
     return out
 
 
@@ -188,7 +280,14 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def _query(construct: Construct, *, widths: bool, inferred: bool = True) -> str | None:
+def _bound(sized: str, span: tuple[int, int] | None) -> str:
+    """`<=largest` or `>=smallest` of a size range; `_` (any) for an unknown size."""
+    if span is None:
+        return '"_"'
+    return f'"{sized}{span[1] if sized == "<=" else span[0]}"'
+
+
+def _query(construct: Construct, *, widths: bool, inferred: bool = True, sized: str | None = None) -> str | None:
     predicates: list[str] = []
     children: list[str] = []
     positions: dict[int, str] = {}  # positional index -> its capture
@@ -207,10 +306,16 @@ def _query(construct: Construct, *, widths: bool, inferred: bool = True) -> str 
         elif inferred:
             if o.value_width is not None and widths:
                 conditions.append(f'(#ts-bitwidth? {capture} "{o.value_width}")')
-            elif o.value_dtype is not None:
-                conditions.append(f'(#ts-dtype? {capture} "{o.value_dtype}")')
+            elif o.element_types:
+                conditions.append(f"(#ts-dtype? {capture} " + " ".join(f'"{t}"' for t in o.element_types) + ")")
             if o.rank is not None:
                 conditions.append(f'(#ts-rank? {capture} "{o.rank}")')
+        if sized is not None:
+            if o.literal is None and o.number is not None:
+                bound = '"!pow2"' if o.pow2 is False else _bound(sized, o.number)
+                conditions.append(f"(#ts-int? {capture} {bound})")
+            if inferred and o.dims and any(d is not None for d in o.dims):
+                conditions.append(f"(#ts-shape? {capture} " + " ".join(_bound(sized, d) for d in o.dims) + ")")
         if not conditions:
             continue
         facts += 1
@@ -233,7 +338,7 @@ def _query(construct: Construct, *, widths: bool, inferred: bool = True) -> str 
         predicates.insert(0, f'(#eq? @m "{construct.method}")')
     else:
         function = "function: (_) @fn"
-        predicates.insert(0, f'(#ts-qualified? @fn "{construct.function}")')
+        predicates.insert(0, "(#ts-qualified? @fn " + " ".join(f'"{name}"' for name in construct.functions) + ")")
     return f"((call {function}{arguments}) @flag\n " + "\n ".join(predicates) + ")"
 
 
@@ -243,8 +348,9 @@ _SAME_WIDTH_INT = {8: "int8", 16: "int16", 32: "int32", 64: "int64"}
 
 def near_misses(source: str, row: int, column: int, construct: Construct) -> list[str]:
     """Variants of `source` that change one operand of the failing construct the way a fix
-    would (an integer literal to 0 or one less, a dtype to the integer type of the operand's
-    width, `True` to `False`); which of them compile is for a compiler to say."""
+    would (an integer literal, also one inside a shape tuple, to 0, one less or a neighbouring
+    power of two, a dtype to the integer type of the operand's width, `True` to `False`); which
+    of them compile is for a compiler to say."""
     document = Document(source)
     call = locate(document.root, row, column)
     if call is None:
@@ -255,15 +361,22 @@ def near_misses(source: str, row: int, column: int, construct: Construct) -> lis
     object_width = next((o.value_width for o in construct.operands if o.slot == "object"), None)
     out: list[str] = []
     data = document.source
+    values: list[Node] = []
     for argument in arguments.named_children:
         value = argument.child_by_field_name("value") if argument.type == "keyword_argument" else argument
-        if value is None:
-            continue
+        if value is not None:
+            values.append(value)
+            if value.type in ("tuple", "list"):  # a shape: `tl.reshape(x, (8, 16))`, `tl.zeros((100,), ...)`
+                values += [item for item in value.named_children if item.type == "integer"]
+    for value in values:
         replacements: list[str] = []
         raw = text(value)
         if value.type == "integer" and _INTEGER.match(raw):
             number = int(raw)
-            replacements = [str(v) for v in dict.fromkeys((0, number - 1)) if v != number and v >= 0]
+            # Sizes move to a neighbouring power of two (100 -> 128; 16 -> 8 or 32), indices to 0 or one less.
+            pow2 = number > 0 and number & (number - 1) == 0
+            sizes = (number // 2, number * 2) if pow2 else (1 << max(number - 1, 0).bit_length(),)
+            replacements = [str(v) for v in dict.fromkeys((0, number - 1, *sizes)) if v != number and v >= 0]
         elif value.type == "true":
             replacements = ["False"]
         elif value.type in ("attribute", "identifier") and object_width in _SAME_WIDTH_INT:
@@ -277,11 +390,38 @@ def near_misses(source: str, row: int, column: int, construct: Construct) -> lis
     return out
 
 
+def sibling_variants(source: str, row: int, column: int, construct: Construct,
+                     exclude: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """The failing `tl.<function>(...)` call rewritten to each function of its family that the
+    construct and `exclude` do not already name (`tl.atomic_max` -> `tl.atomic_xchg`, ...),
+    as (qualified name, variant source), at most a few: the compiler then says which fail the
+    same way (they join the matcher) and which compile (they join the contrast set)."""
+    if construct.method is not None or construct.function is None:
+        return []
+    short = construct.function.rsplit(".", 1)[-1]
+    named = {name.rsplit(".", 1)[-1] for name in (*construct.functions, *exclude)}
+    family = next((f for f in _FAMILIES if short in f), ())
+    document = Document(source)
+    call = locate(document.root, row, column)
+    function = call.child_by_field_name("function") if call is not None else None
+    attribute = function.child_by_field_name("attribute") if function is not None and function.type == "attribute" \
+        else None
+    if attribute is None or text(attribute) != short:
+        return []
+    data = document.source
+    out = []
+    for sibling in [f for f in family if f not in named][:_MAX_SIBLINGS]:
+        variant = data[: attribute.start_byte] + sibling.encode() + data[attribute.end_byte:]
+        out.append((f"triton.language.{sibling}", variant.decode("utf-8", "replace")))
+    return out
+
+
 def construct_statement(rule: Rule, construct: Construct) -> tuple[str, str | None]:
     """A statement a user can act on, from the failing construct and what its operands were
-    (`.to(tl.int16, bitcast=True)` on an fp32 block), the compiler's words without their
-    numbers, and the advice of a builtin rule whose signature matches the same failures; and
-    that advice as the rule's how-to-fix. No regex, line number or local name."""
+    (`.to(tl.int16, bitcast=True)` on an fp32 block), the compiler's words with what every
+    message says there (`fill`: `K >= 16` stays, a size that varies does not), and the advice of
+    a builtin rule whose signature matches the same failures; and that advice as the rule's
+    how-to-fix. No regex, line number or local name."""
     subject = next((o for o in construct.operands if o.slot == "object"), None)
     on = ""
     if subject is not None and (subject.value_dtype or subject.rank is not None):
@@ -289,18 +429,22 @@ def construct_statement(rule: Rule, construct: Construct) -> tuple[str, str | No
         shape = f"{subject.rank}-D " if subject.rank not in (None, 0) else ""
         on = " on " + " ".join(part for part in (subject.value_dtype, shape + kind) if part)
     elif construct.function:
-        typed = next((o for o in construct.operands if o.slot == "0" and (o.rank is not None or o.value_dtype)), None)
+        typed = next((o for o in construct.operands if o.slot == "0" and (o.rank is not None or o.element_types)),
+                     None)
         if typed is not None:
             kind = f"{typed.rank}-D blocks" if typed.rank else ("scalars" if typed.rank == 0 else "values")
-            on = " on " + " ".join(part for part in (typed.value_dtype, kind) if part)
-    said = (rule.template or (rule.examples[0] if rule.examples else "")).split(" | ")[0]
-    said = re.sub(r"^\w+(?:Error|Exception): ", "", said).replace("<n>", "N").replace("<name>", "...").strip().rstrip(".")
+            on = " on " + " ".join(part for part in ("/".join(typed.element_types), kind) if part)
+    said = fill(rule.template, rule.examples) if rule.template else (rule.examples[0] if rule.examples else "")
+    said = re.sub(r"^\w+(?:Error|Exception): ", "", said.split(" | ")[0])
+    for placeholder, shown in (("<n>", "N"), ("<name>", "..."), ("<dtype>", "T"), ("<op>", "this operation")):
+        said = said.replace(placeholder, shown)
+    said = said.strip().rstrip(".")
     advice = None
     for builtin in load_rules(pack_paths(None, include_user=False)):
         if builtin.signatures and any(builtin.matches_error(e) for e in rule.examples):
             advice = builtin.how_to_fix or builtin.fix
             break
-    statement = f"You cannot write `{construct.shown}`{on}: Triton rejects it (\"{said}\")."
+    statement = f"You cannot write {construct.named}{on}: Triton rejects it (\"{said}\")."
     if advice:
         statement += f" {advice.rstrip('.')}."
     return statement, advice

@@ -32,6 +32,7 @@ import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeAlias
 
 from ..analysis.document import Document
 from ..analysis.index import index_module
@@ -41,7 +42,16 @@ from ..rules.checks.query import PREDICATES, QUERY_CHECK, QueryProblem, compile_
 from ..rules.context import KernelContext
 from ..state.failure_log import FailureLog
 from ..state.learned import learned_path, load_learned, update_learned
-from .construct import Construct, construct_statement, describe, near_misses, queries, shared
+from ..state.signature import normalise
+from .construct import (
+    Construct,
+    construct_statement,
+    describe,
+    near_misses,
+    queries,
+    shared,
+    sibling_variants,
+)
 from .llm_induce import TextModel
 
 __all__ = [
@@ -107,7 +117,8 @@ class Graduation:
 
     rule: Rule
     query: str | None = None
-    origin: str | None = None  # "derived" or "llm"
+    origin: str | None = None  # "given", "typed", "derived" or "llm"
+    construct: Construct | None = None  # what a typed matcher describes
     tried: list[tuple[str, str, Verdict]] = field(default_factory=list)  # (origin, query, verdict)
 
     @property
@@ -264,6 +275,16 @@ def derive_queries(failing: Sequence[str]) -> list[str]:
     return candidates + general
 
 
+@dataclass(frozen=True)
+class Typed:
+    """A typed matcher proposal: the query, the failing files it must flag, the construct it
+    describes (for the rule's statement)."""
+
+    query: str
+    files: list[str]
+    construct: Construct
+
+
 # -- the LLM's proposal -----------------------------------------------------------------------
 
 
@@ -299,62 +320,104 @@ def _graduated(rule: Rule, query: str) -> Rule:
     return replace(rule, check=QUERY_CHECK, query=query, severity=Severity.INFORMATION)
 
 
+Probe: TypeAlias = Callable[[str], "tuple[bool | None, str]"]
+"""Compiles a variant: (whether it compiled, None when it cannot tell; the compiler's message)."""
+
+
 def typed_proposals(root: Path, rule: Rule, compiles: Callable[[str], bool | None] | None = None,
-                    ) -> tuple[list[str], list[str], list[tuple[str, str]], str | None, Construct | None]:
+                    probe: Probe | None = None) -> tuple[list[Typed], list[tuple[str, str]], str | None]:
     """Matchers from the failing construct (`construct.py`): the call at each recorded failure's
-    error position, what every failure agrees on, as queries with typed predicates. Returns
-    (queries, the failing files, the near misses that compile as known-good code, why there
-    are none). Needs failures in at least two distinct kernels."""
+    error position, what the failures agree on, as queries with typed predicates. Returns
+    (the proposals, the near misses that compile as known-good code, why there are none). A
+    constraint needs failures in at least two distinct kernels.
+
+    Tried first, when the failures are calls of several `tl` functions: one matcher over all of
+    them with what they agree on (`tl.exp`, `tl.log` and `tl.sqrt` of an int32 block fail alike,
+    each seen once); with `probe`, first widened to the functions of the same family that the
+    compiler rejects with the same signature when put in place of the failing call
+    (`tl.atomic_xchg` next to `tl.atomic_max`; `tl.atomic_add`, which compiles, becomes contrast).
+    Then each function or method seen in two kernels with its own pattern (one message can come
+    from different constructs: `tl.sum` and `tl.cumsum` say the same of an axis)."""
     log_ = FailureLog(root)
     try:
         located = log_.located(list(rule.failures))
     finally:
         log_.close()
     if not located:
-        return [], [], [], "no failure of this rule was recorded with its file and error position", None
+        return [], [], "no failure of this rule was recorded with its file and error position"
     described = [(source, row, col, identity, describe(source, row, col)) for source, row, col, identity in located]
     found = [(source, row, col, identity, c) for source, row, col, identity, c in described if c is not None]
     if len(found) < len(described):
-        return [], [], [], "a failure's error position is not at a call in a jit function", None
-    # One message can come from different constructs (`tl.sum` and `tl.cumsum` say the same of
-    # an axis): each construct seen in two kernels gets its own pattern.
+        return [], [], "a failure's error position is not at a call in a jit function"
     groups: dict[tuple[str | None, str | None], list[tuple[str, int, int, str, Construct]]] = {}
     for source, row, col, identity, construct in found:
         groups.setdefault((construct.function, construct.method), []).append(
             (source, row, col, identity, construct))
+    proposals: list[Typed] = []
+    contrast: list[tuple[str, str]] = []
+    merged = shared([m[4] for m in found], across=True) if len({m[3] for m in found}) >= 2 else None
+    if merged is not None:
+        files = list(dict.fromkeys(m[0] for m in found))
+        siblings, variants = _siblings(rule, found, probe, contrast) if probe is not None else ([], [])
+        if siblings:
+            widened = replace(merged, also=tuple(sorted({*merged.also, *siblings})))
+            proposals += [Typed(q, files + variants, widened) for q in queries(widened)]
+        if len(groups) > 1:
+            proposals += [Typed(q, files, merged) for q in queries(merged)]
     usable = {key: members for key, members in groups.items() if len({m[3] for m in members}) >= 2}
-    if not usable:
-        kernels = len({identity for *_, identity, _ in found})
-        return [], [], [], (f"its located failures are in {kernels} kernel; a matcher needs two" if kernels < 2 else
-                            "no construct of its failures was seen in two kernels"), None
     per_group = []
     for members in usable.values():
         common = shared([m[4] for m in members])
-        if common is None:
-            continue
-        per_group.append((common, queries(common)))
-    if not per_group:
-        return [], [], [], "the failures are not one construct", None
-    levels = max(len(q) for _, q in per_group)
-    combined = ["\n".join(q[min(level, len(q) - 1)] for _, q in per_group) for level in range(levels)]
-    files = list(dict.fromkeys(m[0] for members in usable.values() for m in members))
-    contrast: list[tuple[str, str]] = []
+        if common is not None:
+            per_group.append((common, queries(common)))
+    if per_group:
+        levels = max(len(q) for _, q in per_group)
+        files = list(dict.fromkeys(m[0] for members in usable.values() for m in members))
+        proposals += [Typed("\n".join(q[min(level, len(q) - 1)] for _, q in per_group), files, per_group[0][0])
+                      for level in range(levels)]
+    if not proposals:
+        kernels = len({identity for *_, identity, _ in found})
+        return [], [], (f"its located failures are in {kernels} kernel; a matcher needs two" if kernels < 2 else
+                        "no construct of its failures was seen in two kernels" if not usable else
+                        "the failures are not one construct")
     if compiles is not None:
         seen: set[str] = set()
-        for members in usable.values():
-            for source, row, col, _, construct in members:
-                for variant in near_misses(source, row, col, construct):
-                    if variant in seen:
-                        continue
-                    seen.add(variant)
-                    if compiles(variant):
-                        contrast.append((f"near miss of {construct.shown}", variant))
-    common = per_group[0][0]
-    return list(dict.fromkeys(combined)), files, contrast, None, common
+        for source, row, col, _, construct in found:
+            for variant in near_misses(source, row, col, construct):
+                if variant in seen:
+                    continue
+                seen.add(variant)
+                if compiles(variant):
+                    contrast.append((f"near miss of {construct.shown}", variant))
+    unique: dict[str, Typed] = {}
+    for proposal in proposals:
+        unique.setdefault(proposal.query, proposal)
+    return list(unique.values()), contrast, None
+
+
+def _siblings(rule: Rule, found: Sequence[tuple[str, int, int, str, Construct]], probe: Probe,
+              contrast: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """The family functions that fail like the rule's failures in their place (qualified names,
+    and those variants); the ones that compile go to `contrast`."""
+    named = [m[4].function for m in found if m[4].function]
+    asked: set[str] = set()
+    siblings: list[str] = []
+    variants: list[str] = []
+    for source, row, col, _, construct in found:
+        for name, variant in sibling_variants(source, row, col, construct, exclude=[*named, *asked]):
+            asked.add(name)
+            compiled, message = probe(variant)
+            if compiled:
+                contrast.append((f"{name.rsplit('.', 1)[-1]} in place of {construct.shown}", variant))
+            elif compiled is False and rule.template and normalise(message) == rule.template:
+                siblings.append(name)
+                variants.append(variant)
+    return siblings, variants
 
 
 def graduate(root: Path, code: str, *, model: TextModel | None = None, extra_good: Iterable[tuple[str, str]] = (),
-             proposals: Sequence[str] = (), compiles: Callable[[str], bool | None] | None = None) -> Graduation:
+             proposals: Sequence[str] = (), compiles: Callable[[str], bool | None] | None = None,
+             probe: Probe | None = None) -> Graduation:
     """Find a matcher for learned rule `code` and store it with the rule when one is accepted.
 
     Tried in order: `proposals` (queries from the caller), the typed matchers of the failing
@@ -374,7 +437,7 @@ def graduate(root: Path, code: str, *, model: TextModel | None = None, extra_goo
     failing = failing_examples(rule, root)
     good = known_good(extra_good)
     result = Graduation(rule)
-    typed, located_files, contrast, why_not, construct = typed_proposals(root, rule, compiles)
+    typed, contrast, why_not = typed_proposals(root, rule, compiles, probe)
     good += contrast
 
     def attempt(origin: str, query: str, examples: Sequence[str] | None = None) -> bool:
@@ -389,7 +452,11 @@ def graduate(root: Path, code: str, *, model: TextModel | None = None, extra_goo
         if why_not is not None:
             result.tried.append(("typed", "", Verdict(False, why_not)))
             return False
-        return any(attempt("typed", q, located_files) for q in typed)
+        for proposal in typed:
+            if attempt("typed", proposal.query, proposal.files):
+                result.construct = proposal.construct
+                return True
+        return False
 
     accepted = any(attempt("given", q) for q in proposals) or typed_attempts() or \
         any(attempt("derived", q) for q in derive_queries(failing))
@@ -404,6 +471,7 @@ def graduate(root: Path, code: str, *, model: TextModel | None = None, extra_goo
     if result.query is not None:
         query = result.query
         statement = advice = None
+        construct = result.construct
         if result.origin == "typed" and construct is not None and not rule.reviewed and \
                 rule.provenance.startswith("learned offline"):
             statement, advice = construct_statement(rule, construct)

@@ -20,6 +20,7 @@ transaction that ends after the pack is written, under the pack's lock.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import keyword
 import re
@@ -32,7 +33,7 @@ from typing import Any, TypeAlias
 from ..rules import Rule, Severity
 from ..state.failure_log import FailureLog
 from ..state.learned import HEADER, learned_path, load_learned, pack_lock
-from ..state.signature import API_NAMES, core_message, error_type, signature_regex
+from ..state.signature import API_NAMES, core_message, error_type, normalise, signature_regex
 
 __all__ = ["Cluster", "Learned", "Thresholds", "cluster_failures", "generality_filter", "induce", "learn"]
 
@@ -122,11 +123,13 @@ class Cluster:
 
 
 def cluster_failures(failures: Iterable[dict[str, Any]]) -> list[Cluster]:
-    """The inducible failures grouped by signature, largest cluster first."""
+    """The inducible failures grouped by signature, largest cluster first. A signature recorded
+    by an older normalisation is normalised again (idempotent on current ones), so failures
+    logged before and after an upgrade still meet."""
     clusters: dict[str, Cluster] = {}
     for failure in failures:
         if inducible(failure):
-            template = str(failure["signature"])
+            template = normalise(str(failure["signature"]))
             clusters.setdefault(template, Cluster(template)).failures.append(failure)
     return sorted(clusters.values(), key=lambda c: (-c.count, c.template))
 
@@ -227,7 +230,11 @@ def _lifecycle(rule: Rule, thresholds: Thresholds, names: Iterable[str]) -> Rule
     """Pending or active by the filter and the thresholds; reviewed and rejected rules keep theirs."""
     if rule.reviewed or rule.status == "rejected":
         return rule
-    reason = generality_filter(rule.statement, names=names)
+    said = rule.statement
+    if rule.how_to_fix and rule.how_to_fix in _builtin_advice():
+        # A builtin rule's advice (`construct_statement`) is written by us and may name a placeholder (BLOCK_K).
+        said = said.replace(rule.how_to_fix.rstrip("."), "")
+    reason = generality_filter(said, names=names)
     if reason is not None:
         hold: str | None = f"not general: {reason}"
     elif rule.count < thresholds.count:
@@ -316,7 +323,7 @@ def learn(rules: list[Rule], clusters: Iterable[Cluster], *, thresholds: Thresho
     it has one (the construct the failures share, `construct.construct_statement`).
     Returns the new rule list and what changed, each with the cluster it came from."""
     out = list(rules)
-    index = {r.template: i for i, r in enumerate(out) if r.template}
+    index = {normalise(r.template): i for i, r in enumerate(out) if r.template}
     taken = set(taken_names) | {r.name for r in out}
     number = _next_code(out)
     changes: list[tuple[Learned, Cluster]] = []
@@ -344,6 +351,14 @@ def learn(rules: list[Rule], clusters: Iterable[Cluster], *, thresholds: Thresho
         out[position] = rule
         changes.append((Learned(rule, new, len(cluster.ids)), cluster))
     return out, changes
+
+
+@functools.cache
+def _builtin_advice() -> frozenset[str]:
+    from ..rules import load_rules, pack_paths
+
+    return frozenset(text for r in load_rules(pack_paths(None, include_user=False)) for text in (r.how_to_fix, r.fix)
+                     if text)
 
 
 def _builtin_names() -> set[str]:

@@ -38,7 +38,7 @@ from typing import Any, Protocol
 from ..rules import Rule
 from ..state.failure_log import FailureLog
 from ..state.learned import HEADER, learned_path, load_learned, pack_lock
-from ..state.signature import core_message, error_type
+from ..state.signature import core_message, error_type, normalise
 from .induce import (
     _STOP,
     Cluster,
@@ -294,9 +294,10 @@ def _plan(failures: Iterable[dict[str, Any]], rules: list[Rule], model: TextMode
     """Phase one, with no lock held: each failure assigned to a rule of the memory (or a new one)
     by signature, extraction, lexical filters and the judge; discarded ones recorded."""
     targets = [_Target(r.statement, r.code) for r in rules if r.code.startswith("TSL")]
-    by_template = {r.template: i for i, r in enumerate(r for r in rules if r.code.startswith("TSL")) if r.template}
+    by_template = {normalise(r.template): i for i, r in enumerate(r for r in rules if r.code.startswith("TSL"))
+                   if r.template}
     for failure in failures:
-        signature = str(failure.get("signature") or "")
+        signature = normalise(str(failure.get("signature") or ""))  # as induction does: older signatures meet
         known = by_template.get(signature)
         if known is not None:
             targets[known].failures.append(failure)

@@ -33,6 +33,10 @@ from .signature import normalise
 __all__ = ["SCHEMA_VERSION", "FailureLog", "kernel_hash", "state_dir"]
 
 SCHEMA_VERSION = 3
+# The failure log keeps whole files for graduation (the construct at the error's position), not
+# forever: a file of a quarter million characters and the last 256 failing texts at most.
+MAX_SOURCE_CHARS = 256 * 1024
+MAX_SOURCES = 256
 _COLUMNS = ("id", "at", "path", "kernel", "stage", "target", "config", "message", "rules", "signature",
             "snippet", "kernel_hash", "triton_version", "induced", "source_hash", "error_row", "error_col")
 _MIGRATIONS: dict[int, list[str | Callable[[sqlite3.Connection], object]]] = {
@@ -124,9 +128,13 @@ class FailureLog:
             kernel_hash: sha256 of the kernel's source text (`kernel_hash()`).
             triton_version: the Triton version that failed, e.g. "3.6.0".
             signature: the normalised message; computed from `message` when not given.
-            source: the whole file the failure happened in (stored once per text).
+            source: the whole file the failure happened in (stored once per text; files over
+                `MAX_SOURCE_CHARS` are not stored, and only the `MAX_SOURCES` most recently
+                failing texts are kept, so a failure of an older text is no longer located).
             error_at: the error's (row, column) in `source`, 0-based.
         """
+        if source is not None and len(source) > MAX_SOURCE_CHARS:
+            source = None  # a huge file is not kept; the failure keeps its snippet, unlocated
         source_hash = hashlib.sha256(source.encode("utf-8")).hexdigest() if source is not None else None
         row = (time.time(), path, kernel, stage, target, config, message, ",".join(rules),
                signature or normalise(message), snippet, kernel_hash, triton_version, source_hash,
@@ -138,7 +146,10 @@ class FailureLog:
                 source_hash: str | None = None) -> int:
         with write(self._db):
             if source is not None:
-                self._db.execute("INSERT OR IGNORE INTO sources(hash, text) VALUES (?, ?)", (source_hash, source))
+                # REPLACE moves a text seen again to the newest end; the oldest beyond the cap go.
+                cursor = self._db.execute("INSERT OR REPLACE INTO sources(hash, text) VALUES (?, ?)",
+                                          (source_hash, source))
+                self._db.execute("DELETE FROM sources WHERE rowid <= ?", ((cursor.lastrowid or 0) - MAX_SOURCES,))
             cursor = self._db.execute(
                 "INSERT INTO failures(at, path, kernel, stage, target, config, message, rules, signature, "
                 "snippet, kernel_hash, triton_version, source_hash, error_row, error_col) "

@@ -4,7 +4,11 @@
 what differs between occurrences: paths, `at L:C:` locations and line numbers, numbers, hex
 addresses, tensor shapes, and the user's identifiers (quoted or in known name positions), while
 the names of Triton's and Python's API stay (`'dtype' object is not callable` keeps `dtype`).
-A compile error's preamble (`at 3:4:`, the source lines and the caret) is dropped, and the
+Element types become `<dtype>` (`histogram only supports 32-bit integer input, but got fp16` and
+`... got fp32` are one mistake; the typed matcher recovers which types fail), and the operation
+that names itself as the subject of an unsupported-feature message becomes `<op>` (Triton says
+`atomic_max does not support fp16` and `atomic_min does not support fp16`). A compile error's
+preamble (`at 3:4:`, the source lines and the caret) is dropped, and the
 `NameError('y is not defined')` form becomes `NameError: <name> is not defined`.
 
     >>> normalise("at 5:12:\\n    acc = acc + tl.load(p)\\n            ^\\nNameError('y is not defined')")
@@ -20,8 +24,9 @@ from __future__ import annotations
 import builtins
 import keyword
 import re
+from collections.abc import Iterable
 
-__all__ = ["API_NAMES", "PLACEHOLDERS", "core_message", "error_type", "normalise", "signature_regex"]
+__all__ = ["API_NAMES", "PLACEHOLDERS", "core_message", "error_type", "fill", "normalise", "signature_regex"]
 
 # What the template keeps: Triton's language and runtime names, MLIR dialects, dtypes and Python's
 # own names. Anything else that looks like an identifier in a quoted or name position is the user's.
@@ -46,7 +51,14 @@ _API_WORDS = """
 """
 API_NAMES = frozenset(_API_WORDS.split()) | frozenset(dir(builtins)) | frozenset(keyword.kwlist)
 
-PLACEHOLDERS = ("<path>", "<addr>", "<shape>", "<name>", "<n>", "<function>", "<value>")
+PLACEHOLDERS = ("<path>", "<addr>", "<shape>", "<name>", "<n>", "<function>", "<value>", "<dtype>", "<op>")
+
+# Element types as Triton and PyTorch print them (`fp16`, `int32`, `tl.float16`'s `float16`).
+_DTYPE_WORDS = (r"fp8e4nv|fp8e4b15|fp8e4b8|fp8e5b16|fp8e5|fp8|bf16|bfloat16|fp16|fp32|fp64|f16|f32|f64|"
+                r"float16|float32|float64|u?int(?:1|8|16|32|64)|[iu](?:1|8|16|32|64)")
+_DTYPE = re.compile(r"(?<![\w<])(?<!shape )(?:" + _DTYPE_WORDS + r")(?![\w>])")
+# An operation that is the subject of its own unsupported-feature message.
+_OP_SUBJECT = re.compile(r"(?:^|(?<=: ))([a-z_][a-z0-9_]*)(?= (?:does not|doesn't|only) supports?\b)")
 
 _CARET = re.compile(r"^\s*\^+\s*$")
 _AT = re.compile(r"^at \d+:\d+:\s*$")
@@ -108,15 +120,21 @@ def core_message(message: str) -> str:
     return "\n".join(_core_lines(message))
 
 
-def _normalise_line(line: str) -> str:
-    line = re.sub(r"\x1b\[[0-9;]*m", "", line)  # colour codes
-    line = re.sub(r"^(?:\w+\.)+(?=[A-Z]\w*(?:Error|Exception|Construct|Failure|Resources)\b)", "", line)
+def _unrepr(line: str) -> str:
+    """`ValueError('x')` as `ValueError: x`."""
     repr_form = _REPR.match(line)
     if repr_form:
         body = repr_form.group("body").replace("\\'", "'").replace('\\"', '"')
-        line = f"{repr_form.group('type')}: {body}"
-    elif _BARE_REPR.match(line):
-        line = _BARE_REPR.sub(r"\g<type>", line)
+        return f"{repr_form.group('type')}: {body}"
+    if _BARE_REPR.match(line):
+        return _BARE_REPR.sub(r"\g<type>", line)
+    return line
+
+
+def _normalise_line(line: str) -> str:
+    line = re.sub(r"\x1b\[[0-9;]*m", "", line)  # colour codes
+    line = re.sub(r"^(?:\w+\.)+(?=[A-Z]\w*(?:Error|Exception|Construct|Failure|Resources)\b)", "", line)
+    line = _unrepr(line)
     for pattern, replacement in _STEPS:
         line = pattern.sub(replacement, line)
     for slot in _NAME_SLOTS:
@@ -126,6 +144,8 @@ def _normalise_line(line: str) -> str:
         return match.group(0) if _is_api(match.group(2)) else "<name>"
 
     line = _QUOTED.sub(quoted, line)
+    line = _DTYPE.sub("<dtype>", line)
+    line = _OP_SUBJECT.sub(lambda m: "<op>" if m.group(1) in API_NAMES else m.group(0), line)
     line = _NUMBER.sub("<n>", line)
     line = re.sub(r"(?:<n>\s*,\s*)+<n>", "<n>", line)  # a list of numbers is one placeholder
     return re.sub(r"\s+", " ", line).strip()
@@ -161,7 +181,10 @@ _PLACEHOLDER_RE = {
     "<value>": r"[^\]]*",
     "<name>": r"['\"`]?[A-Za-z_][\w.]*['\"`]?",
     "<n>": r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*,\s*[-+]?\d+(?:\.\d+)?)*",
+    "<dtype>": r"(?:tl\.|triton\.language\.|torch\.)?(?:" + _DTYPE_WORDS + r")",
+    "<op>": r"[a-z_][a-z0-9_]*",
 }
+_TOKENS = re.compile(r"(<path>|<addr>|<function>|<value>|<name>|<n>|<dtype>|<op>|<shape(?: \w+)?>|tensor<shape \w+>|\s+)")
 
 
 def signature_regex(template: str) -> str | None:
@@ -170,7 +193,7 @@ def signature_regex(template: str) -> str | None:
     little literal text would be left to tell this failure from others."""
     first = template.split(" | ")[0]
     body = first[len(error_type(first) or ""):].lstrip(": ").strip()
-    tokens = re.split(r"(<path>|<addr>|<function>|<value>|<name>|<n>|<shape(?: \w+)?>|tensor<shape \w+>|\s+)", body)
+    tokens = _TOKENS.split(body)
     parts: list[str] = []
     literal = 0
     for token in tokens:
@@ -188,3 +211,54 @@ def signature_regex(template: str) -> str | None:
     if literal < 12:
         return None
     return "".join(parts)
+
+
+def fill(template: str, messages: Iterable[str]) -> str:
+    """The template's first line with placeholders given back what the raw messages say there,
+    for a statement that quotes what the user saw: a number every message agrees on (`K >= 16`,
+    `a power of 2`), and the types and operations (`atomic_max/atomic_min does not support
+    fp16`). Numbers that differ, names and paths stay placeholders; messages of another template
+    are ignored, and with none left the template is returned as it is."""
+    first = template.split(" | ")[0]
+    restored = ("<n>", "<dtype>", "<op>")
+    parts: list[str] = []
+    kinds: list[str] = []
+    for token in _TOKENS.split(first):
+        if not token:
+            continue
+        if token.isspace():
+            parts.append(r"\s+")
+        elif token in restored:
+            parts.append(f"({_PLACEHOLDER_RE[token]})")
+            kinds.append(token)
+        elif token in _PLACEHOLDER_RE:
+            parts.append(f"(?:{_PLACEHOLDER_RE[token]})")
+        elif token.startswith(("<shape", "tensor<shape")):
+            parts.append(r".+?")
+        else:
+            parts.append(re.escape(token))
+    try:
+        pattern = re.compile("".join(parts))
+    except re.error:
+        return first
+    seen: list[list[str]] = [[] for _ in kinds]
+    for message in messages:
+        said = " ".join(_unrepr(line) for line in _core_lines(message))
+        match = pattern.search(" ".join(said.split()))
+        if match is not None:
+            for values, value in zip(seen, match.groups()):
+                if value not in values:
+                    values.append(value)
+    if not seen or not seen[0]:
+        return first
+    words = iter(zip(kinds, seen))
+
+    def back(placeholder: re.Match[str]) -> str:
+        if placeholder.group(0) not in restored:
+            return placeholder.group(0)
+        kind, values = next(words)
+        if len(values) == 1 or (kind != "<n>" and values):
+            return "/".join(values)
+        return kind
+
+    return _TOKENS.sub(back, first)

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { TOOL_CONFIG } from '../../src/config';
-import { RulesCli, RulesTreeProvider, describeLearned, parseRules, ruleGroups, ruleItemView, ruleOf, type RuleNode } from '../../src/rules';
+import { RulesCli, RulesTreeProvider, describeLearned, parseHit, parseRules, ruleDetails, ruleGroups, ruleItemView, ruleOf, type RuleNode } from '../../src/rules';
 
 const rule = (code: string, status: string, reviewed = false, extra: Record<string, unknown> = {}) => ({
     code,
@@ -23,7 +23,12 @@ const rule = (code: string, status: string, reviewed = false, extra: Record<stri
     ...extra,
 });
 
-const JSON_OUT = JSON.stringify([rule('TSL002', 'active'), rule('TSL001', 'pending'), rule('TSL003', 'rejected', true), rule('TSL004', 'active', true)]);
+const REVIEWED = {
+    provenance: 'learned offline from the failure log: 4 failures in 2 kernels',
+    contradictions: ['fine.py'],
+    hits: ['kernels/scan.py:12'],
+};
+const JSON_OUT = JSON.stringify([rule('TSL002', 'active', false, REVIEWED), rule('TSL001', 'pending'), rule('TSL003', 'rejected', true), rule('TSL004', 'active', true)]);
 
 describe('learned rules', () => {
     it('parses `rules review --format json` and groups by lifecycle, pending first', () => {
@@ -95,6 +100,23 @@ describe('learned rules', () => {
         const first = kids[0];
         assert.ok(first);
         assert.equal(tree.getTreeItem(first).contextValue, 'rule.active');
+        // A rule opens onto what review shows; a hit opens its line.
+        const details = await tree.getChildren(first);
+        assert.deepEqual(details.map((d) => (d.type === 'detail' ? d.label : '')), [
+            'a statement',
+            'learned offline from the failure log: 4 failures in 2 kernels',
+            'failed: tl.load(x)',
+            'contradicted: fine.py flagged, then compiled',
+            'flags kernels/scan.py:12',
+        ]);
+        const hit = details[4];
+        assert.ok(hit);
+        const item = tree.getTreeItem(hit);
+        assert.equal(item.contextValue, 'hit');
+        assert.equal(item.command?.command, 'vscode.open');
+        const [uri, options] = (item.command?.arguments ?? []) as [{ fsPath: string }, { selection: { start: { line: number } } }];
+        assert.equal(uri.fsPath, '/ws/kernels/scan.py');
+        assert.equal(options.selection.start.line, 11);
         fail = true;
         let fired = 0;
         tree.onDidChangeTreeData(() => fired++);
@@ -105,5 +127,13 @@ describe('learned rules', () => {
         assert.match(after[0]?.type === 'message' ? after[0].text : '', /UsageError: no such folder/);
         const none = new RulesTreeProvider(cli, () => undefined);
         assert.equal((await none.getChildren())[0]?.type, 'message');
+    });
+
+    it('says a rule flags nothing here, and reads hits with colons in the path', () => {
+        const [, pending] = parseRules(JSON_OUT);
+        assert.ok(pending);
+        assert.deepEqual(ruleDetails(pending).map((d) => d.label).slice(-1), ['flags nothing in this workspace now']);
+        assert.deepEqual(parseHit('a:b/k.py:7'), { path: 'a:b/k.py', line: 7 });
+        assert.equal(parseHit('no line'), undefined);
     });
 });

@@ -62,9 +62,15 @@ PREDICATES = {
                     '(#ts-bitwidth? @x "32")',
     "ts-rank?": 'the captured expression is a block of one of the given ranks, e.g. (#ts-rank? @x "1"); "0" is a scalar',
     "ts-pointer?": "the captured expression is a pointer or a block of pointers",
+    "ts-shape?": 'the captured expression is a block with one condition per dimension: "_" (any size), "N", '
+                 '"<=N" or ">=N", e.g. (#ts-shape? @a "_" "<=8") is a 2-D block of at most 8 columns',
+    "ts-int?": 'the captured expression is a compile-time integer (a literal, a constexpr in a launch '
+               'configuration) meeting every condition given: "N", "<=N", ">=N", "pow2" or "!pow2"',
 }
 # Predicates whose values must be from a fixed vocabulary, checked when the query compiles.
-_TYPED_VALUES = {"ts-dtype?": "dtype", "ts-bitwidth?": "int", "ts-rank?": "int"}
+_TYPED_VALUES = {"ts-dtype?": "dtype", "ts-bitwidth?": "int", "ts-rank?": "int", "ts-shape?": "dim",
+                 "ts-int?": "bound"}
+_BOUND = re.compile(r"^(<=|>=)?(\d+)$")
 _BUILTIN_PREDICATES = frozenset(
     f"{prefix}{name}" for prefix in ("", "not-", "any-", "any-not-") for name in ("eq?", "match?")
 ) | {"any-of?", "not-any-of?"}
@@ -99,9 +105,7 @@ def compile_query(text: str) -> Query:
     for name, values in _TYPED_ARGS.findall(text):
         for value in _STRING.findall(values):
             if _typed_value(_TYPED_VALUES[name], value[1:-1]) is None:
-                raise QueryProblem(f"#{name} does not take {value}: "
-                                   + ("give element types such as \"fp16\" or \"tl.int32\"" if name == "ts-dtype?"
-                                      else "give whole numbers such as \"32\""))
+                raise QueryProblem(f"#{name} does not take {value}: " + _TYPED_HELP[_TYPED_VALUES[name]])
     try:
         query = Query(PY_LANGUAGE, text)
     except QueryError as error:
@@ -115,13 +119,20 @@ def compile_query(text: str) -> Query:
     return query
 
 
-_TYPED_ARGS = re.compile(r'\(\s*#(ts-dtype\?|ts-bitwidth\?|ts-rank\?)\s+@[\w.-]+((?:\s+"(?:[^"\\]|\\.)*")*)\s*\)')
+_TYPED_ARGS = re.compile(r'\(\s*#(ts-dtype\?|ts-bitwidth\?|ts-rank\?|ts-shape\?|ts-int\?)\s+@[\w.-]+'
+                         r'((?:\s+"(?:[^"\\]|\\.)*")*)\s*\)')
+_TYPED_HELP = {"dtype": 'give element types such as "fp16" or "tl.int32"', "int": 'give whole numbers such as "32"',
+               "dim": 'give "_", "N", "<=N" or ">=N" per dimension', "bound": 'give "N", "<=N", ">=N", "pow2" or "!pow2"'}
 
 
 def _typed_value(kind: str, value: str) -> str | int | None:
-    """A `#ts-dtype?` value as Triton's short name (`tl.float16` -> `fp16`), or a number."""
+    """A `#ts-dtype?` value as Triton's short name (`tl.float16` -> `fp16`), a number, or a size
+    condition as it is written (`<=8`, `!pow2`)."""
     if kind == "int":
         return int(value) if value.isdigit() else None
+    if kind in ("dim", "bound"):
+        ok = bool(_BOUND.match(value)) or (value == "_" if kind == "dim" else value in ("pow2", "!pow2"))
+        return value if ok else None
     short = value.removeprefix("triton.language.").removeprefix("tl.")
     if short in DTYPES:
         return DTYPES[short]
@@ -141,6 +152,38 @@ def _typed_holds(ctx: KernelContext, name: str, node: Node, values: list[str]) -
             return True
         if name == "ts-rank?" and inferred.kind in ("tensor", "pointer") and \
                 inferred.rank in {_typed_value("int", v) for v in values}:
+            return True
+    return False
+
+
+def _meets(number: int, condition: str) -> bool:
+    """Whether a known size meets a `ts-shape?`/`ts-int?` condition."""
+    if condition == "_":
+        return True
+    if condition in ("pow2", "!pow2"):
+        return (number > 0 and number & (number - 1) == 0) == (condition == "pow2")
+    match = _BOUND.match(condition)
+    if match is None:
+        return False
+    op, bound = match.group(1), int(match.group(2))
+    return number <= bound if op == "<=" else number >= bound if op == ">=" else number == bound
+
+
+def _sized_holds(ctx: KernelContext, name: str, node: Node, conditions: list[str]) -> bool:
+    """`ts-shape?` and `ts-int?` in any of the kernel's launch configurations; a size that is not
+    known meets no condition but "_"."""
+    if name == "ts-int?" and node.type == "integer":
+        try:
+            return all(_meets(int(node.text or b"", 0), c) for c in conditions)
+        except ValueError:
+            return False
+    for inferred in ctx.inferred(node):
+        if name == "ts-int?" and isinstance(inferred.const, int) and not isinstance(inferred.const, bool) and \
+                all(_meets(inferred.const, c) for c in conditions):
+            return True
+        if name == "ts-shape?" and inferred.kind in ("tensor", "pointer") and inferred.shape is not None and \
+                len(inferred.shape) == len(conditions) and inferred.shape and \
+                all(c == "_" or (d.size is not None and _meets(d.size, c)) for d, c in zip(inferred.shape, conditions)):
             return True
     return False
 
@@ -189,8 +232,11 @@ def _predicate(ctx: KernelContext) -> QueryPredicate:
             return ctx.is_constexpr_expr(node)
         if name == "ts-runtime?":
             return not ctx.is_constexpr_expr(node)
+        values = [value for value, kind in args[1:] if kind == "string"]
         if name in ("ts-dtype?", "ts-bitwidth?", "ts-rank?", "ts-pointer?"):
-            return _typed_holds(ctx, name, node, [value for value, kind in args[1:] if kind == "string"])
+            return _typed_holds(ctx, name, node, values)
+        if name in ("ts-shape?", "ts-int?"):
+            return _sized_holds(ctx, name, node, values)
         return False
 
     return holds

@@ -41,6 +41,9 @@ export class Uri {
     static file(path: string): Uri {
         return new Uri('file', path, `file://${path}`, path);
     }
+    static joinPath(base: Uri, ...parts: string[]): Uri {
+        return Uri.file([base.fsPath, ...parts].join('/'));
+    }
     static parse(text: string): Uri {
         const scheme = text.split(':')[0] ?? '';
         const rest = text.slice(scheme.length + 1).replace(/^\/\/[^/]*/, '');
@@ -90,6 +93,7 @@ export class TreeItem {
     tooltip?: string;
     contextValue?: string;
     iconPath?: ThemeIcon;
+    command?: { command: string; title: string; arguments?: unknown[] };
     constructor(
         readonly label: string,
         readonly collapsibleState: TreeItemCollapsibleState = TreeItemCollapsibleState.None,
