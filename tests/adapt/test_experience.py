@@ -364,3 +364,22 @@ def test_verified_kernels_are_known_good_code_for_graduation(tmp_path: Path) -> 
     memory.close()
     [(label, source)] = _verified_kernels(tmp_path)
     assert label.startswith("experience: ") and "tl.load" in source
+
+
+def test_candidates_the_search_journal_saw_compile_are_known_good_code_too(tmp_path: Path) -> None:
+    from tritonsmith.adapt.cli import _verified_kernels
+    from tritonsmith.state.journal import NODE_COLUMNS, JournalStore
+
+    journal = JournalStore(tmp_path)
+    search = journal.start("k.py", "add_kernel", {}, {})
+    for node_id, outcome, source in ((1, "correct", "verified = 1\n"), (2, "wrong", "compiled_but_wrong = 1\n"),
+                                     (3, "not_compiled", "broken = 1\n"), (4, "correct", "verified = 1\n")):
+        row = dict.fromkeys(NODE_COLUMNS)
+        row.update(node_id=node_id, parent_id=0, kind="refine", source=source, outcome=outcome, reward=0.0,
+                   message="", resources="{}", seconds=1.0, proposer="offline", cost_usd=0.0, propose_seconds=0.0,
+                   created=float(node_id))
+        journal.record_node(search, row)
+    journal.close()
+    sources = [source for label, source in _verified_kernels(tmp_path) if label.startswith("search candidate")]
+    # Newest first, each text once; a candidate that did not compile is no evidence of anything.
+    assert sources == ["verified = 1\n", "compiled_but_wrong = 1\n"]

@@ -194,16 +194,24 @@ def _learned_line(item: Learned) -> str:
 
 
 def _verified_kernels(root: Path) -> list[tuple[str, str]]:
-    """Every verified kernel in the experience memory, as (label, source): known-good code a
-    graduating matcher must not flag."""
+    """Code of this workspace known to compile, as (label, source), which a graduating matcher
+    must not flag: every verified kernel in the experience memory and the newest candidates the
+    search journal saw compile."""
     from ..state.experience import ExperienceMemory
+    from ..state.journal import JournalStore
 
     memory = ExperienceMemory(root)
     try:
-        return [(f"experience: {task.description}", solution.source)
-                for task in memory.tasks() for solution in memory.solutions(task.key)]
+        out = [(f"experience: {task.description}", solution.source)
+               for task in memory.tasks() for solution in memory.solutions(task.key)]
     finally:
         memory.close()
+    journal = JournalStore(root)
+    try:
+        out += [(f"search candidate that compiled #{i}", source) for i, source in enumerate(journal.compiled_sources(), 1)]
+    finally:
+        journal.close()
+    return out
 
 
 class _NearMissCompiler:

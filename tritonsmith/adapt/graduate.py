@@ -13,8 +13,9 @@ never code). It is proposed
 A proposal is accepted only if it compiles, flags every failing example of the rule's cluster
 (its `bad` snippet and the snippets of its failures in the log) and nothing in the known-good
 code: the builtin rules' good examples, `tests/fixtures/do_not_flag/` and `examples/*.py` of a
-source checkout (not `examples/mistakes/`), and any extra good sources the caller has (verified
-kernels). Otherwise it is refused with the reason.
+source checkout (not `examples/mistakes/`), and any extra good sources the caller has (`adapt
+graduate`: the experience memory's verified kernels and the search journal's compiled
+candidates). Otherwise it is refused with the reason.
 
 An accepted matcher is stored with the rule in the workspace pack (`check = "query"`,
 `query = "..."`, written through `learned.update_learned`, under its lock) with severity

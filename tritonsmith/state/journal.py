@@ -189,6 +189,15 @@ class JournalStore:
             ).fetchall()
         return json.loads(head[0]), json.loads(head[1]), [dict(zip(NODE_COLUMNS, row, strict=True)) for row in rows]
 
+    def compiled_sources(self, limit: int = 200) -> list[str]:
+        """The newest distinct candidates that compiled (verified or not), at most `limit`:
+        code known to compile, for graduation's contrast set."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT source FROM search_nodes WHERE outcome IN ('correct', 'wrong') AND source IS NOT NULL "
+                "GROUP BY source ORDER BY MAX(created) DESC LIMIT ?", (limit,)).fetchall()
+        return [str(row[0]) for row in rows]
+
     def searches(self) -> list[SearchSummary]:
         """Every search in this workspace, newest first."""
         with self._lock:
