@@ -24,6 +24,7 @@ from lsprotocol import types
 from pygls.capabilities import get_capability
 from pygls.uris import to_fs_path
 
+from ..analysis.document import Document
 from ..evaluator.pool import WorkerPool, compile_workers
 from ..evaluator.reports import (
     compile_file,
@@ -34,6 +35,7 @@ from ..evaluator.reports import (
 )
 from ..evaluator.verify import Verdict, default_mode, detect_specs, verify_spec
 from ..version import installed_triton_version
+from .compile_findings import anchor
 
 if TYPE_CHECKING:
     from ..evaluator.reports import KernelReport
@@ -181,14 +183,13 @@ class CompileJobs:
         if reports is None or cancel.is_set() or state is None or state.compile_cancel is not cancel:
             return
         state.compile_reports = reports
-        state.compile_findings = [f for report in reports for f in report.findings]
         state.verdicts = verdicts
         if reports and all(r.ok for r in reports):
             await asyncio.to_thread(self._contradictions, source, path)
         await asyncio.to_thread(self._record, path, source, [], verdicts)
-        for verdict in verdicts:
-            if not verdict.ok:
-                state.compile_findings += verdict_findings(state.document, verdict)
+        checked = [f for verdict in verdicts if not verdict.ok for f in verdict_findings(Document(source), verdict)]
+        state.compile_findings = await asyncio.to_thread(
+            anchor, source, [(r.kernel, r.findings) for r in reports], checked)
         from .publish import publish, refresh
 
         publish(self.server, state)

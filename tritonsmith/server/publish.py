@@ -14,24 +14,27 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from ..evaluator.reports import COMPILE_SOURCE
+from .compile_findings import live, merge
 from .convert import to_lsp_diagnostic
 
 if TYPE_CHECKING:
     from .server import OpenDocument, TritonsmithServer
 
-__all__ = ["clear", "diagnostics_of", "publish", "refresh"]
+__all__ = ["BOTH_SOURCES", "clear", "diagnostics_of", "publish", "refresh"]
+
+BOTH_SOURCES = f"tritonsmith, {COMPILE_SOURCE}"  # a rule's finding the compiler confirmed
 
 
 def diagnostics_of(server: TritonsmithServer, state: OpenDocument) -> list[types.Diagnostic]:
-    """Static findings and the last compile's findings (source `tritonsmith-verify`)."""
+    """Static findings and the last save's compile findings (source `tritonsmith-verify`) that
+    are still true of the text (`compile_findings.live`); a compile finding a static one
+    already reports (same rule, same line) is that one entry, naming both sources."""
     settings = server.workspace_state.settings
-    static = [to_lsp_diagnostic(state.uri, state.document, f) for f in state.findings]
-    compiled = [
-        to_lsp_diagnostic(state.uri, state.document, f, source=COMPILE_SOURCE)
-        for f in state.compile_findings
-        if wanted(f.code, f.name, settings.select, settings.ignore)
-    ]
-    return static + compiled
+    now = live(state.compile_findings, state.document.source, state.index)
+    compiled, both = merge(state.findings, [f for f in now if wanted(f.code, f.name, settings.select, settings.ignore)])
+    static = [to_lsp_diagnostic(state.uri, state.document, f, source=BOTH_SOURCES if i in both else "tritonsmith")
+              for i, f in enumerate(state.findings)]
+    return static + [to_lsp_diagnostic(state.uri, state.document, f, source=COMPILE_SOURCE) for f in compiled]
 
 
 def wanted(code: str, name: str, select: tuple[str, ...], ignore: tuple[str, ...]) -> bool:

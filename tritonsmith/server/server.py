@@ -30,6 +30,7 @@ from ..analysis.index import LaunchCache
 from ..rules import Finding
 from ..settings import Settings, find_workspace_root, read_pyproject
 from ..workspace import Workspace
+from .compile_findings import CompileFinding
 
 if TYPE_CHECKING:
     from ..evaluator.reports import KernelReport
@@ -51,8 +52,9 @@ class OpenDocument:
     checked_version: int | None = -1
     dirty: bool = True
     launch_cache: LaunchCache = field(default_factory=LaunchCache)
-    # The last save's compile results (positions as of that save) and its job's cancel switch.
-    compile_findings: list[Finding] = field(default_factory=list)
+    # The last save's compile results (each finding with the kernel text it was computed on:
+    # `compile_findings.live` shows it while that text is unchanged) and its job's cancel switch.
+    compile_findings: list[CompileFinding] = field(default_factory=list)
     compile_reports: list[KernelReport] = field(default_factory=list)
     compile_cancel: threading.Event | None = None
     verdicts: list[Verdict] = field(default_factory=list)  # the last save's checks against references

@@ -1,0 +1,60 @@
+"""The last save's compile findings follow their kernel while the user types, disappear when
+the kernel they were computed on changes, and merge with the rule finding that already reports
+the same mistake (issue 16)."""
+
+from __future__ import annotations
+
+from tritonsmith.analysis import Document, index_module
+from tritonsmith.rules import Severity
+from tritonsmith.rules.findings import Finding, Span
+from tritonsmith.server.compile_findings import anchor, live, merge
+
+SAVED = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def first(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) * 2)
+
+
+@triton.jit
+def second(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1)
+'''
+
+
+def _finding(code: str, row: int, column: int = 11) -> Finding:
+    return Finding(code, code.lower(), Severity.ERROR, f"{code} here", Span((row, column), (row, column + 9), 0, 0))
+
+
+def _now(source: str, anchored) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
+    document = Document(source)
+    return [(f.code, f.span.start[0]) for f in live(anchored, document.source, index_module(document.root))]
+
+
+def test_a_finding_moves_with_its_kernel_and_goes_when_the_kernel_changes():
+    anchored = anchor(SAVED, [("first", [_finding("TS101", 6)]), ("second", [_finding("TS102", 12)])],
+                      whole_file=[_finding("verification-failed", 0, 0)])
+    assert _now(SAVED, anchored) == [("TS101", 6), ("TS102", 12), ("verification-failed", 0)]
+    # Two lines added above: both kernels are as compiled, one file-level finding is not.
+    shifted = "# a comment\n# another\n" + SAVED
+    assert _now(shifted, anchored) == [("TS101", 8), ("TS102", 14)]
+    # The first kernel edited (the user typed the fix): its finding is hidden, the other stays.
+    fixed = SAVED.replace("tl.arange(0, BLOCK)\n    tl.store(x_ptr + offs, tl.load(x_ptr + offs) * 2)",
+                          "tl.arange(0, 2 * BLOCK)\n    tl.store(x_ptr + offs, tl.load(x_ptr + offs) * 2)")
+    assert fixed != SAVED and _now(fixed, anchored) == [("TS102", 12)]
+    # A kernel renamed or deleted takes its findings with it.
+    assert _now(SAVED.replace("def second(", "def third("), anchored) == [("TS101", 6)]
+    # Back to the saved text: everything shows again.
+    assert _now(SAVED, anchored) == [("TS101", 6), ("TS102", 12), ("verification-failed", 0)]
+
+
+def test_a_compile_finding_the_rules_already_report_is_one_entry():
+    static = [_finding("TS101", 6), _finding("TS953", 12)]
+    compiled, both = merge(static, [_finding("TS101", 6, column=20), _finding("TS101", 7), _finding("spills", 6)])
+    # Same rule on the same line: folded into the static one; another line or no rule: kept.
+    assert [(f.code, f.span.start[0]) for f in compiled] == [("TS101", 7), ("spills", 6)]
+    assert both == {0}
