@@ -51,6 +51,9 @@ class Settings:
     verify_on_save: str = "verify"
     """What a save does: off, compile (for the targets) or verify (compile, then check each spec in the file, a KernelBench problem or a harnessed launcher, against its reference; timed on a GPU)."""
 
+    verify_after_autosave: int = 5
+    """Seconds without an edit after an automatic save (files.autoSave) before the file is verified; an explicit save verifies at once, an autosave compiles only; 0: verify on explicit saves only."""
+
     device: str = "auto"
     """Where to run kernels: auto, cuda or cpu (the Triton interpreter)."""
 
@@ -163,6 +166,10 @@ def _coerce(key: str, value: Any) -> Any:
     if key in _POSITIVE_INTS:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ConfigError(f"setting '{_POSITIVE_INTS[key]}' must be a positive whole number, got {value!r}")
+        return value
+    if key == "verify_after_autosave":
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"setting 'verifyAfterAutosave' must be a whole number of seconds, got {value!r}")
         return value
     if key == "inlay_hints":
         if not isinstance(value, bool):

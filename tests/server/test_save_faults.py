@@ -20,6 +20,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.compiler]
 LOG = Path(tempfile.gettempdir()) / "tritonsmith-test-save-faults.log"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "kernelbench_relu.py"
 HANG_LIMIT_S = 120  # the workspace's verifyTimeout: far longer than the test waits
+AUTOSAVE_IDLE_S = 3  # the workspace's verifyAfterAutosave
 
 
 @pytest_lsp.fixture(
@@ -30,7 +31,8 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     root = tmp_path_factory.mktemp("ws")
     (root / "pyproject.toml").write_text("[tool.tritonsmith]\n")
     lsp_client.root = root
-    lsp_client.set_configuration({"verifyTimeout": HANG_LIMIT_S}, section="tritonsmith")
+    lsp_client.set_configuration({"verifyTimeout": HANG_LIMIT_S, "verifyAfterAutosave": AUTOSAVE_IDLE_S},
+                                 section="tritonsmith")
 
     @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
     def code_lens_refresh(params):
@@ -84,3 +86,42 @@ async def test_a_newer_save_supersedes_a_hung_verification(client: LanguageClien
     waited = asyncio.get_running_loop().time() - saved_at
     assert verdicts and verdicts[0].startswith("verified · interpreter"), verdicts
     assert waited < 90, waited  # the hung job's worker was killed, not waited for (120 s + setup)
+
+
+async def _lens_titles(client: LanguageClient, uri: str) -> list[str]:
+    lenses = await client.text_document_code_lens_async(types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    return [lens.command.title for lens in lenses or [] if lens.command is not None]
+
+
+async def test_an_autosave_compiles_and_verifies_only_once_the_editor_is_idle(client: LanguageClient):
+    pytest.importorskip("triton")
+    pytest.importorskip("numpy")
+    text = EXAMPLE.read_text()
+    path = Path(client.root) / "relu_autosave.py"
+    path.write_text(text)
+    uri = path.as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+
+    def autosave() -> None:
+        client.text_document_will_save(types.WillSaveTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), reason=types.TextDocumentSaveReason.AfterDelay))
+        client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+
+    # An autosave followed by an edit within the idle delay: it compiles, and never verifies.
+    autosave()
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text + "\n")]))
+    deadline = asyncio.get_running_loop().time() + 60
+    while not any(t.startswith("compiled") for t in await _lens_titles(client, uri)):
+        assert asyncio.get_running_loop().time() < deadline, await _lens_titles(client, uri)
+        await asyncio.sleep(0.2)
+    assert await _verdict_lenses(client, uri, timeout=AUTOSAVE_IDLE_S + 8) == []
+    # An autosave left alone: verified once the editor has been idle for the delay.
+    path.write_text(text + "\n")
+    saved_at = asyncio.get_running_loop().time()
+    autosave()
+    verdicts = await _verdict_lenses(client, uri, timeout=120)
+    assert verdicts and verdicts[0].startswith("verified · interpreter"), verdicts
+    assert asyncio.get_running_loop().time() - saved_at >= AUTOSAVE_IDLE_S

@@ -56,6 +56,8 @@ class CompileJobs:
         self._pool: WorkerPool | None = None
         self._verify_pools: tuple[WorkerPool, WorkerPool] | None = None
         self._pending: dict[str, asyncio.TimerHandle] = {}
+        self._idle: dict[str, asyncio.TimerHandle] = {}  # verifications waiting for no edits after an autosave
+        self._save_reasons: dict[str, types.TextDocumentSaveReason] = {}
         self.running: dict[str, asyncio.Task[None]] = {}
         self._failure_log: FailureLog | None = None
 
@@ -115,19 +117,48 @@ class CompileJobs:
     def available(self) -> bool:
         return installed_triton_version() is not None
 
+    def will_save(self, uri: str, reason: types.TextDocumentSaveReason) -> None:
+        """Why the next save of `uri` happens (`textDocument/willSave`): an explicit save, or
+        an autosave after a delay or on a focus change."""
+        self._save_reasons[uri] = reason
+
+    def on_change(self, uri: str) -> None:
+        """An edit: a verification waiting for the editor to be idle after an autosave waits again."""
+        if (waiting := self._idle.pop(uri, None)) is not None:
+            waiting.cancel()
+
     def on_save(self, uri: str, *, now: bool = False) -> None:
-        """Schedule a compile of `uri`, replacing a pending or running one."""
-        if not now and self.server.workspace_state.settings.verify_on_save == "off":
+        """Schedule a compile of `uri`, replacing a pending or running one. An explicit save
+        (or a client that never says why it saves) verifies too; an autosave compiles only, and
+        verifies once the editor has been idle `verifyAfterAutosave` seconds since."""
+        settings = self.server.workspace_state.settings
+        if not now and settings.verify_on_save == "off":
             return
         if not self.available():
             log.info("triton is not installed in this environment; compile-on-save is off")
             return
+        reason = self._save_reasons.pop(uri, types.TextDocumentSaveReason.Manual)
+        autosave = not now and reason != types.TextDocumentSaveReason.Manual and settings.verify_on_save == "verify"
         loop = asyncio.get_running_loop()
         if uri in self._pending:
             self._pending.pop(uri).cancel()
-        self._pending[uri] = loop.call_later(0 if now else SAVE_DEBOUNCE_S, self._start, uri)
+        self.on_change(uri)
+        self._pending[uri] = loop.call_later(0 if now else SAVE_DEBOUNCE_S, self._start, uri, not autosave)
+        if autosave and settings.verify_after_autosave > 0:
+            state = self.server.documents.get(uri)
+            saved = state.document.text if state is not None else None
+            self._idle[uri] = loop.call_later(settings.verify_after_autosave + SAVE_DEBOUNCE_S,
+                                              self._verify_when_idle, uri, saved)
+            log.info("autosave of %s: compiling; verifying after %d s without an edit", uri,
+                     settings.verify_after_autosave)
 
-    def _start(self, uri: str) -> None:
+    def _verify_when_idle(self, uri: str, saved: str | None) -> None:
+        self._idle.pop(uri, None)
+        state = self.server.documents.get(uri)
+        if state is not None and state.document.text == saved:  # unchanged since the autosave
+            self._start(uri, True)
+
+    def _start(self, uri: str, verify: bool = True) -> None:
         self._pending.pop(uri, None)
         state = self.server.documents.get(uri)
         if state is None:
@@ -136,7 +167,7 @@ class CompileJobs:
             state.compile_cancel.set()  # a newer save supersedes the running job
         cancel = threading.Event()
         state.compile_cancel = cancel
-        self.running[uri] = asyncio.ensure_future(self._run(uri, state.document.text, cancel))
+        self.running[uri] = asyncio.ensure_future(self._run(uri, state.document.text, cancel, verify=verify))
 
     def _contradictions(self, source: str, path: str) -> None:
         """A file that compiled corrects the learned rules that flagged it (adapt/contradict.py);
@@ -151,8 +182,9 @@ class CompileJobs:
         except Exception:  # a malformed pack or a locked file: the next save tries again
             log.exception("learned-rule contradictions of %s not recorded", path)
 
-    async def _run(self, uri: str, source: str, cancel: threading.Event) -> None:
+    async def _run(self, uri: str, source: str, cancel: threading.Event, *, verify: bool = True) -> None:
         settings = self.server.workspace_state.settings
+        verify = verify and settings.verify_on_save == "verify"
         targets = list(settings.targets) or ["sm_90"]
         token = await self._begin_progress(f"Compiling kernels for {', '.join(targets)}")
         path = to_fs_path(uri) or uri
@@ -166,13 +198,13 @@ class CompileJobs:
             # Warnings (spills, a Config the autotuner prunes) and errors under assumed pointer
             # types never stop the check; a kernel that truly cannot launch does, and says so.
             blockers = correctness_blockers(reports)
-            if settings.verify_on_save == "verify" and not blockers and not cancel.is_set():
+            if verify and not blockers and not cancel.is_set():
                 verdicts = await self._verify(path, source, token, cancel)
                 reports = await asyncio.to_thread(
                     settle_reports, reports, verdicts, source=source, path=path, targets=targets,
                     pool=self.pool, rules=learned, cancel_event=cancel)
                 await asyncio.to_thread(self._record, path, source, [r for r in reports if r.recompiled])
-            elif settings.verify_on_save == "verify" and not cancel.is_set():
+            elif verify and not cancel.is_set():
                 verdicts = skipped_verdicts(detect_specs(Path(path), source), blockers, default_mode())
         except Exception:  # a bug here must not take the editor down
             log.exception("compile job for %s failed", uri)
@@ -231,9 +263,10 @@ class CompileJobs:
             self.server.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
 
     def close(self) -> None:
-        for handle in self._pending.values():
+        for handle in (*self._pending.values(), *self._idle.values()):
             handle.cancel()
         self._pending.clear()
+        self._idle.clear()
         if self._pool is not None:
             self._pool.close()
             self._pool = None

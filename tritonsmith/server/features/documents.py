@@ -1,4 +1,4 @@
-"""Document sync: `textDocument/didOpen`, `didChange`, `didClose`, `didSave`.
+"""Document sync: `textDocument/didOpen`, `didChange`, `didClose`, `willSave`, `didSave`.
 
 Edits are applied to the incrementally parsed document at once (they must be applied in
 order); the check itself is scheduled, so a burst of edits is checked once.
@@ -26,11 +26,17 @@ def register(server: TritonsmithServer) -> None:
         uri = params.text_document.uri
         ls.change(uri, params.text_document.version, list(params.content_changes))
         ls.schedule_check(uri)
+        ls.jobs.on_change(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TritonsmithServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.close(params.text_document.uri)
         clear(ls, params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_WILL_SAVE)
+    def will_save(ls: TritonsmithServer, params: types.WillSaveTextDocumentParams) -> None:
+        # Why the save happens: an autosave (files.autoSave) compiles but does not verify.
+        ls.jobs.will_save(params.text_document.uri, params.reason)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: TritonsmithServer, params: types.DidSaveTextDocumentParams) -> None:
