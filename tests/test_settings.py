@@ -25,3 +25,12 @@ def test_unknown_keys_warn_but_client_only_settings_are_silent():
 
 def test_comma_separated_lists():
     assert Settings.merged({"ignore": "TS101, TS102"}).ignore == ("TS101", "TS102")
+
+
+def test_log_level_and_the_autosave_delay():
+    warnings: list[str] = []
+    settings = Settings.merged({"logLevel": "debug", "verifyAfterAutosave": 0})
+    assert (settings.log_level, settings.verify_after_autosave) == ("debug", 0)
+    settings = Settings.merged({"logLevel": "loud", "verifyAfterAutosave": -2}, warnings=warnings)
+    assert (settings.log_level, settings.verify_after_autosave) == ("info", 5)
+    assert any("logLevel" in w for w in warnings) and any("verifyAfterAutosave" in w for w in warnings)

@@ -54,6 +54,9 @@ class Settings:
     verify_after_autosave: int = 5
     """Seconds without an edit after an automatic save (files.autoSave) before the file is verified; an explicit save verifies at once, an autosave compiles only; 0: verify on explicit saves only."""
 
+    log_level: str = "info"
+    """How much the language server logs to its output: error, warning, info (one line per compile, verification and search) or debug."""
+
     device: str = "auto"
     """Where to run kernels: auto, cuda or cpu (the Triton interpreter)."""
 
@@ -125,6 +128,7 @@ _FIELDS = {f.name: f for f in fields(Settings)}
 # (VS Code's extension reads `interpreter`; `trace.server` is vscode-languageclient's own).
 CLIENT_ONLY = frozenset({"interpreter", "trace"})
 SAVE_MODES = ("off", "compile", "verify")
+LOG_LEVELS = ("error", "warning", "info", "debug")
 PROPOSERS = ("auto", "offline", "anthropic", "openai")
 _TUPLES = {"select", "ignore", "rule_packs", "targets"}
 _POSITIVE_INTS = {"budget": "budget", "verify_timeout": "verifyTimeout", "memory_limit_mb": "memoryLimitMb"}
@@ -175,6 +179,8 @@ def _coerce(key: str, value: Any) -> Any:
         if not isinstance(value, bool):
             raise ConfigError(f"setting 'inlayHints' must be true or false, got {value!r}")
         return value
+    if key == "log_level" and value not in LOG_LEVELS:
+        raise ConfigError(f"setting 'logLevel' must be one of {', '.join(LOG_LEVELS)}, got {value!r}")
     if key == "device" and value not in ("auto", "cuda", "cpu"):
         raise ConfigError(f"setting 'device' must be auto, cuda or cpu, got {value!r}")
     if key == "proposer" and value not in PROPOSERS:

@@ -11,7 +11,7 @@ import_lsprotocol_types()  # before anything imports it: about half the server's
 
 from .server import TritonsmithServer  # noqa: E402
 
-__all__ = ["TritonsmithServer", "create_server", "serve"]
+__all__ = ["TritonsmithServer", "configure_logging", "create_server", "serve"]
 
 
 def create_server() -> TritonsmithServer:
@@ -22,16 +22,34 @@ def create_server() -> TritonsmithServer:
     return server
 
 
-def serve(*, tcp: str | None = None, log_file: str | None = None) -> None:
-    """Run the server over stdio, or on TCP `HOST:PORT`; log to stderr or `log_file`."""
+class _PyglsNoise(logging.Filter):
+    """pygls warns for every `$/cancelRequest` of a request it already answered ("Cancel
+    notification for unknown message id"): normal traffic (an editor cancels stale hovers and
+    code actions all the time), not something a user can act on."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Cancel notification for unknown message id")
+
+
+def configure_logging(log_file: str | None = None) -> None:
+    """Log to stderr (the editor's output channel, which stamps each line with its own time)
+    or to `log_file` (with the time)."""
     logging.basicConfig(
         level=logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        format=("%(asctime)s " if log_file else "") + "%(levelname)s %(name)s: %(message)s",
         force=True,
         **({"filename": log_file} if log_file else {"stream": sys.stderr}),
     )
     # pygls logs every message it sends at INFO: far too much for an output channel, and slow.
-    logging.getLogger("pygls").setLevel(logging.WARNING)
+    pygls = logging.getLogger("pygls")
+    pygls.setLevel(logging.WARNING)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_PyglsNoise())
+
+
+def serve(*, tcp: str | None = None, log_file: str | None = None) -> None:
+    """Run the server over stdio, or on TCP `HOST:PORT`; log to stderr or `log_file`."""
+    configure_logging(log_file)
     server = create_server()
     from .._runtime import tune_gc
 

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,11 +44,21 @@ if TYPE_CHECKING:
     from ..state import FailureLog
     from .server import TritonsmithServer
 
-__all__ = ["SAVE_DEBOUNCE_S", "CompileJobs"]
+__all__ = ["SAVE_DEBOUNCE_S", "CompileJobs", "job_summary"]
 
 log = logging.getLogger(__name__)
 
 SAVE_DEBOUNCE_S = 0.3
+
+
+def job_summary(name: str, reports: Sequence[KernelReport], verdicts: Sequence[Verdict], seconds: float) -> str:
+    """The output channel's one line for a save's job: what compiled, what was verified, how long."""
+    failed = [r.kernel for r in reports if not r.ok]
+    compiled = f"{len(reports) - len(failed)} of {len(reports)} kernels compiled" if reports else "no kernel"
+    if failed:
+        compiled += f" ({', '.join(failed)} failed)"
+    checked = "; ".join(v.summary() for v in verdicts)
+    return f"{name}: {compiled}{'; ' + checked if checked else ''} ({seconds:.1f} s)"
 
 
 class CompileJobs:
@@ -189,6 +200,8 @@ class CompileJobs:
         token = await self._begin_progress(f"Compiling kernels for {', '.join(targets)}")
         path = to_fs_path(uri) or uri
         verdicts: list[Verdict] = []
+        began = time.monotonic()
+        log.info("%s: compiling for %s%s", Path(path).name, ", ".join(targets), " and verifying" if verify else "")
         try:
             learned = await asyncio.to_thread(self._learned_rules)
             reports = await asyncio.to_thread(
@@ -213,7 +226,10 @@ class CompileJobs:
             self._end_progress(token, "cancelled" if cancel.is_set() else "done")
         state = self.server.documents.get(uri)
         if reports is None or cancel.is_set() or state is None or state.compile_cancel is not cancel:
+            if reports is not None:
+                log.info("%s: superseded or closed after %.1f s", Path(path).name, time.monotonic() - began)
             return
+        log.info("%s", job_summary(Path(path).name, reports, verdicts, time.monotonic() - began))
         state.compile_reports = reports
         state.verdicts = verdicts
         if reports and all(r.ok for r in reports):

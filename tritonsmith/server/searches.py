@@ -328,6 +328,9 @@ class Searches:
         )
         search.token = await self._begin_progress(search)
         loop = asyncio.get_running_loop()
+        began = loop.time()
+        log.info("search %s: optimising %s in %s (%s proposer, %s, budget %d)", search.id, search.kernel, path.name,
+                 proposer, search.device, settings.budget)
 
         engine: list[Any] = []  # the engine's search, once open: its tree names each step's node
 
@@ -354,7 +357,9 @@ class Searches:
             self._end_progress(search, "failed; see the server's log")
             self._show(types.MessageType.Error, f"the search on {search.kernel} failed; see the server's log")
             return
-        self._end_progress(search, self._summary(search, result))
+        summary = self._summary(search, result)
+        log.info("search %s on %s: %s (%.0f s)", search.id, search.kernel, summary, loop.time() - began)
+        self._end_progress(search, summary)
         if result is not None and not search.closed:
             await self._deliver(search, result)
 

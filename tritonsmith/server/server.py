@@ -131,6 +131,8 @@ class TritonsmithServer(LanguageServer):
         if editor_settings is not None:
             self.editor_settings = editor_settings
         self.workspace_state = Workspace(self.root, self.compute_settings())
+        # tritonsmith.logLevel: the server's own loggers (pygls stays at warnings).
+        logging.getLogger("tritonsmith").setLevel(self.workspace_state.settings.log_level.upper())
         self.report_pack_errors()
         for uri in list(self.documents):
             self.documents[uri].dirty = True
