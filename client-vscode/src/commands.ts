@@ -37,7 +37,9 @@ export interface DiagnosticLike<P> {
 export function ruleLinksAt<P>(diagnostics: readonly DiagnosticLike<P>[], position: P): RuleLink[] {
     const links = new Map<string, RuleLink>();
     for (const diagnostic of diagnostics) {
-        if (diagnostic.source !== TOOL_CONFIG.diagnosticSource || !diagnostic.range.contains(position)) {
+        // "tritonsmith", or "tritonsmith, tritonsmith-verify" where the compiler confirmed the rule.
+        const ours = (diagnostic.source ?? '').split(', ').includes(TOOL_CONFIG.diagnosticSource);
+        if (!ours || !diagnostic.range.contains(position)) {
             continue;
         }
         const code = diagnostic.code;
@@ -79,7 +81,20 @@ export async function openRuleDocs(): Promise<void> {
         url = code ? ruleDocsUrl(code.trim()) : undefined;
     }
     if (url) {
-        await vscode.env.openExternal(vscode.Uri.parse(url));
+        await openRulePage(url);
+    }
+}
+
+/**
+ * A rule's page: the server writes it on this machine (a `file:` link, which opens as a
+ * Markdown preview, offline and for learned rules too); a web address opens in the browser.
+ */
+export async function openRulePage(url: string): Promise<void> {
+    const uri = vscode.Uri.parse(url);
+    if (uri.scheme === 'file') {
+        await vscode.commands.executeCommand('markdown.showPreview', uri);
+    } else {
+        await vscode.env.openExternal(uri);
     }
 }
 

@@ -54,6 +54,7 @@ export const TOOL_CONFIG = {
         refreshRules: 'tritonsmith.refreshRules',
         acceptRule: 'tritonsmith.acceptRule',
         rejectRule: 'tritonsmith.rejectRule',
+        showLearnedRule: 'tritonsmith.showLearnedRule',
     },
     serverCommandPrefix: 'tritonsmith.server.',
     /** The server's `workspace/executeCommand` ids (docs/lsp-extensions.md). */

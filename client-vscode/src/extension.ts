@@ -10,7 +10,7 @@ import { optimizeCommand, verifyNow, type ActionLike } from './optimize';
 import { ProgressTracker } from './progress';
 import { Debouncer, needsRestart } from './restart';
 import { SearchReviews } from './review';
-import { RulesCli, RulesTreeProvider, decideRule, learnRules } from './rules';
+import { RulesCli, RulesTreeProvider, decideRule, learnRules, showLearnedRule } from './rules';
 import { SearchView, pickSearch } from './searchView';
 import { ServerManager } from './server';
 import { StatusItem } from './status';
@@ -88,6 +88,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
             refreshRules: () => rules.refresh(),
             acceptRule: (arg) => decideRule(rulesCli, folder(), rules, arg, 'accept'),
             rejectRule: (arg) => decideRule(rulesCli, folder(), rules, arg, 'reject'),
+            showLearnedRule: (arg) => showLearnedRule(arg),
         }),
         vscode.workspace.onDidChangeConfiguration((event) => {
             if (needsRestart(event)) {

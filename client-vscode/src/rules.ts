@@ -237,6 +237,42 @@ export function ruleItemView(node: RuleNode): RuleItemView {
     };
 }
 
+/** A learned rule's page, from what review printed of it (no web page can exist for it). */
+export function learnedRuleMarkdown(rule: LearnedRule): string {
+    const how = rule.status === 'active' ? (rule.reviewed ? 'accepted' : 'graduated, not reviewed yet') : rule.status;
+    const lines = [`# ${rule.code} \`${rule.name}\``, '', `**${rule.statement}**`, '', `- Status: ${how}${rule.severity ? `, ${rule.severity}` : ''}`];
+    if (rule.hold) {
+        lines.push(`- Held: ${rule.hold}`);
+    }
+    if (rule.provenance) {
+        lines.push(`- Provenance: ${rule.provenance}`);
+    }
+    lines.push(`- Seen ${rule.count} time${rule.count === 1 ? '' : 's'} in ${rule.kernels} kernel${rule.kernels === 1 ? '' : 's'}, first ${rule.firstSeen ?? '?'}, last ${rule.lastSeen ?? '?'}`);
+    if (rule.contradictions.length) {
+        lines.push(`- Contradicted (flagged, then compiled): ${rule.contradictions.join(', ')}`);
+    }
+    lines.push('', '## Where it flags this workspace now', '');
+    lines.push(...(rule.hits.length ? rule.hits.map((hit) => `- \`${hit}\``) : ['Nowhere.']));
+    if (rule.examples.length) {
+        lines.push('', '## Failing examples it was learned from');
+        for (const example of rule.examples) {
+            lines.push('', '```', example, '```');
+        }
+    }
+    lines.push('', `Accept or reject it from the Learned rules view, or \`tritonsmith rules review --accept ${rule.code}\`.`);
+    return lines.join('\n') + '\n';
+}
+
+/** "Show learned rule": its page as a Markdown preview. */
+export async function showLearnedRule(arg: unknown): Promise<void> {
+    const rule = ruleOf(arg);
+    if (!rule) {
+        return;
+    }
+    const document = await vscode.workspace.openTextDocument({ language: 'markdown', content: learnedRuleMarkdown(rule) });
+    await vscode.commands.executeCommand('markdown.showPreview', document.uri);
+}
+
 /** The "Learned rules" tree: the first workspace folder's learned pack. */
 export class RulesTreeProvider implements vscode.TreeDataProvider<RuleNode>, vscode.Disposable {
     private readonly changed = new vscode.EventEmitter<RuleNode | undefined>();
@@ -263,6 +299,9 @@ export class RulesTreeProvider implements vscode.TreeDataProvider<RuleNode>, vsc
         item.tooltip = view.tooltip;
         item.contextValue = view.contextValue;
         item.iconPath = new vscode.ThemeIcon(view.icon);
+        if (node.type === 'rule') {  // a click opens its page
+            item.command = { command: TOOL_CONFIG.commands.showLearnedRule, title: 'Show learned rule', arguments: [node] };
+        }
         const folder = this.folder();
         if (node.type === 'detail' && node.location && folder) {
             const line = Math.max(node.location.line - 1, 0);

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import tempfile
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -89,7 +90,11 @@ async def test_open_shows_rule_diagnostics_with_code_link_and_range(client: Lang
     assert _codes(diagnostics) == ["TS102", "TS109"]
     ts102 = next(d for d in diagnostics if d.code == "TS102")
     assert ts102.source == "tritonsmith"
-    assert ts102.code_description.href.endswith("/docs/rules/TS102.md")
+    # The code links to the rule's page on this machine, written from the rules in force.
+    href = ts102.code_description.href
+    assert href.startswith("file://") and href.endswith("/TS102.md")
+    page = Path(urllib.parse.unquote(urllib.parse.urlparse(href).path)).read_text()
+    assert page.splitlines()[1].startswith("# TS102 ") and "## Bad" in page
     assert ts102.range == types.Range(types.Position(6, 24), types.Position(6, 29))  # BLOCK in arange
     assert ts102.related_information and ts102.related_information[0].location.range.start.line == 5
 

@@ -28,18 +28,14 @@ def to_lsp_text_edit(document: Document, edit: Edit) -> types.TextEdit:
 
 
 def to_lsp_diagnostic(
-    uri: str, document: Document, finding: Finding, *, source: str = "tritonsmith"
+    uri: str, document: Document, finding: Finding, *, source: str = "tritonsmith", href: str | None = None
 ) -> types.Diagnostic:
-    is_rule = finding.code.startswith("TS")
+    """`href`: the rule's page (`rule_pages.RulePages`), linked from the code."""
     return types.Diagnostic(
         range=to_lsp_range(document, finding.span),
         severity=_SEVERITY[finding.severity],
         code=finding.code,
-        code_description=types.CodeDescription(
-            href=f"https://github.com/tritonsmith/tritonsmith/blob/main/docs/rules/{finding.code}.md"
-        )
-        if is_rule
-        else None,
+        code_description=types.CodeDescription(href=href) if href else None,
         source=source,
         message=finding.message,
         related_information=[

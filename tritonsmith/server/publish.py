@@ -32,9 +32,11 @@ def diagnostics_of(server: TritonsmithServer, state: OpenDocument) -> list[types
     settings = server.workspace_state.settings
     now = live(state.compile_findings, state.document.source, state.index)
     compiled, both = merge(state.findings, [f for f in now if wanted(f.code, f.name, settings.select, settings.ignore)])
-    static = [to_lsp_diagnostic(state.uri, state.document, f, source=BOTH_SOURCES if i in both else "tritonsmith")
-              for i, f in enumerate(state.findings)]
-    return static + [to_lsp_diagnostic(state.uri, state.document, f, source=COMPILE_SOURCE) for f in compiled]
+    href = server.rule_pages.href
+    static = [to_lsp_diagnostic(state.uri, state.document, f, source=BOTH_SOURCES if i in both else "tritonsmith",
+                                href=href(f.code)) for i, f in enumerate(state.findings)]
+    return static + [to_lsp_diagnostic(state.uri, state.document, f, source=COMPILE_SOURCE, href=href(f.code))
+                     for f in compiled]
 
 
 def wanted(code: str, name: str, select: tuple[str, ...], ignore: tuple[str, ...]) -> bool:

@@ -31,6 +31,7 @@ from ..rules import Finding
 from ..settings import Settings, find_workspace_root, read_pyproject
 from ..workspace import Workspace
 from .compile_findings import CompileFinding
+from .rule_pages import RulePages
 
 if TYPE_CHECKING:
     from ..evaluator.reports import KernelReport
@@ -90,6 +91,7 @@ class TritonsmithServer(LanguageServer):
         self.settings_warnings: list[str] = []
         self.root: Path | None = None
         self.workspace_state: Workspace = Workspace(None, Settings())
+        self.rule_pages = RulePages(self.workspace_state.rules, None)
         self.pull_diagnostics = False
         self.supports_refresh = False
         self.client_supports_code_lens_refresh = False
@@ -131,6 +133,7 @@ class TritonsmithServer(LanguageServer):
         if editor_settings is not None:
             self.editor_settings = editor_settings
         self.workspace_state = Workspace(self.root, self.compute_settings())
+        self.rule_pages = RulePages(self.workspace_state.rules, self.root)
         # tritonsmith.logLevel: the server's own loggers (pygls stays at warnings).
         logging.getLogger("tritonsmith").setLevel(self.workspace_state.settings.log_level.upper())
         self.report_pack_errors()

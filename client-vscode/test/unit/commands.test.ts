@@ -52,6 +52,9 @@ describe('ruleLinksAt', () => {
             { range, source: 'tritonsmith', code: 'TS101' },
         ];
         assert.deepEqual(ruleLinksAt(diagnostics, at(5, 0)), []);
+        // A rule finding the compiler confirmed names both sources: still ours, linked once.
+        const merged = [{ range, source: 'tritonsmith, tritonsmith-verify', code: { value: 'TS901', target: Uri.parse('file:///cache/TS901.md') } }];
+        assert.deepEqual(ruleLinksAt(merged, at(3, 4)), [{ code: 'TS901', url: 'file:///cache/TS901.md' }]);
         assert.deepEqual(
             ruleLinksAt(diagnostics, at(3, 4)).map((link) => link.code),
             ['TS101'],

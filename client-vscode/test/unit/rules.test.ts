@@ -1,7 +1,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { TOOL_CONFIG } from '../../src/config';
-import { RulesCli, RulesTreeProvider, describeLearned, parseHit, parseRules, ruleDetails, ruleGroups, ruleItemView, ruleOf, type RuleNode } from '../../src/rules';
+import {
+    RulesCli,
+    RulesTreeProvider,
+    describeLearned,
+    learnedRuleMarkdown,
+    parseHit,
+    parseRules,
+    ruleDetails,
+    ruleGroups,
+    ruleItemView,
+    ruleOf,
+    type RuleNode,
+} from '../../src/rules';
 
 const rule = (code: string, status: string, reviewed = false, extra: Record<string, unknown> = {}) => ({
     code,
@@ -100,6 +112,8 @@ describe('learned rules', () => {
         const first = kids[0];
         assert.ok(first);
         assert.equal(tree.getTreeItem(first).contextValue, 'rule.active');
+        // A click on a rule opens its page.
+        assert.equal(tree.getTreeItem(first).command?.command, TOOL_CONFIG.commands.showLearnedRule);
         // A rule opens onto what review shows; a hit opens its line.
         const details = await tree.getChildren(first);
         assert.deepEqual(details.map((d) => (d.type === 'detail' ? d.label : '')), [
@@ -135,5 +149,17 @@ describe('learned rules', () => {
         assert.deepEqual(ruleDetails(pending).map((d) => d.label).slice(-1), ['flags nothing in this workspace now']);
         assert.deepEqual(parseHit('a:b/k.py:7'), { path: 'a:b/k.py', line: 7 });
         assert.equal(parseHit('no line'), undefined);
+    });
+
+    it("writes a learned rule's page from what review printed", () => {
+        const [graduated] = parseRules(JSON_OUT);
+        assert.ok(graduated);
+        const page = learnedRuleMarkdown(graduated);
+        assert.match(page, /^# TSL002 `rule-TSL002`\n\n\*\*a statement\*\*/);
+        assert.match(page, /- Status: graduated, not reviewed yet, warning/);
+        assert.match(page, /- Provenance: learned offline from the failure log: 4 failures in 2 kernels/);
+        assert.match(page, /- Contradicted \(flagged, then compiled\): fine\.py/);
+        assert.match(page, /## Where it flags this workspace now\n\n- `kernels\/scan\.py:12`/);
+        assert.match(page, /```\ntl\.load\(x\)\n```/);
     });
 });

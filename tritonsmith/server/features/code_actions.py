@@ -133,7 +133,7 @@ def register(server: TritonsmithServer) -> None:
             for finding in state.findings:
                 if finding.span.end < start or finding.span.start > end:
                     continue
-                diagnostic = to_lsp_diagnostic(state.uri, state.document, finding)
+                diagnostic = to_lsp_diagnostic(state.uri, state.document, finding, href=ls.rule_pages.href(finding.code))
                 if finding.fix is not None:
                     actions.append(
                         types.CodeAction(
