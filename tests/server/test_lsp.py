@@ -149,6 +149,34 @@ async def test_hover_shows_rule_statement(client: LanguageClient):
     )
     assert "You cannot use a kernel parameter" in hover.contents.value
     assert "## Good" in hover.contents.value
+    # The diagnostic's own message is the editor's to show, not repeated; categories are words.
+    assert target.message not in hover.contents.value
+    assert "- Category: shapes and constexpr" in hover.contents.value
+
+
+OVERLAP = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(x_ptr, BLOCK):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) * 2)
+
+
+def run(x):
+    k[(1,)](x, BLOCK=100)
+'''
+
+
+async def test_hover_shows_every_rule_reported_at_the_cursor(client: LanguageClient):
+    uri = await _open(client, "overlap.py", OVERLAP)
+    diagnostics = await _wait_for(client, uri, lambda d: d and {"TS101", "TS102"} <= set(_codes(d)))
+    ts102 = next(d for d in diagnostics if d.code == "TS102")  # `BLOCK` inside the TS101 range
+    hover = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=ts102.range.start))
+    value = hover.contents.value
+    assert value.count("### TS101 ") == 1 and value.count("### TS102 ") == 1
 
 
 async def test_configuration_change_ignores_a_rule(client: LanguageClient):

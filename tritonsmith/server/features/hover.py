@@ -23,17 +23,21 @@ def register(server: TritonsmithServer) -> None:
             return None
         ls.ensure_checked(state)
         point = state.document.lsp_to_point(params.position.line, params.position.character)
+        # One card per rule reported here (TS101 and TS102 can cover the same name). The
+        # finding's own message is not repeated: editors show the diagnostic next to the hover.
+        cards: dict[str, str] = {}
+        first = None
         for finding in state.findings:
-            if finding.span.start <= point <= finding.span.end:
+            if finding.span.start <= point <= finding.span.end and finding.code not in cards:
                 rule = ls.workspace_state.rules.get(finding.code)
-                if rule is None:
-                    continue
-                body = f"**{finding.message}**\n\n---\n\n" + rule_markdown(rule).split("\n", 1)[1]
-                body = f"### {rule.code} `{rule.name}`\n" + body
-                return types.Hover(
-                    contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=body),
-                    range=to_lsp_range(state.document, finding.span),
-                )
+                if rule is not None:
+                    cards[finding.code] = f"### {rule.code} `{rule.name}`\n" + rule_markdown(rule).split("\n", 1)[1]
+                    first = first or finding
+        if cards and first is not None:
+            return types.Hover(
+                contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(cards.values())),
+                range=to_lsp_range(state.document, first.span),
+            )
         for verdict in state.verdicts:
             if point[0] == verdict.row:
                 return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
