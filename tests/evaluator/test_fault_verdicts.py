@@ -189,8 +189,12 @@ def test_untouched_memory_meets_the_address_space_cap(
     assert spec is not None
     verdict = verify_spec(spec, mode="interpreter", pools=pools, memory_mb=1536)
     assert not verdict.ok and verdict.stage == "candidate", verdict.summary()
-    assert verdict.message.startswith(
-        "memory limit: verify_candidate job could not allocate memory within its 1536 MB limit")
+    # The allocation fails inside the job ("could not allocate memory within its 1536 MB
+    # limit") or, when the failure takes the worker down first on a loaded machine, the pool
+    # sees its death at the cap ("reached its address-space cap (... for a 1536 MB limit)"):
+    # both name the memory limit, which is what this checks.
+    assert verdict.message.startswith("memory limit: verify_candidate job "), verdict.message
+    assert "1536 MB limit" in verdict.message and "timed out" not in verdict.message
 
 
 def test_flags_override_the_pyproject_limits(tmp_path: Path) -> None:
