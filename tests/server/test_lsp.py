@@ -112,6 +112,8 @@ async def test_quick_fix_edit_removes_the_diagnostic(client: LanguageClient):
     )
     titles = [a.title for a in actions]
     assert "Ignore TS109 on this line" in titles
+    # The lightbulb also offers every mechanical fix in the file (TS102's and TS109's).
+    assert "Fix all tritonsmith problems in this file (2)" in titles
     fix = next(a for a in actions if a.is_preferred)
     edits = fix.edit.document_changes[0].edits
     assert edits[0].new_text == "x.to(tl.float32)"

@@ -152,6 +152,16 @@ def register(server: TritonsmithServer) -> None:
                         edit=_workspace_edit(ls, state, [ignore_edit(state.document, finding)]),
                     )
                 )
+            # The lightbulb offers the file's other mechanical fixes too, not only Source Action.
+            fixable = [f for f in state.findings if f.fix is not None]
+            if len(fixable) > 1 and any(a.is_preferred for a in actions):
+                actions.append(
+                    types.CodeAction(
+                        title=f"Fix all tritonsmith problems in this file ({len(fixable)})",
+                        kind=types.CodeActionKind.QuickFix,
+                        edit=_workspace_edit(ls, state, fix_edits(state.findings)),
+                    )
+                )
         if only and _wanted(only, FIX_ALL_KIND) and any(k.startswith("source") for k in only):
             edits = fix_edits(state.findings)
             if edits:
