@@ -167,7 +167,7 @@ def _copy_pair(candidate: Path, folder: Path) -> Path:
     return target
 
 
-_SCRATCH = re.compile(r"/tmp/(?:ts-kb|tritonsmith-verify)-[^/\s'\"]+/(?:[^/\s'\"]+/(?:candidate|reference)/)?")
+_SCRATCH = re.compile(r"/tmp/(?:tritonsmith-runs-\d+/)?(?:ts-kb|tritonsmith-verify)-[^/\s'\"]+/(?:[^/\s'\"]+/(?:candidate|reference)/)?")
 _TEMP = re.compile(r"/tmp/tmp[\w.-]+")
 _SITE = re.compile(r"/[^\s'\"]*?/site-packages/")
 

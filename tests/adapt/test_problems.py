@@ -46,7 +46,7 @@ def test_each_problem_passes_check(capsys):
 def test_every_problem_verifies_on_the_cpu():
     pytest.importorskip("triton")
     pytest.importorskip("numpy")
-    from tritonsmith.evaluator.pool import WorkerPool
+    from tritonsmith.evaluator.pool import WARM_MODULES, WorkerPool
     from tritonsmith.evaluator.protocol import Job
     from tritonsmith.evaluator.verify import verify_spec
 
@@ -54,7 +54,7 @@ def test_every_problem_verifies_on_the_cpu():
     failed, slow = [], []
     with WorkerPool(1, env=env) as reference, WorkerPool(1, env=env) as candidate:
         for pool in (reference, candidate):  # the first problem's time is not the workers' start
-            pool.run(Job("preload", {"modules": ["torch", "triton", "triton.language"]}, timeout_s=300, memory_mb=4096))
+            pool.run(Job("preload", {"modules": [*WARM_MODULES, "torch._dynamo"]}, timeout_s=300, memory_mb=4096))
         for path in FILES:
             spec = detect_kernelbench(path)
             assert spec is not None

@@ -8,7 +8,8 @@ pool kills and replaces the worker and reports the job's failure in one line.
 
 Modules:
     protocol   `Job` and `Result`, the JSON messages between server and worker
-    sandbox    secret-free environment, scratch directories, network isolation, memory probe
+    sandbox    allow-listed environment, secret scrubbing, scratch directories, memory probe
+    jail       the namespaces that make a worker's sandbox a boundary (read-only system, no $HOME)
     pool       `WorkerPool`: spawns workers, enforces limits, replaces lost workers
     worker     the worker process: a registry of job handlers (`HANDLERS`)
     progress   worker side: the progress reports (one per forward pass) the hang watchdog needs

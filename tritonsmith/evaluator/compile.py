@@ -24,6 +24,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -715,12 +716,22 @@ def handle_compile(payload: dict[str, Any]) -> dict[str, Any]:
     """Compile `payload["kernel"]` of `payload["source"]` for every target and scenario.
 
     Payload keys: source, path, kernel, targets (default ["sm_90"]), scratch (a directory this
-    job may write). See the module docstring and docs for the result's keys."""
+    job may write; without one, a temporary folder removed when the job ends, whatever way it
+    ends). See the module docstring and docs for the result's keys."""
+    if payload.get("scratch"):
+        return _compile_in(payload, Path(payload["scratch"]))
+    scratch = Path(tempfile.mkdtemp(prefix="tritonsmith-compile-"))
+    try:
+        return _compile_in(payload, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _compile_in(payload: dict[str, Any], scratch: Path) -> dict[str, Any]:
     started = time.perf_counter()
     source: str = payload["source"]
     kernel_name: str = payload["kernel"]
     targets: list[str] = list(payload.get("targets") or ["sm_90"])
-    scratch = Path(payload.get("scratch") or tempfile.mkdtemp(prefix="tritonsmith-compile-"))
     scratch.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("TRITON_CACHE_DIR", str(scratch / "triton-cache"))
     result: dict[str, Any] = {

@@ -44,6 +44,7 @@ from typing import Any
 
 from .pool import WorkerPool
 from .protocol import Job, Result
+from .sandbox import runs_dir
 from .sizes import rewrite_constants
 from .specs import HarnessSpec, Spec
 from .stats import SIDES, Confirmation, ConfirmationError, RoundPolicy, confirm
@@ -97,7 +98,7 @@ def confirm_speedup(
     # The sizes the search timed: as written on a GPU; the trials' sizes under the interpreter
     # (verify.py's plan, block sizes read from the user's file, so every candidate gets the same).
     sizes = {} if mode == "gpu" else _size_plan(spec, original, mode).main
-    work = Path(tempfile.mkdtemp(prefix="tritonsmith-confirm-")).resolve()
+    work = Path(tempfile.mkdtemp(prefix="tritonsmith-confirm-", dir=runs_dir())).resolve()
     folder = work / "confirm"
     data = folder / "data"
     filename = spec.candidate.name

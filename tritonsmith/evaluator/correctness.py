@@ -84,6 +84,15 @@ def import_file(path: str, role: str) -> ModuleType:
     return module
 
 
+def _altered(path: str, sha256: str | None, role: str) -> str | None:
+    """Why the file at `path` is not the one the server wrote (its `sha256`), if it is not. A
+    candidate can reach the reference beside its own folder; every process it started is gone
+    by the time a reference job reads the file, so nothing changes it after this check."""
+    if sha256 is not None and _file_hash(Path(path)) != sha256:
+        return f"the {role}'s source was altered after it was written (exploit 19: editing the harness's files)"
+    return None
+
+
 @contextmanager
 def _module(path: str, role: str) -> Iterator[ModuleType]:
     """`import_file` for the length of a job."""
@@ -229,6 +238,9 @@ def handle_inputs(payload: dict[str, Any]) -> dict[str, Any]:
     device = _prepare(payload)
     data = Path(payload["data_dir"])
     seed = int(payload.get("seed", 42))
+    altered = _altered(payload["reference"], payload.get("reference_sha256"), "reference")
+    if altered:
+        raise RuntimeError(altered)
     with _module(payload["reference"], "reference") as module:
         problem = load_problem(module, payload)
         model, init_inputs = _build_reference(problem, seed, device)
@@ -570,6 +582,9 @@ def handle_reference(payload: dict[str, Any]) -> dict[str, Any]:
     others: list[list[Any]] = []
     reference_ops: dict[str, int] = {}
     identity_ops: dict[str, int] = {}
+    altered = _altered(payload["reference"], payload.get("reference_sha256"), "reference")
+    if altered:
+        return {"error": altered, "trials": results}
     with _module(payload["reference"], "reference") as module:
         problem = load_problem(module, payload)
         model, _ = _build_reference(problem, seed, device)

@@ -39,18 +39,23 @@ from types import TracebackType
 from typing import IO, Any
 
 from tritonsmith.errors import EvaluatorError
+from tritonsmith.evaluator import jail
 from tritonsmith.evaluator.protocol import Failure, Job, Result
 from tritonsmith.evaluator.sandbox import (
     address_limit_bytes,
+    namespace_members,
     network_isolation_prefix,
     resident_bytes,
+    runs_dir,
     scratch_dir,
+    scrub,
+    secret_values,
     session_members,
     virtual_bytes,
     worker_environment,
 )
 
-__all__ = ["OUTPUT_LIMIT_BYTES", "POLL_S", "WorkerPool", "compile_workers"]
+__all__ = ["OUTPUT_LIMIT_BYTES", "POLL_S", "WARM_MODULES", "WorkerPool", "compile_workers"]
 
 POLL_S = 0.05
 """How often a running job's limits are checked, in seconds."""
@@ -59,6 +64,9 @@ OUTPUT_LIMIT_BYTES = 10 * 1024 * 1024
 """Default cap on what one job may write to stdout and stderr together."""
 
 _TAIL_BYTES = 2000
+
+WARM_MODULES = ("torch", "triton", "triton.language")
+"""What `prestart` imports in a fresh worker: what every verification job needs first."""
 
 MEMBERS_EVERY_S = 0.5
 """How often the worker's session is scanned for processes user code started (a /proc scan
@@ -80,9 +88,12 @@ _MB = 1024 * 1024
 class _Worker:
     """One worker process and the pool's ends of its pipes and output files."""
 
-    def __init__(self, number: int, scratch: Path, command: list[str], env: dict[str, str]) -> None:
+    def __init__(self, number: int, scratch: Path, command: list[str], env: dict[str, str],
+                 secrets: list[str] | None = None, *, jailed: bool = False) -> None:
         self.number = number
+        self.jailed = jailed
         self.scratch = scratch
+        self.secrets = secrets or []
         self.stdout: IO[bytes] = open(scratch / "stdout.log", "ab", buffering=0)  # noqa: SIM115
         self.stderr: IO[bytes] = open(scratch / "stderr.log", "ab", buffering=0)  # noqa: SIM115
         read_fd, write_fd = os.pipe()
@@ -112,7 +123,31 @@ class _Worker:
         self.progressed = False  # the running job has reported progress at least once
         self.members: list[int] = []
         self.members_at = 0.0
+        self._inner: int | None = None  # the worker itself, when `unshare` started it
         self._kill_lock = threading.Lock()
+
+    @property
+    def inner_pid(self) -> int:
+        """The worker process: the child `unshare --fork` started (the first process of the pid
+        namespace), else the process the pool spawned."""
+        if not self.jailed:
+            return self.pid
+        if self._inner is None:
+            children = [m for m in session_members(self.pid) if _parent(m) == self.pid]
+            if not children:
+                return self.pid  # not jailed, or not started yet
+            self._inner = children[0]
+        return self._inner
+
+    def kill_strays(self) -> None:
+        """Kill every process left in the worker's pid namespace but the worker: what a job
+        started (`setsid` or not) ends with the job. Without namespaces, the worker's session."""
+        inner = self.inner_pid
+        strays = namespace_members(inner) if inner != self.pid else []
+        strays += session_members(self.pid)
+        for member in set(strays) - {self.pid, inner}:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(member, signal.SIGKILL)
 
     def running(self) -> bool:
         """Whether the process has not exited; does not reap it, so its pid (and process
@@ -147,9 +182,11 @@ class _Worker:
         """Resident bytes of the worker and every process in its session (rescanned every
         `MEMBERS_EVERY_S`: children that daemonize or lack a /proc children list count too)."""
         if now - self.members_at >= MEMBERS_EVERY_S:
-            self.members = [m for m in session_members(self.pid) if m != self.pid]
+            inner = self.inner_pid
+            members = set(session_members(self.pid)) | set(namespace_members(inner) if inner != self.pid else ())
+            self.members = sorted(members - {self.pid, inner})
             self.members_at = now
-        return resident_bytes(self.pid, self.members)
+        return resident_bytes(self.inner_pid, self.members)  # `unshare` itself: about 1 MB, not counted
 
     def send(self, line: str) -> None:
         assert self.proc.stdin is not None
@@ -168,6 +205,8 @@ class _Worker:
         self.buffer += chunk
         while b"\n" in self.buffer:
             line, self.buffer = self.buffer.split(b"\n", 1)
+            if self.secrets:
+                line = scrub(line.decode("utf-8", "replace"), self.secrets).encode()
             try:
                 reply = json.loads(line)
                 if reply.get("id") != job_id:
@@ -202,7 +241,7 @@ class _Worker:
                 with open(self.scratch / f"{name}.log", "rb") as stream:
                     stream.seek(0, os.SEEK_END)
                     stream.seek(max(0, stream.tell() - _TAIL_BYTES))
-                    tails[f"{name}_tail"] = stream.read().decode("utf-8", "replace")
+                    tails[f"{name}_tail"] = scrub(stream.read().decode("utf-8", "replace"), self.secrets)
             except OSError:
                 tails[f"{name}_tail"] = ""
         return tails
@@ -260,6 +299,7 @@ class WorkerPool:
         python: str | None = None,
         output_limit_bytes: int = OUTPUT_LIMIT_BYTES,
         isolate_network: bool = True,
+        writable: tuple[str | os.PathLike[str], ...] = (),
     ) -> None:
         """
         Args:
@@ -270,7 +310,13 @@ class WorkerPool:
                 threads, locks and event loop into the child; the argument exists to say so.
             python: the interpreter for workers (default: the server's own).
             output_limit_bytes: what one job may write to stdout and stderr together.
-            isolate_network: start workers in a new network namespace where the OS allows.
+            isolate_network: start workers in their sandbox (`jail.py`: namespaces, no network)
+                where the OS allows; false only for tests of the pool's own mechanics. The
+                `TRITONSMITH_SANDBOX=reduced` environment variable turns the namespaces off
+                (network isolation alone is kept where it works) for a machine where they break
+                CUDA; verdicts then say "sandbox: reduced".
+            writable: folders workers may write besides their scratch folder and the pool's
+                Triton cache (`sandbox.runs_dir()`, where verifications keep their files, always).
         """
         if size < 1:
             raise ValueError("a worker pool needs at least one worker")
@@ -279,11 +325,22 @@ class WorkerPool:
         self.size = size
         self.output_limit_bytes = output_limit_bytes
         self._root = scratch_dir("tritonsmith-pool-")
-        self._env = worker_environment(
-            os.environ if env is None else env, triton_cache_dir=self._root / "triton-cache"
-        )
-        prefix = list(network_isolation_prefix()) if isolate_network else []
-        self._command = [*prefix, python or sys.executable, "-m", "tritonsmith.evaluator.worker"]
+        base = os.environ if env is None else env
+        (self._root / "triton-cache").mkdir()
+        self._env = worker_environment(base, triton_cache_dir=self._root / "triton-cache")
+        # Values the workers are not given, from the server's environment and the one passed.
+        self._secrets = secret_values({**os.environ, **base})
+        command = [python or sys.executable, "-m", "tritonsmith.evaluator.worker"]
+        jailed = isolate_network and os.environ.get("TRITONSMITH_SANDBOX") != "reduced" and jail.namespaces_available()
+        if jailed:
+            self._env[jail.JAIL_ENV] = jail.jail_plan([self._root, runs_dir(), *writable])
+            self._command = jail.jail_command(command)
+            self.sandbox = jail.JAIL_NAMESPACES
+            jail.set_not_dumpable()
+        else:
+            prefix = list(network_isolation_prefix()) if isolate_network else []
+            self._command = [*prefix, *command]
+            self.sandbox = jail.JAIL_REDUCED
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._workers: set[_Worker] = set()
@@ -324,7 +381,7 @@ class WorkerPool:
             event.set()
             raise
 
-    def prestart(self, modules: tuple[str, ...] = ("torch", "triton")) -> None:
+    def prestart(self, modules: tuple[str, ...] = WARM_MODULES) -> None:
         """Start a worker now, in the background, and have it import `modules` (see the
         worker's `PRELOADABLE`), so that the first real job finds it warm: a verification
         starts its candidate worker while the reference worker runs. Returns at once; a job
@@ -386,6 +443,8 @@ class WorkerPool:
                 scratch_dir(f"worker-{number}-", parent=str(self._root)),
                 self._command,
                 self._env,
+                self._secrets,
+                jailed=self.sandbox == jail.JAIL_NAMESPACES,
             )
         except OSError as exc:
             with self._lock:
@@ -424,6 +483,14 @@ class WorkerPool:
             worker.send(json.dumps({"id": job_id, "job": job.to_dict()}) + "\n")
         except OSError:
             return self._lost(worker, job)
+        try:
+            return self._wait(worker, job, job_id, cancel_event, deadline, memory_limit)
+        finally:
+            if worker.running():
+                worker.kill_strays()
+
+    def _wait(self, worker: _Worker, job: Job, job_id: int, cancel_event: threading.Event | None,
+              deadline: float, memory_limit: int) -> Result:
         while True:
             reply = worker.poll_reply(job_id, POLL_S)
             if isinstance(reply, Result):
@@ -473,7 +540,7 @@ class WorkerPool:
             )
         if job.limit_address_space:
             cap = address_limit_bytes(job.memory_mb)
-            if virtual_bytes(worker.pid) > cap - ADDRESS_MARGIN_BYTES:
+            if virtual_bytes(worker.inner_pid) > cap - ADDRESS_MARGIN_BYTES:
                 return "out-of-memory", (
                     f"memory limit: {job.kind} job reached its address-space cap "
                     f"({cap / _MB:.0f} MB for a {job.memory_mb} MB limit); worker killed"
@@ -499,6 +566,14 @@ class WorkerPool:
         else:
             failure, error = _death(worker.proc.returncode, job)
         return _failed(job, failure, error, tails)
+
+
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return int(stat.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def _death(returncode: int | None, job: Job) -> tuple[Failure, str]:

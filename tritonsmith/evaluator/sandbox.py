@@ -17,14 +17,16 @@ The limits a verification runs under (docs/ARCHITECTURE.md, "Fault verdicts"):
   also caps its address space (`address_limit_bytes`, `RLIMIT_AS`), so one huge allocation fails
   at once instead of pushing the machine into swap.
 
-The sandbox contains accidents (a kernel that segfaults, hangs, eats memory or prints without
-end); it is not a security boundary against hostile code, which could still read the user's
-files.
+These limits contain accidents (a kernel that segfaults, hangs, eats memory or prints without
+end). The boundary against hostile code is `jail.py`: Linux namespaces, a read-only system, no
+`$HOME`, no network, no capabilities. Here: the allow-listed environment, and `scrub`, which
+takes the server's secret values out of anything a worker sends back.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import subprocess
@@ -43,8 +45,12 @@ __all__ = [
     "default_memory_mb",
     "hang_limit",
     "network_isolation_prefix",
+    "namespace_members",
     "resident_bytes",
+    "runs_dir",
     "scratch_dir",
+    "scrub",
+    "secret_values",
     "session_members",
     "virtual_bytes",
     "worker_environment",
@@ -54,14 +60,29 @@ SECRET_NAME = re.compile(
     r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|^(ANTHROPIC|OPENAI|HF|AWS|GITHUB)_",
     re.IGNORECASE,
 )
-"""Environment variable names that may hold a secret. Deliberately broad: a worker that misses
-a harmless variable loses nothing, a worker that sees an API key can leak it into a log."""
+"""Environment variable names that may hold a secret: never passed on, even when allowed below."""
+
+ALLOWED_NAME = re.compile(
+    r"^(PATH|LANG|LANGUAGE|LC_[A-Z]+|TZ|TERM|HOME|USER|LOGNAME|SHELL|TMPDIR|LD_LIBRARY_PATH"
+    r"|PYTHON(PATH|HASHSEED|UNBUFFERED|DONTWRITEBYTECODE|PYCACHEPREFIX|WARNINGS|FAULTHANDLER)"
+    r"|VIRTUAL_ENV|CONDA_PREFIX|TRITON_[A-Z0-9_]+|CUDA_[A-Z0-9_]+|NVIDIA_[A-Z0-9_]+|CUBLAS_[A-Z0-9_]+"
+    r"|CUDNN_[A-Z0-9_]+|NCCL_[A-Z0-9_]+|PYTORCH_[A-Z0-9_]+|TORCH_[A-Z0-9_]+|TORCHINDUCTOR_[A-Z0-9_]+"
+    r"|OMP_NUM_THREADS|MKL_NUM_THREADS|OPENBLAS_NUM_THREADS|TRITONSMITH_[A-Z0-9_]+)$"
+)
+"""What a worker's environment may hold: the search path, locale, Python's own switches, and
+the Triton, CUDA and PyTorch settings a kernel's behaviour depends on. An allow list: a name
+nobody thought of (`DATABASE_URL`, `GH_PAT`) stays with the server."""
+
+MIN_SECRET_CHARS = 8
+"""Values shorter than this are not scrubbed from output: `1`, `true` or `en` would turn every
+message into noise, and a secret that short protects nothing."""
 
 
 def worker_environment(
     base: Mapping[str, str], *, triton_cache_dir: str | os.PathLike[str] | None = None
 ) -> dict[str, str]:
-    """The environment for a worker: `base` without secrets, with its own Triton cache.
+    """The environment for a worker: `base` cut to `ALLOWED_NAME` (never a `SECRET_NAME`), with
+    its own Triton cache.
 
     API keys reach the server through its environment (DESIGN.md, "Secrets") and must never
     reach code run on the user's behalf. A per-pool `TRITON_CACHE_DIR` keeps candidates from a
@@ -69,7 +90,8 @@ def worker_environment(
     package goes first on `PYTHONPATH`, so the worker runs the same code as the server even from
     a source tree (the GPU machine) and from a scratch working directory.
     """
-    env = {name: value for name, value in base.items() if not SECRET_NAME.search(name)}
+    env = {name: value for name, value in base.items()
+           if ALLOWED_NAME.match(name) and not SECRET_NAME.search(name)}
     if triton_cache_dir is not None:
         env["TRITON_CACHE_DIR"] = os.fspath(triton_cache_dir)
     package_root = str(Path(__file__).resolve().parents[2])
@@ -78,6 +100,39 @@ def worker_environment(
     # Output goes to files the pool caps; unbuffered so that a crash loses none of it.
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+def _may_be_secret(name: str, value: str) -> bool:
+    """A value a worker is not given that could be a credential: any value of a `SECRET_NAME`
+    variable; otherwise one with a digit or `:@=+` in it that is not a path or a path list
+    (`PYENV_ROOT=/root/.pyenv` and `DEBIAN_FRONTEND=noninteractive` stay readable in output,
+    `DATABASE_URL=postgres://...` and `GH_PAT=ghp_...` do not)."""
+    if len(value) < MIN_SECRET_CHARS:
+        return False
+    if SECRET_NAME.search(name):
+        return True
+    if all(part.startswith(("/", "~")) and " " not in part for part in value.split(os.pathsep) if part):
+        return False
+    return any(c.isdigit() or c in ":@=+" for c in value)
+
+
+def secret_values(base: Mapping[str, str]) -> list[str]:
+    """The values in `base` a worker is not given that may be credentials (what `scrub`
+    removes from its output), longest first, each also as JSON writes it inside a string."""
+    kept = worker_environment(base)
+    values = {value for name, value in base.items() if name not in kept and _may_be_secret(name, value)}
+    values -= {value for name, value in kept.items() if not SECRET_NAME.search(name)}
+    escaped = {json.dumps(value)[1:-1] for value in values}
+    return sorted(values | escaped, key=len, reverse=True)
+
+
+def scrub(text: str, secrets: list[str]) -> str:
+    """`text` with every secret value replaced by `[secret removed]`: anything a candidate
+    prints or raises passes through here before it reaches a verdict, a log or the database."""
+    for value in secrets:
+        if value in text:
+            text = text.replace(value, "[secret removed]")
+    return text
 
 
 def scratch_dir(prefix: str = "tritonsmith-worker-", *, parent: str | None = None) -> Path:
@@ -288,21 +343,67 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
+def _unique_bytes(pid: int) -> int:
+    """Memory only `pid` holds (USS: its private pages, from `smaps_rollup`); its RSS where that
+    file is missing. A forked child shares its parent's pages until it writes them: counting
+    its RSS would count the parent's memory once per child."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as rollup:
+            total = 0
+            for line in rollup:
+                if line.startswith((b"Private_Clean:", b"Private_Dirty:")):
+                    total += int(line.split()[1]) * 1024
+            return total
+    except (OSError, ValueError, IndexError):
+        return _status_rss(pid)
+
+
 def resident_bytes(pid: int, also: list[int] | tuple[int, ...] = ()) -> int:
-    """Resident set size of `pid` plus its descendants and the processes in `also`, in bytes
-    (0 if all are gone).
+    """Memory of `pid` (its resident size) plus what its descendants and the processes in
+    `also` hold of their own (unique set size), in bytes (0 if all are gone).
 
     Descendants are found through `/proc/<pid>/task/*/children` where the kernel provides it
     (CONFIG_PROC_CHILDREN; many kernels, this project's development machine's among them, lack
-    it). The pool passes the worker's session members (`session_members`) as `also`, so a
-    child that allocates is counted either way.
+    it). The pool passes the worker's session and namespace members as `also`, so a child that
+    allocates is counted either way; fifty forks of a 160 MB worker count what each wrote, not
+    8 GB of shared pages.
     """
-    total, seen, todo = 0, set(), [pid, *also]
+    total, seen, todo = _status_rss(pid), {pid}, [*_children(pid), *also]
     while todo:
         current = todo.pop()
         if current in seen:
             continue
         seen.add(current)
-        total += _status_rss(current)
+        total += _unique_bytes(current)
         todo.extend(_children(current))
     return total
+
+
+def namespace_members(pid: int) -> list[int]:
+    """Every process in `pid`'s pid namespace (itself included) when that namespace is not
+    this process's own; empty otherwise, or where /proc cannot be read."""
+    try:
+        target = os.readlink(f"/proc/{pid}/ns/pid")
+        if target == os.readlink("/proc/self/ns/pid"):
+            return []
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    members = []
+    for entry in entries:
+        if entry.isdigit():
+            try:
+                if os.readlink(f"/proc/{entry}/ns/pid") == target:
+                    members.append(int(entry))
+            except OSError:
+                continue
+    return members
+
+
+def runs_dir() -> Path:
+    """The folder verifications keep their work in (`tritonsmith-runs-<uid>` in the temporary
+    folder, mode 0700): sandboxed workers may write there, and nowhere else outside their own
+    scratch folder and their pool's Triton cache."""
+    path = Path(tempfile.gettempdir()) / f"tritonsmith-runs-{os.getuid() if hasattr(os, 'getuid') else 0}"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return path

@@ -29,6 +29,7 @@ Nothing here imports torch or triton: the server imports this module (tests/test
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import random
 import shutil
@@ -41,10 +42,11 @@ from pathlib import Path
 from typing import Any
 
 from .exploits import Rejection, static_checks
+from .jail import JAIL_REDUCED
 from .policy import judge_work, parse_policy
 from .pool import WorkerPool
 from .protocol import Job, Result
-from .sandbox import STARTUP_S, default_memory_mb, hang_limit
+from .sandbox import STARTUP_S, default_memory_mb, hang_limit, runs_dir
 from .sizes import (
     KERNELBENCH_INPUTS,
     SizePlan,
@@ -115,6 +117,8 @@ class Verdict:
         timing: GPU timings (never for the interpreter).
         notes: what was skipped and why (extra shapes the reference cannot run, ...).
         details: the workers' payloads, for `--format json` and debugging.
+        sandbox: "namespaces" where candidate code ran in the jail (`jail.py`), "reduced" where
+            the OS allowed none (the summary then says so).
     """
 
     ok: bool
@@ -131,6 +135,7 @@ class Verdict:
     notes: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
     work: str = ""  # who computed what (policy.py): "Triton computes: k ×1; PyTorch computes: nothing"
+    sandbox: str = ""
 
     def sizes_text(self) -> str:
         """"batch_size=16 (of 4096), dim=3072 (of 393216)", or "as written (N=64000)"."""
@@ -154,6 +159,8 @@ class Verdict:
             text += " · also at " + ", ".join(f"{n}={v}" for n, (_, v) in self.tail.items())
         else:  # the notes say why
             text += " · no odd-size trial"
+        if self.sandbox == "reduced":
+            text += " · sandbox: reduced"
         if self.timing is not None and self.mode == "gpu":
             text += " · timed as written: " + self.timing.summary()
         elif self.timing is not None:  # the search's relative measure; against PyTorch it means nothing
@@ -171,7 +178,7 @@ class Verdict:
             "extra_sizes": {k: list(v) for k, v in self.tail.items()},
             "sizes_as_written": all(written == used for written, used in self.sizes.values()),
             "rejections": [str(r) for r in self.rejections], "timing": timing, "notes": self.notes,
-            "work": self.work, "attribution": self.details.get("attribution"),
+            "work": self.work, "attribution": self.details.get("attribution"), "sandbox": self.sandbox,
         }
 
 
@@ -305,6 +312,7 @@ class _Run:
         self.reference_pool, self.candidate_pool = pools
         self.cancel = cancel
         self.redraw = False  # standard-normal inputs in place of the task's own (a degenerate task)
+        self.written: dict[str, str] = {}  # sha256 of each source file as written, by path
 
     def failure(self, result: Result) -> str:
         """`_failure` naming the user's files, not the worker's copies of them."""
@@ -318,6 +326,8 @@ class _Run:
         # A job is hung when no forward pass ends within the hang limit (progress.py); the
         # whole job's timeout stays as a backstop. No address-space cap where CUDA runs.
         stall = hang_limit(self.reference_s, self.hang_override)
+        if "reference" in payload:  # what the server wrote: a candidate that edits it is caught
+            payload["reference_sha256"] = self.written.get(str(payload["reference"]))
         return Job(kind, {**common, **payload}, timeout_s=max(self.timeout_s, 10 * stall),
                    memory_mb=self.memory_mb, stall_s=stall, startup_s=STARTUP_S,
                    limit_address_space=self.mode == "interpreter")
@@ -332,7 +342,9 @@ class _Run:
                            ("inputs", self.sources.inputs)):
             (folder / role).mkdir(parents=True)
             paths[role] = folder / role / filename
-            paths[role].write_text(rewrite_constants(text, sizes), encoding="utf-8")
+            written = rewrite_constants(text, sizes)
+            paths[role].write_text(written, encoding="utf-8")
+            self.written[str(paths[role])] = hashlib.sha256(written.encode("utf-8")).hexdigest()
         (folder / "data").mkdir()
         return folder, paths
 
@@ -662,7 +674,7 @@ def verify_spec(
     # tree) are confirmed or cleared by what the forward pass executes, never the only evidence.
     warnings = [r for r in found if not r.strict]
 
-    work = Path(tempfile.mkdtemp(prefix="tritonsmith-verify-")).resolve()
+    work = Path(tempfile.mkdtemp(prefix="tritonsmith-verify-", dir=runs_dir())).resolve()
     own_pools = pools is None
     if pools is None:
         worker_env = dict(os.environ if env is None else env)
@@ -676,6 +688,7 @@ def verify_spec(
         run = _Run(spec, sources, work, mode, seed, tol, timeout_s, memory_mb or default_memory_mb(), pools,
                    cancel, policy)
         run.hang_override = hang_s
+        verdict.sandbox = "reduced" if getattr(pools[1], "sandbox", "") == JAIL_REDUCED else "namespaces"
         ok, folder, paths = run.correctness(verdict, "main", sizes, trials, checks=True)
         if not ok and verdict.stage == "inputs" and plan.scaled:
             plan, (ok, folder, paths) = _uniformly(run, verdict, plan, trials, spec, sources, mode,

@@ -27,6 +27,7 @@ import json
 import os
 import re
 import resource
+import select
 import signal
 import sys
 import threading
@@ -36,7 +37,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tritonsmith.evaluator import progress
+from tritonsmith.evaluator import jail, progress
 from tritonsmith.evaluator.protocol import Job, Result
 from tritonsmith.evaluator.sandbox import address_limit_bytes
 
@@ -87,8 +88,10 @@ def _run_python(payload: dict[str, Any]) -> dict[str, Any]:
     return {"value": value}
 
 
-PRELOADABLE = frozenset({"torch", "triton", "triton.language", "numpy"})
-"""Modules a `preload` job may import: the heavy ones every verification job needs."""
+PRELOADABLE = frozenset({"torch", "torch._dynamo", "triton", "triton.language", "numpy"})
+"""Modules a `preload` job may import: the heavy ones verification jobs need. `torch._dynamo`
+is imported by the first call of any `nn.Module` (torch wraps `__call__` to keep it out of
+dynamo): a KernelBench task's first verification pays for it unless a preload did."""
 
 
 def _preload(payload: dict[str, Any]) -> dict[str, Any]:
@@ -223,19 +226,26 @@ def _detach_stdin() -> int:
     return job_fd
 
 
-def _guard_against_orphaning(parent: int) -> None:
+def _guard_against_orphaning(parent: int, job_fd: int) -> None:
     """Kill this worker's process group if the pool's process goes away.
 
     A server killed without cleanup closes the job pipe, which ends an idle worker, but a
     worker stuck in user code would run on as an orphan. A daemon thread that notices the
-    reparenting ends it (and anything user code started in its group) within a second.
+    reparenting, or the job pipe's far end closing (in a pid namespace the parent is outside
+    and reads as 0), ends it and anything user code started within a second: its group, or, as
+    the first process of a pid namespace, the whole namespace.
     """
+    poller = select.poll()
+    poller.register(job_fd, select.POLLHUP)
 
     def watch() -> None:
         while True:
             time.sleep(1.0)
-            if os.getppid() != parent:
-                if os.getpgrp() == os.getpid():  # our own group, as the pool starts us
+            if os.getppid() != parent or poller.poll(0):
+                if os.getpid() == 1:
+                    with contextlib.suppress(OSError):
+                        os.kill(-1, signal.SIGKILL)  # everything else in the namespace
+                elif os.getpgrp() == os.getpid():  # our own group, as the pool starts us
                     os.killpg(0, signal.SIGKILL)
                 os._exit(1)
 
@@ -250,8 +260,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--result-fd", type=int, required=True)
     args = parser.parse_args(argv)
     os.set_inheritable(args.result_fd, False)
-    _guard_against_orphaning(os.getppid())
-    jobs = os.fdopen(_detach_stdin(), "r", encoding="utf-8")
+    if os.environ.get(jail.JAIL_ENV):
+        try:
+            jail.enter()
+        except jail.JailError as error:  # never run a job unconfined when confinement was asked for
+            print(f"tritonsmith worker: {error}", file=sys.stderr)
+            return 3
+    job_fd = _detach_stdin()
+    _guard_against_orphaning(os.getppid(), job_fd)
+    jobs = os.fdopen(job_fd, "r", encoding="utf-8")
     replies = os.fdopen(args.result_fd, "w", encoding="utf-8", buffering=1)
     write_lock = progress.connect(replies)
     for line in jobs:
