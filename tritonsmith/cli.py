@@ -471,8 +471,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from .server import serve
 
-    serve(tcp=args.tcp, log_file=args.log_file)
-    return 0
+    return serve(tcp=args.tcp, log_file=args.log_file)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -81,6 +81,9 @@ class Settings:
     memory_limit_mb: int | None = None
     """Memory limit of each evaluator worker, in MB; a kernel that crosses it is stopped with a memory-limit verdict. Default: a quarter of the machine's available memory (1 to 32 GB)."""
 
+    max_message_mb: int = 64
+    """The largest message the language server reads from the editor, in MB; a larger one is answered with an error and skipped."""
+
     inlay_hints: bool = False
     """Show each assignment's inferred type and shape inside kernels as an inlay hint (e.g. `: fp32[BLOCK_M=64, BLOCK_N=128]`), for the first launch site or Config."""
 
@@ -131,7 +134,8 @@ SAVE_MODES = ("off", "compile", "verify")
 LOG_LEVELS = ("error", "warning", "info", "debug")
 PROPOSERS = ("auto", "offline", "anthropic", "openai")
 _TUPLES = {"select", "ignore", "rule_packs", "targets"}
-_POSITIVE_INTS = {"budget": "budget", "verify_timeout": "verifyTimeout", "memory_limit_mb": "memoryLimitMb"}
+_POSITIVE_INTS = {"budget": "budget", "verify_timeout": "verifyTimeout", "memory_limit_mb": "memoryLimitMb",
+                  "max_message_mb": "maxMessageMb"}
 
 
 def _snake(key: str) -> str:

@@ -7,16 +7,23 @@ parser time proportional to what changed, not to the file.
 
 Positions inside tritonsmith are tree-sitter points: (row, byte column). Conversion to LSP's
 UTF-16 columns happens only at the edges (`utf16_col`, `byte_col`).
+
+The LSP lets a client end lines with LF, CRLF or a lone CR; tree-sitter-python and the line
+table know only LF. `source` (what is parsed and checked) is the client's text with every lone
+CR turned into LF, which keeps every byte offset and column; `raw` is the client's text as it
+is, and `text` decodes it. A lone UTF-16 surrogate (which UTF-8 cannot hold) becomes U+FFFD,
+one UTF-16 unit for one, so columns stay in step with the client's.
 """
 
 from __future__ import annotations
 
 import bisect
+import re
 
 import tree_sitter_python
 from tree_sitter import Language, Node, Parser, Tree
 
-__all__ = ["PY_LANGUAGE", "Document", "byte_col", "from_lsp_col", "to_lsp_col", "utf16_col"]
+__all__ = ["PY_LANGUAGE", "Document", "byte_col", "encode", "from_lsp_col", "lf_lines", "to_lsp_col", "utf16_col"]
 
 PY_LANGUAGE = Language(tree_sitter_python.language())
 
@@ -55,10 +62,28 @@ def byte_col(line: bytes, utf16_column: int) -> int:
     text = line.decode("utf-8", errors="replace")
     units = 0
     for index, char in enumerate(text):
-        if units >= utf16_column:
+        width = 2 if ord(char) > 0xFFFF else 1
+        if units + width > utf16_column:  # a column inside a surrogate pair: the character's start
             return len(text[:index].encode("utf-8"))
-        units += 2 if ord(char) > 0xFFFF else 1
+        units += width
     return len(line)
+
+
+_LONE_CR = re.compile(rb"\r(?!\n)")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encode(text: str) -> bytes:
+    """`text` as UTF-8, a lone surrogate (valid in the client's UTF-16, not in UTF-8) as U+FFFD."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text).encode("utf-8")
+
+
+def lf_lines(data: bytes) -> bytes:
+    """`data` with every lone CR as LF (same length): the line breaks tree-sitter knows."""
+    return _LONE_CR.sub(b"\n", data) if b"\r" in data else data
 
 
 class Document:
@@ -67,9 +92,20 @@ class Document:
     def __init__(self, source: str | bytes, *, encoding: str = "utf-16") -> None:
         self.encoding = encoding  # the LSP position encoding of `edit` and `*_lsp` positions
         self._parser = Parser(PY_LANGUAGE)
-        self.source = source.encode("utf-8") if isinstance(source, str) else source
+        self.raw = encode(source) if isinstance(source, str) else source
+        self.source = lf_lines(self.raw)
         self._line_starts = _line_starts(self.source)
-        self.tree: Tree = self._parser.parse(self.source)
+        self._tree: Tree = self._parser.parse(self.source)
+        self._edited = False  # edits given to the old tree, not parsed yet
+
+    @property
+    def tree(self) -> Tree:
+        """The syntax tree of the current text. Edits are parsed when the tree is next asked for:
+        a burst of edits (queued keystrokes, a multi-change didChange) costs one re-parse."""
+        if self._edited:
+            self._tree = self._parser.parse(self.source, self._tree)
+            self._edited = False
+        return self._tree
 
     @property
     def root(self) -> Node:
@@ -77,7 +113,8 @@ class Document:
 
     @property
     def text(self) -> str:
-        return self.source.decode("utf-8", errors="replace")
+        """The client's text (its own line endings)."""
+        return self.raw.decode("utf-8", errors="replace")
 
     def line(self, row: int) -> bytes:
         """The bytes of line `row`, without its line break."""
@@ -104,7 +141,8 @@ class Document:
         return row, offset - self._line_starts[row]
 
     def lsp_to_point(self, line: int, character: int) -> tuple[int, int]:
-        """An LSP (line, character) position as a (row, byte column) point."""
+        """An LSP (line, character) position as a (row, byte column) point, clamped to the text."""
+        line, character = max(line, 0), max(character, 0)
         if line >= len(self._line_starts):
             return self.point(len(self.source))
         return line, from_lsp_col(self.line(line), character, self.encoding)
@@ -113,16 +151,27 @@ class Document:
         return row, to_lsp_col(self.line(row), column, self.encoding)
 
     def edit(self, start: tuple[int, int], end: tuple[int, int], new_text: str) -> None:
-        """Replace the text between two LSP positions and re-parse incrementally."""
-        start_point = self.lsp_to_point(*start)
-        old_end_point = self.lsp_to_point(*end)
-        start_byte = self.offset(*start_point)
-        old_end_byte = max(self.offset(*old_end_point), start_byte)
-        inserted = new_text.encode("utf-8")
-        self.source = self.source[:start_byte] + inserted + self.source[old_end_byte:]
-        new_end_byte = start_byte + len(inserted)
-        self._relines(start_byte, old_end_byte, inserted)
-        self.tree.edit(
+        """Replace the text between two LSP positions; the tree is re-parsed incrementally when
+        next read. Positions out of the document (a negative or huge line or column) are clamped
+        to it."""
+        start_byte = self.offset(*self.lsp_to_point(*start))
+        old_end_byte = max(self.offset(*self.lsp_to_point(*end)), start_byte)
+        inserted = encode(new_text)
+        self.raw = self.raw[:start_byte] + inserted + self.raw[old_end_byte:]
+        # A CR just before the edit, or in the inserted text, may gain or lose the LF after it:
+        # the parsed text then changes from one byte before the edit (lengths never change).
+        new_end_raw = start_byte + len(inserted)
+        if start_byte > 0 and self.raw[start_byte - 1:start_byte] == b"\r":
+            start_byte -= 1
+        if b"\r" in self.raw[start_byte:new_end_raw]:
+            replacement = lf_lines(self.raw[start_byte:new_end_raw + 1])[: new_end_raw - start_byte]
+        else:
+            replacement = self.raw[start_byte:new_end_raw]
+        start_point, old_end_point = self.point(start_byte), self.point(old_end_byte)
+        self.source = self.source[:start_byte] + replacement + self.source[old_end_byte:]
+        new_end_byte = start_byte + len(replacement)
+        self._relines(start_byte, old_end_byte, replacement)
+        self._tree.edit(
             start_byte=start_byte,
             old_end_byte=old_end_byte,
             new_end_byte=new_end_byte,
@@ -130,13 +179,15 @@ class Document:
             old_end_point=old_end_point,
             new_end_point=self.point(new_end_byte),
         )
-        self.tree = self._parser.parse(self.source, self.tree)
+        self._edited = True
 
     def replace(self, source: str | bytes) -> None:
         """Replace the whole text (a full-document sync) and parse from scratch."""
-        self.source = source.encode("utf-8") if isinstance(source, str) else source
+        self.raw = encode(source) if isinstance(source, str) else source
+        self.source = lf_lines(self.raw)
         self._line_starts = _line_starts(self.source)
-        self.tree = self._parser.parse(self.source)
+        self._tree = self._parser.parse(self.source)
+        self._edited = False
 
     def _relines(self, start_byte: int, old_end_byte: int, inserted: bytes) -> None:
         """Update the line-start table for an edit without rescanning the whole text."""

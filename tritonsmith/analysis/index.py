@@ -106,14 +106,29 @@ class Autotune:
     restore_value: list[str] = field(default_factory=list)
 
 
-@dataclass
 class LaunchSite:
-    """`kernel[grid](args...)`, or a direct call `kernel(args...)` when `grid` is None."""
+    """`kernel[grid](args...)`, or a direct call `kernel(args...)` when `grid` is None. The
+    arguments are read on first use: every keystroke re-indexes the file's launch sites, and
+    only the edited kernel's checks read them."""
 
-    node: Node
-    grid: Node | None
-    positional: list[Node]
-    keywords: dict[str, tuple[Node, Node]]
+    __slots__ = ("_args", "grid", "node")
+
+    def __init__(self, node: Node, grid: Node | None) -> None:
+        self.node = node
+        self.grid = grid
+        self._args: tuple[list[Node], dict[str, tuple[Node, Node]]] | None = None
+
+    @property
+    def positional(self) -> list[Node]:
+        if self._args is None:
+            self._args = call_args(self.node)
+        return self._args[0]
+
+    @property
+    def keywords(self) -> dict[str, tuple[Node, Node]]:
+        if self._args is None:
+            self._args = call_args(self.node)
+        return self._args[1]
 
 
 class Kernel:
@@ -443,16 +458,27 @@ def _heuristics(call: Node, globals_: dict[str, Node]) -> dict[str, Node]:
     return out
 
 
-def _kernel(node: Node, imports: Imports, jit_aliases: set[str], globals_: dict[str, Node]) -> Kernel | None:
+def _kernel(node: Node, imports: Imports, jit_aliases: set[str], globals_: dict[str, Node],
+            jit_memo: dict[bytes, bool] | None = None) -> Kernel | None:
     if node.type != "decorated_definition":
         return None
     definition = node.child_by_field_name("definition")
     if definition is None or definition.type != "function_definition":
         return None
     decorators = [c for c in node.named_children if c.type == "decorator"]
-    jit_decorator = next(
-        (d for d in decorators if _is_jit(imports.qualify(_decorator_target(d)), jit_aliases)), None
-    )
+    jit_decorator = None
+    for decorator in decorators:
+        # Whether a decorator is jit depends on its text, the imports and the jit aliases (the
+        # memo's owner keys it by those): a keystroke re-indexes every kernel of the file.
+        key = decorator.text or b""
+        is_jit = jit_memo.get(key) if jit_memo is not None else None
+        if is_jit is None:
+            is_jit = _is_jit(imports.qualify(_decorator_target(decorator)), jit_aliases)
+            if jit_memo is not None:
+                jit_memo[key] = is_jit
+        if is_jit:
+            jit_decorator = decorator
+            break
     if jit_decorator is None:
         return None
     return Kernel(
@@ -473,6 +499,14 @@ class LaunchCache:
 
     def __init__(self) -> None:
         self._entries: dict[tuple[bytes, bytes], list[tuple[int, int, str]]] = {}
+        self._jit: tuple[tuple[bytes, frozenset[str]], dict[bytes, bool]] | None = None
+
+    def jit_memo(self, imports: Imports, jit_aliases: set[str]) -> dict[bytes, bool]:
+        """Which decorator texts are `triton.jit`, while the imports and jit aliases stay."""
+        context = (imports.text, frozenset(jit_aliases))
+        if self._jit is None or self._jit[0] != context or len(self._jit[1]) > 4096:
+            self._jit = (context, {})
+        return self._jit[1]
 
     def lookup(self, key: tuple[bytes, bytes]) -> list[tuple[int, int, str]] | None:
         return self._entries.get(key)
@@ -513,12 +547,9 @@ def _attach(kernel: Kernel, ident: Node) -> None:
     if parent is not None and parent.type == "subscript" and parent.child_by_field_name("value") == ident:
         call = parent.parent
         if call is not None and call.type == "call" and call.child_by_field_name("function") == parent:
-            positional, keywords = call_args(call)
-            grid = parent.child_by_field_name("subscript")
-            kernel.launches.append(LaunchSite(call, grid, positional, keywords))
+            kernel.launches.append(LaunchSite(call, parent.child_by_field_name("subscript")))
     elif parent is not None and parent.type == "call" and parent.child_by_field_name("function") == ident:
-        positional, keywords = call_args(parent)
-        kernel.direct_calls.append(LaunchSite(parent, None, positional, keywords))
+        kernel.direct_calls.append(LaunchSite(parent, None))
 
 
 def _assigned_kernels(
@@ -584,8 +615,9 @@ def index_module(root: Node, *, launch_cache: LaunchCache | None = None) -> Modu
     jit_aliases = _jit_wrappers(statements, imports)
     kernels: list[Kernel] = []
     host_nodes: list[Node] = []
+    jit_memo = launch_cache.jit_memo(imports, jit_aliases) if launch_cache is not None else None
     for node in statements:
-        kernel = _kernel(node, imports, jit_aliases, globals_)
+        kernel = _kernel(node, imports, jit_aliases, globals_, jit_memo)
         if kernel is not None:
             kernels.append(kernel)
         else:

@@ -47,8 +47,10 @@ def configure_logging(log_file: str | None = None) -> None:
         handler.addFilter(_PyglsNoise())
 
 
-def serve(*, tcp: str | None = None, log_file: str | None = None) -> None:
-    """Run the server over stdio, or on TCP `HOST:PORT`; log to stderr or `log_file`."""
+def serve(*, tcp: str | None = None, log_file: str | None = None) -> int:
+    """Run the server over stdio, or on TCP `HOST:PORT`; log to stderr or `log_file`. Returns
+    the exit status: 1 when the client asked it to exit without a shutdown request first (the
+    LSP specification's rule), else 0."""
     configure_logging(log_file)
     server = create_server()
     from .._runtime import tune_gc
@@ -58,4 +60,7 @@ def serve(*, tcp: str | None = None, log_file: str | None = None) -> None:
         host, _, port = tcp.rpartition(":")
         server.start_tcp(host or "127.0.0.1", int(port))
     else:
-        server.start_io()
+        from .framing import serve_stdio
+
+        serve_stdio(server, server.framer)
+    return 1 if getattr(server.protocol, "exit_without_shutdown", False) else 0

@@ -31,6 +31,7 @@ from ..rules import Finding
 from ..settings import Settings, find_workspace_root, read_pyproject
 from ..workspace import Workspace
 from .compile_findings import CompileFinding
+from .framing import Framer
 from .rule_pages import RulePages
 
 if TYPE_CHECKING:
@@ -62,10 +63,44 @@ class OpenDocument:
 
 
 class TritonsmithProtocol(LanguageServerProtocol):
-    """pygls' protocol without its copy of each open document. pygls keeps one in its workspace
-    and applies every edit to it by splitting the whole text into lines, on every keystroke, for
-    a copy nothing reads. The server keeps the documents
-    (`OpenDocument`: the text, edited in place, and tree-sitter's incremental parse)."""
+    """pygls' protocol without its copy of each open document, and without its future leak.
+
+    pygls keeps a copy of each document in its workspace and applies every edit to it by
+    splitting the whole text into lines, on every keystroke, for a copy nothing reads. The
+    server keeps the documents (`OpenDocument`: the text, edited in place, and tree-sitter's
+    incremental parse).
+
+    pygls (2.1) files the future of every asynchronous or threaded handler under a message id in
+    `_request_futures`, and only a request's response takes it out again: a notification's
+    handler, and each handler a generator handler yields to, stay there for good (about 2 KB per
+    edit). `_execute_handler` takes each one out when it is done."""
+
+    def _execute_handler(self, msg_id, handler, callback, args=None, kwargs=None):  # type: ignore[no-untyped-def]
+        def forget_then(future, _callback=callback):  # type: ignore[no-untyped-def]
+            if self._request_futures.get(msg_id) is future:
+                del self._request_futures[msg_id]
+            _callback(future)
+
+        return super()._execute_handler(msg_id, handler, forget_then, args, kwargs)
+
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args):  # type: ignore[no-untyped-def]
+        """pygls' own, over a copy of the pending futures: cancelling one runs its callback at
+        once, which (`_execute_handler`) takes it out of the dict being walked."""
+        if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
+            yield user_handler, args, None
+        current_id = self.msg_id
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current_id and not future.done():
+                future.cancel()
+        self._shutdown = True
+
+    exit_without_shutdown = False  # `exit` came first: the process must end with status 1
+
+    @lsp_method(types.EXIT)
+    def lsp_exit(self, *args):  # type: ignore[no-untyped-def]
+        self.exit_without_shutdown = not self._shutdown
+        yield from super().lsp_exit(*args)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams):  # type: ignore[no-untyped-def]
@@ -87,6 +122,7 @@ class TritonsmithServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("tritonsmith", __version__, protocol_cls=TritonsmithProtocol)
         self.documents: dict[str, OpenDocument] = {}
+        self.framer = Framer()  # what reads the client's stream (serve_stdio); maxMessageMb sets its limit
         self.editor_settings: dict = {}
         self.settings_warnings: list[str] = []
         self.root: Path | None = None
@@ -136,6 +172,7 @@ class TritonsmithServer(LanguageServer):
         self.rule_pages = RulePages(self.workspace_state.rules, self.root)
         # tritonsmith.logLevel: the server's own loggers (pygls stays at warnings).
         logging.getLogger("tritonsmith").setLevel(self.workspace_state.settings.log_level.upper())
+        self.framer.max_bytes = self.workspace_state.settings.max_message_mb * 1024 * 1024
         self.report_pack_errors()
         for uri in list(self.documents):
             self.documents[uri].dirty = True
