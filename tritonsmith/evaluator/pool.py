@@ -135,17 +135,20 @@ class _Worker:
         if self._inner is None:
             children = [m for m in session_members(self.pid) if _parent(m) == self.pid]
             if not children:
-                return self.pid  # not jailed, or not started yet
+                return self.pid  # `unshare` has not forked the worker yet
             self._inner = children[0]
         return self._inner
+
+    def _others(self) -> list[int]:
+        """Every process in the worker's session and pid namespace but `unshare` and the worker."""
+        inner = self.inner_pid
+        members = set(session_members(self.pid)) | set(namespace_members(inner) if inner != self.pid else ())
+        return sorted(members - {self.pid, inner})
 
     def kill_strays(self) -> None:
         """Kill every process left in the worker's pid namespace but the worker: what a job
         started (`setsid` or not) ends with the job. Without namespaces, the worker's session."""
-        inner = self.inner_pid
-        strays = namespace_members(inner) if inner != self.pid else []
-        strays += session_members(self.pid)
-        for member in set(strays) - {self.pid, inner}:
+        for member in self._others():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(member, signal.SIGKILL)
 
@@ -182,9 +185,7 @@ class _Worker:
         """Resident bytes of the worker and every process in its session (rescanned every
         `MEMBERS_EVERY_S`: children that daemonize or lack a /proc children list count too)."""
         if now - self.members_at >= MEMBERS_EVERY_S:
-            inner = self.inner_pid
-            members = set(session_members(self.pid)) | set(namespace_members(inner) if inner != self.pid else ())
-            self.members = sorted(members - {self.pid, inner})
+            self.members = self._others()
             self.members_at = now
         return resident_bytes(self.inner_pid, self.members)  # `unshare` itself: about 1 MB, not counted
 

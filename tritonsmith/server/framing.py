@@ -120,36 +120,48 @@ def error_response(code: int, message: str, msg_id: Any = None) -> bytes:
 
 
 def dispatch(body: bytes, protocol: Any, write: Callable[[bytes], None]) -> None:
-    """Hand one body to the pygls protocol, answering what it cannot take."""
+    """Hand one body to the pygls protocol, answering what it cannot take. A well-formed
+    message is parsed once; the raw JSON is read again only to answer a broken one."""
     try:
-        raw = json.loads(body)
-    except ValueError as error:
+        message = json.loads(body, object_hook=protocol.structure_message)
+    except json.JSONDecodeError as error:
         log.warning("a message that is not JSON (%s): %s; answered with a parse error", error, _show(body))
         write(error_response(PARSE_ERROR, f"parse error: {error}"))
         return
-    if not isinstance(raw, dict) or raw.get("jsonrpc") != "2.0" or not ("method" in raw or "id" in raw):
-        log.warning("not a JSON-RPC 2.0 message: %s; answered with an invalid-request error", _show(body))
-        write(error_response(INVALID_REQUEST, "invalid request: not a JSON-RPC 2.0 message",
-                             raw.get("id") if isinstance(raw, dict) else None))
-        return
-    try:
-        message = json.loads(body, object_hook=protocol.structure_message)
-    except Exception as error:  # params that do not decode into the method's types
-        clamped = _clamp_positions(raw)
+    except Exception as error:  # a JSON-RPC message whose params do not decode into the method's types
+        raw = json.loads(body)
+        if not _is_request_or_notification(raw):
+            _invalid(raw, body, write)
+            return
         try:
             # A position past the protocol's range (negative, 2**31 or more) is clamped, not the
             # edit dropped: a dropped edit leaves the server's text out of step for good.
-            message = json.loads(json.dumps(clamped), object_hook=protocol.structure_message)
+            message = json.loads(json.dumps(_clamp_positions(raw)), object_hook=protocol.structure_message)
             log.warning("%s: positions out of range clamped", raw.get("method", "a message"))
         except Exception:
             log.warning("%s with parameters that do not decode: %s", raw.get("method", "a message"), error)
             if "id" in raw and "method" in raw:  # a request: it waits for an answer
                 write(error_response(INVALID_PARAMS, f"invalid params for {raw['method']}: {error}", raw["id"]))
             return
+    # pygls leaves a value it cannot read as a message (no "jsonrpc" key, not an object) as it is.
+    if isinstance(message, (dict, list, str, int, float, bool)) or message is None or \
+            getattr(message, "jsonrpc", None) != "2.0" or not (getattr(message, "method", None) or hasattr(message, "id")):
+        _invalid(json.loads(body), body, write)
+        return
     try:
         protocol.handle_message(message)
     except Exception:
-        log.exception("could not handle %s", raw.get("method", "a response"))
+        log.exception("could not handle %s", getattr(message, "method", "a response"))
+
+
+def _is_request_or_notification(raw: Any) -> bool:
+    return isinstance(raw, dict) and raw.get("jsonrpc") == "2.0" and ("method" in raw or "id" in raw)
+
+
+def _invalid(raw: Any, body: bytes, write: Callable[[bytes], None]) -> None:
+    log.warning("not a JSON-RPC 2.0 message: %s; answered with an invalid-request error", _show(body))
+    write(error_response(INVALID_REQUEST, "invalid request: not a JSON-RPC 2.0 message",
+                         raw.get("id") if isinstance(raw, dict) else None))
 
 
 MAX_POSITION = 2**31 - 1
