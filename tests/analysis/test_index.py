@@ -682,3 +682,35 @@ def test_empty_and_import_only_modules():
     assert index("").kernels == []
     assert index("import triton\n").kernels == []
     assert index("@triton.jit\n").kernels == []  # a decorator with nothing under it
+
+
+def test_launches_of_names_that_prefix_others_unicode_names_and_spaced_subscripts():
+    """One pattern finds every called name (linear in the file, however many kernels it has);
+    the kernels are picked out by exact name."""
+    source = """
+        import triton
+
+        @triton.jit
+        def k(x):
+            pass
+
+        @triton.jit
+        def k2(x):
+            pass
+
+        @triton.jit
+        def nöm(x):
+            pass
+
+        def host(x, ops):
+            k2 [(1,)](x)
+            k[(1,)] (x)
+            nöm[(2,)](x)
+            ops.k[(1,)](x)  # an attribute: not this module's kernel
+            kk[(1,)](x)
+    """
+    found = index(source)
+    assert [text(c.node) for c in found.kernel("k").launches] == ["k[(1,)] (x)"]
+    assert [text(c.node) for c in found.kernel("k2").launches] == ["k2 [(1,)](x)"]
+    assert [text(c.node) for c in found.kernel("nöm").launches] == ["nöm[(2,)](x)"]
+

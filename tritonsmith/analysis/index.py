@@ -493,12 +493,12 @@ def _kernel(node: Node, imports: Imports, jit_aliases: set[str], globals_: dict[
 
 
 class LaunchCache:
-    """Where kernel names are called in each host statement, keyed by the statement's text.
+    """Where names are called or subscripted in each host statement, keyed by the statement's text.
 
     Kept per document by the server, so a keystroke re-scans only the statement it changed."""
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[bytes, bytes], list[tuple[int, int, str]]] = {}
+        self._entries: dict[bytes, list[tuple[int, int, bytes]]] = {}
         self._jit: tuple[tuple[bytes, frozenset[str]], dict[bytes, bool]] | None = None
 
     def jit_memo(self, imports: Imports, jit_aliases: set[str]) -> dict[bytes, bool]:
@@ -508,38 +508,42 @@ class LaunchCache:
             self._jit = (context, {})
         return self._jit[1]
 
-    def lookup(self, key: tuple[bytes, bytes]) -> list[tuple[int, int, str]] | None:
+    def lookup(self, key: bytes) -> list[tuple[int, int, bytes]] | None:
         return self._entries.get(key)
 
-    def store(self, key: tuple[bytes, bytes], value: list[tuple[int, int, str]], live: int) -> None:
+    def store(self, key: bytes, value: list[tuple[int, int, bytes]], live: int) -> None:
         if len(self._entries) > 4 * live + 256:
             self._entries.clear()
         self._entries[key] = value
 
 
+_CALLED_NAME = re.compile(rb"(?<![\w.\x80-\xff])([A-Za-z_\x80-\xff][\w\x80-\xff]*)\s*[\[(]")  # UTF-8 names too
+
+
 def _find_launches(root: Node, kernels: list[Kernel], hosts: list[Node], cache: LaunchCache | None) -> None:
     """Attach `kernel[grid](...)` launches and direct calls `kernel(...)` made outside kernels.
 
-    A regular expression over each host statement finds the candidate names (far cheaper than
-    a tree query); the tree then confirms each one.
+    A regular expression over each host statement finds every name followed by `[` or `(` (far
+    cheaper than a tree query; one pattern for any name, so the cost is linear in the file, not
+    in its kernels times its text); the kernels' names are picked out and the tree confirms each.
     """
-    by_name = {k.name: k for k in kernels}
+    by_name = {k.name.encode(): k for k in kernels}
     if not by_name:
         return
-    names = b"|".join(re.escape(name.encode()) for name in sorted(by_name, key=len, reverse=True))
-    pattern = re.compile(rb"(?<![\w.])(" + names + rb")\s*[\[(]")
     for host in hosts:
         source = host.text or b""
-        key = (names, source)
-        found = cache.lookup(key) if cache is not None else None
+        found = cache.lookup(source) if cache is not None else None
         if found is None:
-            found = [(m.start(1), m.end(1), m.group(1).decode()) for m in pattern.finditer(source)]
+            found = [(m.start(1), m.end(1), m.group(1)) for m in _CALLED_NAME.finditer(source)]
             if cache is not None:
-                cache.store(key, found, len(hosts))
+                cache.store(source, found, len(hosts))
         for start, end, name in found:
+            kernel = by_name.get(name)
+            if kernel is None:
+                continue
             ident = root.descendant_for_byte_range(host.start_byte + start, host.start_byte + end)
             if ident is not None and ident.type == "identifier":
-                _attach(by_name[name], ident)
+                _attach(kernel, ident)
 
 
 def _attach(kernel: Kernel, ident: Node) -> None:

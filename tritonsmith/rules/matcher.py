@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Generator, Iterable, Sequence
 
 from ..analysis.index import Kernel, ModuleIndex, index_module
 from .checks import CHECKS, NEEDLES, RULE_CHECKS, Check, Hit
@@ -123,27 +123,58 @@ class Matcher:
         return self.check_module(document.source, index_module(document.root))
 
     def check_module(self, source: bytes, index: ModuleIndex) -> list[Finding]:
+        steps = self.check_steps(source, index)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value
+
+    def check_steps(self, source: bytes, index: ModuleIndex) -> Generator[None, None, list[Finding]]:
+        """`check_module` one kernel at a time: yields after each kernel and returns the
+        findings. The language server runs it in slices between messages and drops it when an
+        edit makes it stale; the kernels checked so far stay in the cache, so the next check
+        starts where this one stopped."""
         module_key = self._module_key(index)
         findings: list[Finding] = []
         live: set[bytes] = set()
         jit = {k.name: k for k in index.kernels}
         for kernel in index.kernels:
-            key = self._kernel_key(kernel, module_key, index, source, jit)
+            found, key = self._kernel_findings(kernel, module_key, index, source, jit)
             live.add(key)
-            base_row, base_byte = kernel.outer.start_point[0], kernel.outer.start_byte
-            cached = self._cache.get(key)
-            if cached is None:
-                cached = [f.shifted(-base_row, -base_byte) for f in self._check_kernel(kernel, index, source)]
-                self._cache[key] = cached
-            findings.extend(f.shifted(base_row, base_byte) for f in cached)
+            findings.extend(found)
+            yield
         # Forget kernels that no longer exist, so the cache stays the size of the file.
         if len(self._cache) > 2 * len(live) + 64:
             self._cache = {k: v for k, v in self._cache.items() if k in live}
+        return self._finish(findings, source)
+
+    def check_kernels(self, source: bytes, index: ModuleIndex, kernels: list[Kernel]) -> list[Finding]:
+        """The findings of some of a file's kernels (what a hover needs while the whole file's
+        check is still running); each is checked at most once, as in `check_module`."""
+        module_key = self._module_key(index)
+        jit = {k.name: k for k in index.kernels}
+        findings = [f for kernel in kernels for f in self._kernel_findings(kernel, module_key, index, source, jit)[0]]
+        return self._finish(findings, source)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _kernel_findings(self, kernel: Kernel, module_key: bytes, index: ModuleIndex, source: bytes,
+                         jit: dict[str, Kernel]) -> tuple[list[Finding], bytes]:
+        """A kernel's findings at its place in the file, and its cache key."""
+        key = self._kernel_key(kernel, module_key, index, source, jit)
+        base_row, base_byte = kernel.outer.start_point[0], kernel.outer.start_byte
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = [f.shifted(-base_row, -base_byte) for f in self._check_kernel(kernel, index, source)]
+            self._cache[key] = cached
+        return [f.shifted(base_row, base_byte) for f in cached], key
+
+    @staticmethod
+    def _finish(findings: list[Finding], source: bytes) -> list[Finding]:
         findings = _drop_suppressed(findings, source)
         findings.sort(key=lambda f: (f.span.start, f.code))
         return findings
-
-    # -- internals -------------------------------------------------------------------------
 
     def _module_key(self, index: ModuleIndex) -> bytes:
         digest = hashlib.blake2b(self._identity, digest_size=16)

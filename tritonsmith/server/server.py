@@ -8,6 +8,11 @@ Checking is coalesced: an edit marks the document dirty and schedules one check 
 `call_soon`, so a burst of `didChange` notifications already queued is applied first and
 checked once. A check of an edited file re-runs the rules only for the kernels the edit touched
 (the matcher's per-kernel cache), so it stays within milliseconds on large files.
+
+A check that takes longer (opening a large file, new rules) runs in slices of `SLICE_S`
+between messages, a kernel at a time (`Matcher.check_steps`): the next edit drops it (every
+edit starts a new `generation`), and what it checked so far stays in the matcher's cache. Hover
+and code actions never wait for it: they check the kernels they need (`findings_near`).
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -43,6 +50,8 @@ __all__ = ["OpenDocument", "TritonsmithServer"]
 
 log = logging.getLogger(__name__)
 
+SLICE_S = 0.02  # a long check gives the event loop back at least this often
+
 
 @dataclass
 class OpenDocument:
@@ -54,6 +63,11 @@ class OpenDocument:
     checked_version: int | None = -1
     dirty: bool = True
     launch_cache: LaunchCache = field(default_factory=LaunchCache)
+    # Every edit or change of rules starts a new generation: a check of an older one is stale.
+    generation: int = 0
+    index_generation: int = -1  # the generation `index` was built for
+    published_generation: int = -1
+    pending: tuple[int, Generator[None, None, list[Finding]]] | None = None  # the running check
     # The last save's compile results (each finding with the kernel text it was computed on:
     # `compile_findings.live` shows it while that text is unchanged) and its job's cancel switch.
     compile_findings: list[CompileFinding] = field(default_factory=list)
@@ -132,6 +146,7 @@ class TritonsmithServer(LanguageServer):
         self.supports_refresh = False
         self.client_supports_code_lens_refresh = False
         self._scheduled: set[str] = set()
+        self._checks: dict[str, asyncio.Task[None]] = {}  # checks running in slices, by URI
         self._reported_pack_errors: set[str] = set()
         self.watcher: PackWatcher | None = None  # set by features.watch
         from .jobs import CompileJobs
@@ -174,8 +189,8 @@ class TritonsmithServer(LanguageServer):
         logging.getLogger("tritonsmith").setLevel(self.workspace_state.settings.log_level.upper())
         self.framer.max_bytes = self.workspace_state.settings.max_message_mb * 1024 * 1024
         self.report_pack_errors()
-        for uri in list(self.documents):
-            self.documents[uri].dirty = True
+        for uri, state in list(self.documents.items()):
+            mark_dirty(state)
             self.schedule_check(uri)
         if self.watcher is not None:
             self.watcher.update(self)
@@ -214,7 +229,7 @@ class TritonsmithServer(LanguageServer):
             else:
                 state.document.replace(change.text)
         state.version = version
-        state.dirty = True
+        mark_dirty(state)
 
     def close(self, uri: str) -> None:
         state = self.documents.pop(uri, None)
@@ -222,6 +237,7 @@ class TritonsmithServer(LanguageServer):
             state.compile_cancel.set()
         self.searches.cancel_document(uri)
         self._scheduled.discard(uri)
+        self._checks.pop(uri, None)  # it ends at its next slice: the document is gone
 
     def shutdown(self) -> None:
         self.searches.cancel_all()  # search threads must end before the interpreter can exit
@@ -240,23 +256,95 @@ class TritonsmithServer(LanguageServer):
         loop.call_soon(self._run_scheduled, uri)
 
     def _run_scheduled(self, uri: str) -> None:
+        """The first slice of the check at once (most checks fit in it); the rest in a task."""
+        from .publish import publish
+
         self._scheduled.discard(uri)
         state = self.documents.get(uri)
         if state is None:
             return
-        self.ensure_checked(state)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.ensure_checked(state)
+            publish(self, state)
+            return
+        if self._advance(state, time.monotonic() + SLICE_S):
+            state.published_generation = state.generation
+            publish(self, state)
+            return
+        task = self._checks.get(uri)
+        if task is None or task.done():
+            self._checks[uri] = loop.create_task(self._check_in_slices(uri))
+
+    async def _check_in_slices(self, uri: str) -> None:
         from .publish import publish
 
-        publish(self, state)
+        while True:
+            await asyncio.sleep(0)  # let the messages already waiting go first
+            state = self.documents.get(uri)
+            if state is None:
+                return
+            if state.dirty and not self._advance(state, time.monotonic() + SLICE_S):
+                continue
+            if state.published_generation != state.generation:  # a hover may have finished it
+                state.published_generation = state.generation
+                publish(self, state)
+            return
+
+    def current_index(self, state: OpenDocument) -> ModuleIndex:
+        """The kernel index of the document as it is now, built once per generation."""
+        if state.index is None or state.index_generation != state.generation:
+            state.index = index_module(state.document.root, launch_cache=state.launch_cache)
+            state.index_generation = state.generation
+        return state.index
 
     def ensure_checked(self, state: OpenDocument) -> None:
+        """Finish the check of the document as it is now, here (the whole file's findings)."""
+        self._advance(state, None)
+
+    def findings_near(self, state: OpenDocument, start: tuple[int, int], end: tuple[int, int]) -> list[Finding]:
+        """The findings that touch rows and columns `start`..`end`, without waiting for the
+        rest of the file: while its check is running, only the kernels there are checked."""
+        if state.dirty:
+            try:
+                index = self.current_index(state)
+                kernels = [k for k in index.kernels if k.outer.start_point <= end and start <= k.outer.end_point]
+                found = self.workspace_state.matcher.check_kernels(state.document.source, index, kernels)
+            except Exception:  # never let one file's analysis take the server down
+                log.exception("checking %s failed", state.uri)
+                return []
+        else:
+            found = state.findings
+        return [f for f in found if f.span.start <= end and start <= f.span.end]
+
+    def _advance(self, state: OpenDocument, until: float | None) -> bool:
+        """Run the current generation's check until it is done (True) or `until` passes."""
         if not state.dirty:
-            return
+            return True
         try:
-            state.index = index_module(state.document.root, launch_cache=state.launch_cache)
-            state.findings = self.workspace_state.matcher.check_module(state.document.source, state.index)
+            if state.pending is None or state.pending[0] != state.generation:
+                index = self.current_index(state)
+                state.pending = (state.generation,
+                                 self.workspace_state.matcher.check_steps(state.document.source, index))
+            steps = state.pending[1]
+            while True:
+                next(steps)
+                if until is not None and time.monotonic() >= until:
+                    return False
+        except StopIteration as done:
+            state.findings = done.value
         except Exception:  # never let one file's analysis take the server down
             log.exception("checking %s failed", state.uri)
             state.findings = []
+        state.pending = None
         state.dirty = False
         state.checked_version = state.version
+        return True
+
+
+def mark_dirty(state: OpenDocument) -> None:
+    """The document or the rules changed: a new generation, and the running check is stale."""
+    state.dirty = True
+    state.generation += 1
+    state.pending = None

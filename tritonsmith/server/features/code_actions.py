@@ -124,15 +124,13 @@ def register(server: TritonsmithServer) -> None:
         state = ls.documents.get(params.text_document.uri)
         if state is None:
             return None
-        ls.ensure_checked(state)
+        ls.current_index(state)
         only = params.context.only
         actions: list[types.CodeAction] = []
         if _wanted(only, types.CodeActionKind.QuickFix):
             start = state.document.lsp_to_point(params.range.start.line, params.range.start.character)
             end = state.document.lsp_to_point(params.range.end.line, params.range.end.character)
-            for finding in state.findings:
-                if finding.span.end < start or finding.span.start > end:
-                    continue
+            for finding in ls.findings_near(state, start, end):
                 diagnostic = to_lsp_diagnostic(state.uri, state.document, finding, href=ls.rule_pages.href(finding.code))
                 if finding.fix is not None:
                     actions.append(
@@ -152,8 +150,9 @@ def register(server: TritonsmithServer) -> None:
                         edit=_workspace_edit(ls, state, [ignore_edit(state.document, finding)]),
                     )
                 )
-            # The lightbulb offers the file's other mechanical fixes too, not only Source Action.
-            fixable = [f for f in state.findings if f.fix is not None]
+            # The lightbulb offers the file's other mechanical fixes too, not only Source Action
+            # (once the whole file is checked: a lightbulb never waits for a long check).
+            fixable = [] if state.dirty else [f for f in state.findings if f.fix is not None]
             if len(fixable) > 1 and any(a.is_preferred for a in actions):
                 actions.append(
                     types.CodeAction(
@@ -163,6 +162,7 @@ def register(server: TritonsmithServer) -> None:
                     )
                 )
         if only and _wanted(only, FIX_ALL_KIND) and any(k.startswith("source") for k in only):
+            ls.ensure_checked(state)  # asked for by name: every finding of the file
             edits = fix_edits(state.findings)
             if edits:
                 actions.append(

@@ -19,7 +19,7 @@ def register(server: TritonsmithServer) -> None:
         state = ls.documents.get(params.text_document.uri)
         if state is None:
             return None
-        ls.ensure_checked(state)
+        ls.current_index(state)  # kernels and types only: no need to wait for the rules
         if state.index is None or not ls.jobs.available():
             return []
         reports = {r.kernel: r for r in state.compile_reports}

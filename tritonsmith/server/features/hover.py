@@ -21,14 +21,14 @@ def register(server: TritonsmithServer) -> None:
         state = ls.documents.get(params.text_document.uri)
         if state is None:
             return None
-        ls.ensure_checked(state)
         point = state.document.lsp_to_point(params.position.line, params.position.character)
+        index = ls.current_index(state)
         # One card per rule reported here (TS101 and TS102 can cover the same name). The
         # finding's own message is not repeated: editors show the diagnostic next to the hover.
         cards: dict[str, str] = {}
         first = None
-        for finding in state.findings:
-            if finding.span.start <= point <= finding.span.end and finding.code not in cards:
+        for finding in ls.findings_near(state, point, point):
+            if finding.code not in cards:
                 rule = ls.workspace_state.rules.get(finding.code)
                 if rule is not None:
                     cards[finding.code] = f"### {rule.code} `{rule.name}`\n" + rule_markdown(rule).split("\n", 1)[1]
@@ -42,9 +42,9 @@ def register(server: TritonsmithServer) -> None:
             if point[0] == verdict.row:
                 return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
                                                                 value=verdict_markdown(verdict)))
-        if state.index is not None:
+        if index is not None:
             try:
-                typed = name_types(state.document.root, state.document.source, state.index, point,
+                typed = name_types(state.document.root, state.document.source, index, point,
                                    ls.workspace_state.version)
             except Exception:  # noqa: BLE001 - a hover never takes the server down
                 typed = None

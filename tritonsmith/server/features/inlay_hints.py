@@ -22,7 +22,7 @@ def register(server: TritonsmithServer) -> None:
         state = ls.documents.get(params.text_document.uri)
         if state is None:
             return []
-        ls.ensure_checked(state)
+        ls.current_index(state)  # kernels and types only: no need to wait for the rules
         if state.index is None:
             return []
         rows = (params.range.start.line, params.range.end.line)
