@@ -419,3 +419,32 @@ def test_a_confirmation_in_real_workers_does_not_claim_a_change_that_cannot_matt
     assert not result.claimed and NO_CLAIM.match(result.text()), result.text()
     assert rounds == list(range(1, result.rounds + 1)) and len(result.candidate_ms) == result.rounds >= 4
     assert result.measured == "interpreter time" and 1 <= result.runs <= 3  # fewer when a call is slow (side_s)
+
+
+SLOW_DOWN_THE_ORIGINAL = '''
+import pathlib as _pathlib
+
+# The attack: slow down the original's copy beside this one, so this unchanged kernel looks faster.
+for _side in ("original", "original_b"):
+    for _copy in (_pathlib.Path(__file__).resolve().parent.parent / _side).glob("*.py"):
+        _copy.write_text(_copy.read_text().replace("    out = torch.empty_like(x)\\n",
+                                                   "    __import__('time').sleep(0.05)\\n    out = torch.empty_like(x)\\n"))
+'''
+
+
+@pytest.mark.compiler
+def test_a_candidate_that_slows_down_the_original_beside_it_is_not_claimed(tmp_path: Path) -> None:
+    """The workers share one runs folder: a candidate can reach the original's copy. Every
+    import checks the bytes the server wrote, and runs only those."""
+    pytest.importorskip("triton")
+    pytest.importorskip("numpy")
+    from tritonsmith.evaluator.confirm import confirm_speedup
+    from tritonsmith.evaluator.specs import detect_specs
+
+    path = tmp_path / "slow_add.py"
+    source = SLOW_ADD.read_text()
+    path.write_text(source)
+    result = confirm_speedup(detect_specs(path)[0], source, source + SLOW_DOWN_THE_ORIGINAL, mode="interpreter",
+                             policy=RoundPolicy(min_rounds=4, max_rounds=6, runs=3))
+    assert not result.claimed, result.text()
+    assert "altered after it was written" in (result.error or ""), result.text()

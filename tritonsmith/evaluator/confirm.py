@@ -30,6 +30,7 @@ Nothing here imports torch or triton.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import shutil
@@ -103,12 +104,15 @@ def confirm_speedup(
     data = folder / "data"
     filename = spec.candidate.name
     paths: dict[str, Path] = {}
+    digests: dict[str, str] = {}  # each file's sha256 as written: the workers import only these bytes
     texts = {"reference": original.reference, "inputs": original.inputs, "original": original.candidate,
              "original_b": original.candidate, "candidate": candidate.candidate}
     for role, text in texts.items():
         (folder / role).mkdir(parents=True)
         paths[role] = folder / role / filename
-        paths[role].write_text(rewrite_constants(text, sizes), encoding="utf-8")
+        written = rewrite_constants(text, sizes)
+        paths[role].write_text(written, encoding="utf-8")
+        digests[str(paths[role])] = hashlib.sha256(written.encode("utf-8")).hexdigest()
     data.mkdir()
     worker_env = dict(os.environ if env is None else env)
     if mode == "interpreter":
@@ -116,7 +120,8 @@ def confirm_speedup(
     common = {"data_dir": str(data), "seed": seed, "mode": mode, "problem": spec.problem()}
 
     def job(kind: str, **payload: Any) -> Job:
-        return Job(kind, {**common, **payload}, timeout_s=timeout_s, memory_mb=memory_mb)
+        sha256 = {v: digests[v] for v in payload.values() if isinstance(v, str) and v in digests}
+        return Job(kind, {**common, **payload, "sha256": sha256}, timeout_s=timeout_s, memory_mb=memory_mb)
 
     chooser = random.Random(seed ^ 0xC0F1)
     check_key = chooser.randrange(2**31 - 1)

@@ -27,6 +27,7 @@ import contextlib
 import hashlib
 import importlib.util
 import itertools
+import linecache
 import os
 import sys
 import threading
@@ -67,9 +68,14 @@ def _prepare(payload: dict[str, Any]) -> str:
     return "cuda"
 
 
-def import_file(path: str, role: str) -> ModuleType:
+def import_file(path: str, role: str, sha256: str | None = None) -> ModuleType:
     """Import a real file under a fresh module name (`@triton.jit` needs real source lines),
-    registered in `sys.modules` (for dataclasses and pickling) until the caller drops it."""
+    registered in `sys.modules` (for dataclasses and pickling) until the caller drops it.
+
+    With `sha256` (what the server wrote), the file is read once, checked, and only those
+    bytes are used: the module runs from them and `linecache` keeps them as the file's lines
+    (where Triton reads a kernel's source), so nothing written to the path afterwards (by a
+    candidate running beside it in the same runs folder) reaches this import."""
     name = f"_tritonsmith_{role}_{next(_serial)}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -77,30 +83,44 @@ def import_file(path: str, role: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        if sha256 is None:
+            spec.loader.exec_module(module)
+        else:
+            data = Path(path).read_bytes()
+            if hashlib.sha256(data).hexdigest() != sha256:
+                raise SourceAltered(f"the {role}'s source was altered after it was written "
+                                    "(exploit 19: editing the harness's files)")
+            text = data.decode("utf-8")
+            linecache.cache[path] = (len(data), None, text.splitlines(keepends=True), path)  # never re-read
+            exec(compile(data, path, "exec", dont_inherit=True), module.__dict__)  # noqa: S102
     except BaseException:
         sys.modules.pop(name, None)
         raise
     return module
 
 
-def _altered(path: str, sha256: str | None, role: str) -> str | None:
-    """Why the file at `path` is not the one the server wrote (its `sha256`), if it is not. A
-    candidate can reach the reference beside its own folder; every process it started is gone
-    by the time a reference job reads the file, so nothing changes it after this check."""
-    if sha256 is not None and _file_hash(Path(path)) != sha256:
-        return f"the {role}'s source was altered after it was written (exploit 19: editing the harness's files)"
-    return None
-
-
 @contextmanager
-def _module(path: str, role: str) -> Iterator[ModuleType]:
-    """`import_file` for the length of a job."""
-    module = import_file(path, role)
+def _dropped(module: ModuleType) -> Iterator[ModuleType]:
     try:
         yield module
     finally:
         sys.modules.pop(module.__name__, None)
+
+
+class SourceAltered(RuntimeError):
+    """A file the server wrote is not what it wrote any more."""
+
+
+@contextmanager
+def _module(path: str, role: str, payload: dict[str, Any]) -> Iterator[ModuleType]:
+    """`import_file` for the length of a job, checked against the job's digests."""
+    with _dropped(import_file(path, role, written(payload, path))) as module:
+        yield module
+
+
+def written(payload: dict[str, Any], path: str) -> str | None:
+    """The sha256 the server recorded for `path` when it wrote it, if it did."""
+    return (payload.get("sha256") or {}).get(path)
 
 
 def _to(value: Any, device: str) -> Any:
@@ -238,10 +258,7 @@ def handle_inputs(payload: dict[str, Any]) -> dict[str, Any]:
     device = _prepare(payload)
     data = Path(payload["data_dir"])
     seed = int(payload.get("seed", 42))
-    altered = _altered(payload["reference"], payload.get("reference_sha256"), "reference")
-    if altered:
-        raise RuntimeError(altered)
-    with _module(payload["reference"], "reference") as module:
+    with _module(payload["reference"], "reference", payload) as module:
         problem = load_problem(module, payload)
         model, init_inputs = _build_reference(problem, seed, device)
         torch.save({"init_inputs": init_inputs}, data / "init.pt")
@@ -355,7 +372,7 @@ def _check_candidate(payload: dict[str, Any]) -> dict[str, Any]:
 
     launches: dict[str, int] = {}
     recorders: list[Any] = []
-    with _module(payload["candidate"], "candidate") as module:
+    with _module(payload["candidate"], "candidate", payload) as module:
         problem = load_problem(module, payload)
         if (error := thread_error("on import")) is not None:
             return {"error": error}
@@ -582,10 +599,11 @@ def handle_reference(payload: dict[str, Any]) -> dict[str, Any]:
     others: list[list[Any]] = []
     reference_ops: dict[str, int] = {}
     identity_ops: dict[str, int] = {}
-    altered = _altered(payload["reference"], payload.get("reference_sha256"), "reference")
-    if altered:
-        return {"error": altered, "trials": results}
-    with _module(payload["reference"], "reference") as module:
+    try:
+        reference = import_file(payload["reference"], "reference", written(payload, payload["reference"]))
+    except SourceAltered as altered:
+        return {"error": str(altered), "trials": results}
+    with _dropped(reference) as module:
         problem = load_problem(module, payload)
         model, _ = _build_reference(problem, seed, device)
         for t, trial_seed in enumerate(payload["trial_seeds"]):

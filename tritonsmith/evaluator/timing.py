@@ -31,6 +31,7 @@ from .correctness import (
     compare_outputs,
     import_file,
     load_problem,
+    written,
 )
 
 __all__ = ["environment", "handle_time_check", "handle_time_round"]
@@ -74,13 +75,14 @@ def _load_role(payload: dict[str, Any]) -> dict[str, Any]:
     timers = TimerGuard() if device == "cuda" else None  # before any candidate code runs
     seed = int(payload.get("seed", 42))
     if role == "reference":
-        problem = load_problem(import_file(payload["file"], "reference"), payload)
+        problem = load_problem(import_file(payload["file"], "reference", written(payload, payload["file"])), payload)
         model, _ = _build_reference(problem, seed, device)
         inputs_problem = problem
     else:
-        module = import_file(payload["file"], "candidate")
+        module = import_file(payload["file"], "candidate", written(payload, payload["file"]))
         problem = load_problem(module, payload)
-        inputs_problem = load_problem(import_file(payload["inputs_file"], "inputs"), payload)
+        inputs_problem = load_problem(import_file(payload["inputs_file"], "inputs",
+                                                  written(payload, payload["inputs_file"])), payload)
         init = _load(Path(payload["data_dir"]) / "init.pt")
         torch.manual_seed(seed)
         with torch.no_grad():

@@ -326,8 +326,9 @@ class _Run:
         # A job is hung when no forward pass ends within the hang limit (progress.py); the
         # whole job's timeout stays as a backstop. No address-space cap where CUDA runs.
         stall = hang_limit(self.reference_s, self.hang_override)
-        if "reference" in payload:  # what the server wrote: a candidate that edits it is caught
-            payload["reference_sha256"] = self.written.get(str(payload["reference"]))
+        # The digests of the files it imports, as written here: a candidate that edits one (its
+        # own, a concurrent one's, the reference) is caught, and the import uses checked bytes.
+        payload["sha256"] = {v: self.written[v] for v in payload.values() if isinstance(v, str) and v in self.written}
         return Job(kind, {**common, **payload}, timeout_s=max(self.timeout_s, 10 * stall),
                    memory_mb=self.memory_mb, stall_s=stall, startup_s=STARTUP_S,
                    limit_address_space=self.mode == "interpreter")
