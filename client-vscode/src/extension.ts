@@ -27,6 +27,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const view: SearchView = new SearchView({
         results: () => reviews.results(),
         isPending: (id) => reviews.isPending(id),
+        outcome: (id) => reviews.outcome(id),
         accept: (id) => reviews.accept(id),
         reject: (id) => reviews.reject(id),
         openDiff: (result, column) => reviews.openDiff(result, column),
@@ -62,6 +63,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         view,
         rules,
         reviews.onDidChangeResult((id) => view.update(id)),
+        reviews.onDidDecide((result) => progress.settled(result.kernel)),
         progress.onDidChange(() => view.update()),
         vscode.workspace.registerTextDocumentContentProvider(TOOL_CONFIG.searchScheme, reviews),
         vscode.window.createTreeView(TOOL_CONFIG.rulesViewId, { treeDataProvider: rules, showCollapseAll: false }),

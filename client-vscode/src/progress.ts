@@ -6,7 +6,8 @@
  *   - a save's compile job (`Compiling …`, `checking … against its reference`): the status bar
  *     only ("compiling…", "verifying…");
  *   - anything else: vscode-languageclient's own display.
- * The status bar item keeps the last search's end message ("done: 1.83× faster …").
+ * The status bar item keeps the last search's end message ("done: 1.83× faster …") until the
+ * result is accepted or rejected (`settled`).
  */
 import * as vscode from 'vscode';
 import { TOOL_CONFIG } from './config';
@@ -191,6 +192,14 @@ export class ProgressTracker implements vscode.Disposable {
             this.item.hide();
         }
         this.changed.fire();
+    }
+
+    /** The last search on `kernel` was accepted or rejected: the status bar no longer asks about it. */
+    settled(kernel: string): void {
+        if (this.lastSearch && this.lastSearch.title.slice(TOOL_CONFIG.searchProgressPrefix.length) === kernel) {
+            this.lastSearch = undefined;
+            this.refresh();
+        }
     }
 
     /** The server stopped: its progress will not end by itself. */

@@ -13,7 +13,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { TOOL_CONFIG } from './config';
-import { parseSearchProgress, parseSearchResult, summarize, withProgress, type SearchResult } from './searchResult';
+import { outcomeText, parseSearchProgress, parseSearchResult, summarize, withProgress, type SearchResult } from './searchResult';
 
 export type Side = 'best' | 'original' | `node-${number}`;
 
@@ -83,6 +83,11 @@ const KEEP = 20;
 export class SearchReviews implements vscode.TextDocumentContentProvider, vscode.Disposable {
     private readonly byId = new Map<string, SearchResult>();
     private readonly pending = new Set<string>();
+    /** What the user decided about each result, by search id ("applied 1.83× at 11:02"). */
+    private readonly outcomes = new Map<string, string>();
+    private readonly decided = new vscode.EventEmitter<SearchResult>();
+    /** Fires a result once it is accepted (and applied) or rejected. */
+    readonly onDidDecide = this.decided.event;
     /** Node sources fetched from the server, by their `tritonsmith-search:` URI. */
     private readonly nodeSources = new Map<string, string>();
     private readonly changed = new vscode.EventEmitter<string>();
@@ -108,6 +113,17 @@ export class SearchReviews implements vscode.TextDocumentContentProvider, vscode
 
     isPending(searchId: string): boolean {
         return this.pending.has(searchId);
+    }
+
+    /** "applied 1.83× at 11:02" / "rejected at 11:02", once decided here. */
+    outcome(searchId: string): string | undefined {
+        return this.outcomes.get(searchId);
+    }
+
+    private decide(result: SearchResult, applied: boolean): void {
+        this.pending.delete(result.searchId);
+        this.outcomes.set(result.searchId, outcomeText(result, applied, new Date()));
+        this.decided.fire(result);
     }
 
     provideTextDocumentContent(uri: vscode.Uri): string {
@@ -319,7 +335,7 @@ export class SearchReviews implements vscode.TextDocumentContentProvider, vscode
             return false;
         }
         if (applied) {
-            this.pending.delete(searchId);
+            this.decide(result, true);
             await this.closeDiffs(result);
             this.changed.fire(searchId);
         }
@@ -333,7 +349,7 @@ export class SearchReviews implements vscode.TextDocumentContentProvider, vscode
         if (!result || !searchId) {
             return;
         }
-        this.pending.delete(searchId);
+        this.decide(result, false);
         await this.closeDiffs(result);
         this.changed.fire(searchId);
     }
@@ -351,5 +367,6 @@ export class SearchReviews implements vscode.TextDocumentContentProvider, vscode
     dispose(): void {
         this.changed.dispose();
         this.docChanged.dispose();
+        this.decided.dispose();
     }
 }

@@ -217,6 +217,12 @@ export function formatSpeedup(speedup: number | null): string {
     return speedup === null ? '—' : `${speedup.toFixed(2)}×`;
 }
 
+/** What the user decided about a result, with the time: "applied 1.83× at 11:02" or "rejected at 11:02". */
+export function outcomeText(result: SearchResult, applied: boolean, when: Date): string {
+    const time = `${String(when.getHours()).padStart(2, '0')}:${String(when.getMinutes()).padStart(2, '0')}`;
+    return applied ? `applied ${formatSpeedup(result.confirmation?.speedup ?? result.speedup)} at ${time}` : `rejected at ${time}`;
+}
+
 /**
  * A result's speedup as claimed: the confirmation's interval ("1.32× (95% CI 1.21–1.44×, noise
  * floor 3%)"); a bare figure only from a server that sends no confirmation.

@@ -52,6 +52,8 @@ export interface ViewState {
     readonly running: readonly RunningSearch[];
     /** Whether the result still waits for accept or reject. */
     readonly pending: boolean;
+    /** What the user decided, once decided ("applied 1.83× at 11:02"). */
+    readonly outcome?: string;
 }
 
 /** The whole page: header, running searches, the tree as SVG, a legend and the node details. */
@@ -118,7 +120,7 @@ export function renderSearchHtml(state: ViewState, nonce: string, cspSource: str
             ? ''
             : state.pending
             ? '<button data-action="accept">Accept</button> <button data-action="reject" class="secondary">Reject</button> '
-            : '<span class="decided">decided</span> ';
+            : `<span class="decided">${escapeHtml(state.outcome ?? 'decided')}</span> `;
         body =
             `<header><h1>${escapeHtml(summarize(result))}</h1>` +
             `<p>${claim} measured in <b>${measuredLabel(result.measuredOn)}</b>` +
@@ -197,6 +199,8 @@ document.querySelectorAll('button[data-action]').forEach((el) => {
 export interface SearchViewHost {
     results(): readonly SearchResult[];
     isPending(searchId: string): boolean;
+    /** "applied 1.83× at 11:02" / "rejected at 11:02" once decided. */
+    outcome(searchId: string): string | undefined;
     accept(searchId: string): Promise<unknown>;
     reject(searchId: string): Promise<unknown>;
     openDiff(result: SearchResult, column?: vscode.ViewColumn): Promise<unknown>;
@@ -260,7 +264,12 @@ export class SearchView implements vscode.Disposable {
         this.panel.title = result ? `Search: ${result.kernel}` : 'Tritonsmith search';
         const nonce = randomBytes(16).toString('hex');
         this.panel.webview.html = renderSearchHtml(
-            { result, running: this.host.running(), pending: result ? this.host.isPending(result.searchId) : false },
+            {
+                result,
+                running: this.host.running(),
+                pending: result ? this.host.isPending(result.searchId) : false,
+                outcome: result ? this.host.outcome(result.searchId) : undefined,
+            },
             nonce,
             this.panel.webview.cspSource,
         );

@@ -131,6 +131,60 @@ export interface ServerManagerOptions {
     readonly hooks: ClientHooks;
 }
 
+/** Where a line the language client logs goes: its level and text. */
+export interface ClientLogLine {
+    level: 'info' | 'warn' | 'error';
+    text: string;
+}
+
+/**
+ * A line vscode-languageclient would log, as the output channel should show it: the library
+ * calls every exit an error ("Server process exited with code 0." after each restart), and its
+ * own "[Error - 10:02:03]" prefix doubles the log channel's time and level.
+ */
+export function clientLogLine(level: ClientLogLine['level'], message: string, data?: unknown): ClientLogLine {
+    if (/^Server process exited with code 0\.?$/.test(message)) {
+        return { level: 'info', text: 'The server process exited normally.' };
+    }
+    const detail = data === undefined || data === null ? '' : `\n${typeof data === 'string' ? data : JSON.stringify(data)}`;
+    return { level, text: message + detail };
+}
+
+/** The language client, logging through the output channel's own levels and times (`clientLogLine`). */
+class TritonsmithLanguageClient extends LanguageClient {
+    constructor(
+        id: string,
+        name: string,
+        serverOptions: Executable,
+        clientOptions: LanguageClientOptions,
+        private readonly log: vscode.LogOutputChannel,
+    ) {
+        super(id, name, serverOptions, clientOptions);
+    }
+
+    override info(message: string, data?: unknown, showNotification?: boolean): void {
+        this.write('info', message, data, showNotification);
+    }
+
+    override warn(message: string, data?: unknown, showNotification?: boolean): void {
+        this.write('warn', message, data, showNotification);
+    }
+
+    override error(message: string, data?: unknown, showNotification?: boolean | 'force'): void {
+        this.write('error', message, data, showNotification);
+    }
+
+    private write(level: ClientLogLine['level'], message: string, data: unknown, show?: boolean | 'force'): void {
+        const line = clientLogLine(level, message, data);
+        this.log[line.level](line.text);
+        if (show === 'force' && line.level !== 'info') {
+            const open = 'Show output';
+            const notify = line.level === 'error' ? vscode.window.showErrorMessage : vscode.window.showWarningMessage;
+            void notify(`Tritonsmith: ${message}`, open).then((choice) => choice && this.log.show(true));
+        }
+    }
+}
+
 /** Starts, stops and restarts the one language client; operations run one at a time. */
 export class ServerManager implements vscode.Disposable {
     private client: LanguageClient | undefined;
@@ -254,11 +308,12 @@ export class ServerManager implements vscode.Disposable {
         const middleware = buildMiddleware(hooks, (token) => {
             void client.sendNotification(WorkDoneProgressCancelNotification.type, { token });
         });
-        const client = new LanguageClient(
+        const client = new TritonsmithLanguageClient(
             TOOL_CONFIG.module,
             TOOL_CONFIG.displayName,
             buildServerOptions(interpreter.command, extensionPath, apiKey),
             buildClientOptions(output, settings, middleware),
+            output,
         );
         client.registerFeature(experimentalFeature);
         client.onNotification(TOOL_CONFIG.notifications.searchResult, (params: unknown) => hooks.onSearchResult(params));

@@ -49,6 +49,10 @@ describe('progress', () => {
         assert.equal(note.done, true);
         assert.match(item.text, /add_kernel: cancelled after 1 candidates/);
         assert.deepEqual(tracker.running(), []);
+        tracker.settled('other_kernel');
+        assert.match(item.text, /add_kernel: cancelled/, 'another kernel\'s decision changes nothing');
+        tracker.settled('add_kernel');
+        assert.equal(item.visible, false, 'accepted or rejected: the status bar no longer shows it');
     });
 
     it('shows compile jobs only in the status bar, and leaves unknown progress to the default display', () => {

@@ -64,6 +64,7 @@ describe('search review (diff flow)', () => {
         assert.deepEqual(fake.closedTabs, [tab]);
         assert.equal(reviews.isPending(id), false);
         assert.equal(reviews.results().length, 1, 'kept for the search view');
+        assert.match(reviews.outcome(id) ?? '', /^applied \d+\.\d\d× at \d\d:\d\d$/);
     });
 
     it('keeps the result pending when the server did not apply it (buffer changed, dismissed)', async () => {
@@ -84,8 +85,13 @@ describe('search review (diff flow)', () => {
         const uri = searchDocUri({ searchId: 'ts-20260101-000000-abcdef', uri: FILE }, 'best');
         assert.deepEqual(parseSearchDocUri(uri), { searchId: 'ts-20260101-000000-abcdef', side: 'best' });
         assert.equal(reviews.resolveId(uri), 'ts-20260101-000000-abcdef');
+        const decided: string[] = [];
+        reviews.onDidDecide((result) => decided.push(result.kernel));
         await reviews.reject(uri);
         assert.equal(calls.length, 0);
+        assert.match(reviews.outcome('ts-20260101-000000-abcdef') ?? '', /^rejected at \d\d:\d\d$/);
+        assert.equal(reviews.outcome('ts-2'), undefined);
+        assert.equal(decided.length, 1, 'the status bar is told once');
         assert.equal(reviews.isPending('ts-20260101-000000-abcdef'), false);
         assert.equal(reviews.isPending('ts-2'), true);
     });

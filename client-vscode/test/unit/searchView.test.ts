@@ -103,6 +103,8 @@ describe('search tree model', () => {
         assert.ok(html.includes('3.50×'));
         const decided = renderSearchHtml({ result, running: [], pending: false }, 'N', 'c');
         assert.ok(!decided.includes('data-action="accept"'));
+        const applied = renderSearchHtml({ result, running: [], pending: false, outcome: 'applied 3.50× at 11:02' }, 'N', 'c');
+        assert.match(applied, /class="decided">applied 3\.50× at 11:02</);
         assert.match(renderSearchHtml({ result: undefined, running: [], pending: false }, 'N', 'c'), /No search result yet/);
     });
 
@@ -121,6 +123,7 @@ describe('search tree model', () => {
         const view = new SearchView({
             results: () => [result],
             isPending: () => true,
+            outcome: () => undefined,
             accept: () => Promise.resolve(),
             reject: () => Promise.resolve(),
             openDiff: () => Promise.resolve(opened.push('best')),

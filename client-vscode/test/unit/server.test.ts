@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { buildClientOptions, buildMiddleware, buildServerOptions, experimentalFeature, serverSettings, type ClientHooks } from '../../src/server';
+import { buildClientOptions, buildMiddleware, buildServerOptions, clientLogLine, experimentalFeature, serverSettings, type ClientHooks } from '../../src/server';
 
 const KEY = 'sk-ant-test-0123456789';
 const output = { name: 'Tritonsmith' } as never;
@@ -77,5 +77,25 @@ describe('client hooks', () => {
         assert.deepEqual(seen, [['t', 'begin'], ['t', 'end']]);
         assert.deepEqual(passed, [['t', 'end']]);
         assert.deepEqual(cancelled, ['t', 't']);
+    });
+});
+
+describe('client log lines', () => {
+    it('call a clean exit (after each restart) what it is, not an error', () => {
+        assert.deepEqual(clientLogLine('error', 'Server process exited with code 0.'), {
+            level: 'info',
+            text: 'The server process exited normally.',
+        });
+    });
+
+    it('keep a failing exit an error, without the library\'s own time prefix, with its data', () => {
+        assert.deepEqual(clientLogLine('error', 'Server process exited with code 1.'), {
+            level: 'error',
+            text: 'Server process exited with code 1.',
+        });
+        assert.deepEqual(clientLogLine('warn', 'Request failed', { code: -32603 }), {
+            level: 'warn',
+            text: 'Request failed\n{"code":-32603}',
+        });
     });
 });
