@@ -45,6 +45,7 @@ export const TOOL_CONFIG = {
         openRuleDocs: 'tritonsmith.openRuleDocs',
         setApiKey: 'tritonsmith.setApiKey',
         installServer: 'tritonsmith.installServer',
+        chooseInterpreter: 'tritonsmith.chooseInterpreter',
         verifyNow: 'tritonsmith.verifyNow',
         optimize: 'tritonsmith.optimize',
         acceptSearchResult: 'tritonsmith.acceptSearchResult',

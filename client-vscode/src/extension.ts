@@ -5,7 +5,7 @@
 import * as vscode from 'vscode';
 import { openRuleDocs, registerCommands, setApiKey } from './commands';
 import { TOOL_CONFIG } from './config';
-import { pythonEnvironmentsApi } from './interpreter';
+import { chooseInterpreter, pythonEnvironmentsApi } from './interpreter';
 import { optimizeCommand, verifyNow, type ActionLike } from './optimize';
 import { ProgressTracker } from './progress';
 import { Debouncer, needsRestart } from './restart';
@@ -75,6 +75,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
             openRuleDocs,
             setApiKey: async () => (await setApiKey(context.secrets)) && keyRestart.trigger(),
             installServer: () => server.install(),
+            chooseInterpreter: () => chooseInterpreter(),
             verifyNow: () => verifyNow(execute),
             optimize: () =>
                 optimizeCommand({

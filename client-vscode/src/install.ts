@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { TOOL_CONFIG } from './config';
 
 export type InstallState =
-    | { readonly kind: 'installed'; readonly version: string }
+    | { readonly kind: 'installed'; readonly version: string; readonly evalReady?: boolean }
     | { readonly kind: 'missing'; readonly detail: string }
     | { readonly kind: 'no-python'; readonly detail: string };
 
@@ -39,7 +39,10 @@ export interface RunResult {
 
 export type Runner = (command: string, args: readonly string[], cwd: string | undefined) => Promise<RunResult>;
 
-const IMPORT_CHECK = `import ${TOOL_CONFIG.module}; print(getattr(${TOOL_CONFIG.module}, "__version__", "unknown"))`;
+// The version, then whether torch and triton are installed (found, not imported: that takes seconds).
+const IMPORT_CHECK =
+    `import ${TOOL_CONFIG.module}; print(getattr(${TOOL_CONFIG.module}, "__version__", "unknown")); ` +
+    'import importlib.util as u; print(int(all(u.find_spec(m) is not None for m in ("torch", "triton"))))';
 
 /** Runs a program to completion (used for the import check). */
 export const execRunner: Runner = (command, args, cwd) =>
@@ -59,7 +62,9 @@ export const execRunner: Runner = (command, args, cwd) =>
 export async function checkInstalled(python: string, cwd?: string, run: Runner = execRunner): Promise<InstallState> {
     const result = await run(python, ['-c', IMPORT_CHECK], cwd);
     if (result.code === 0) {
-        return { kind: 'installed', version: result.stdout.trim() || 'unknown' };
+        const [version, evalFlag] = result.stdout.trim().split(/\r?\n/);
+        const state = { kind: 'installed' as const, version: version?.trim() || 'unknown' };
+        return evalFlag === undefined ? state : { ...state, evalReady: evalFlag.trim() === '1' };
     }
     if (result.error?.code === 'ENOENT' || result.error?.code === 'EACCES') {
         return { kind: 'no-python', detail: `cannot run ${python}: ${result.error.code}` };

@@ -114,3 +114,16 @@ export async function resolveInterpreter(resource?: vscode.Uri): Promise<Interpr
     }
     return { command: TOOL_CONFIG.fallbackInterpreter, source: 'path' };
 }
+
+/** The command a user runs to pick another interpreter: the Python extension's picker where it is installed, else this extension's setting. */
+export function interpreterPicker(pythonExtensionInstalled: boolean): { command: string; args: unknown[] } {
+    return pythonExtensionInstalled
+        ? { command: 'python.setInterpreter', args: [] }
+        : { command: 'workbench.action.openSettings', args: [`${TOOL_CONFIG.settingsSection}.interpreter`] };
+}
+
+/** `tritonsmith.chooseInterpreter`. A change of interpreter restarts the server (restart.ts). */
+export async function chooseInterpreter(): Promise<void> {
+    const picker = interpreterPicker(vscode.extensions.getExtension(TOOL_CONFIG.pythonExtensionId) !== undefined);
+    await vscode.commands.executeCommand(picker.command, ...picker.args);
+}

@@ -7,19 +7,23 @@
  */
 import * as vscode from 'vscode';
 import {
+    CloseAction,
     CodeActionRequest,
     CodeActionTriggerKind,
     DidChangeConfigurationNotification,
+    ErrorAction,
     LanguageClient,
     RevealOutputChannelOn,
     State,
     WorkDoneProgressCancelNotification,
+    type ErrorHandler,
     type Executable,
     type LanguageClientOptions,
     type Middleware,
     type StaticFeature,
 } from 'vscode-languageclient/node';
 import { TOOL_CONFIG } from './config';
+import { CrashPolicy, RecentOutput, crashMessage, recording } from './crash';
 import {
     checkInstalled,
     ensureInstalled,
@@ -103,9 +107,11 @@ export function buildClientOptions(
     outputChannel: vscode.OutputChannel,
     settings: Record<string, unknown>,
     middleware?: Middleware,
+    errorHandler?: ErrorHandler,
 ): LanguageClientOptions {
     return {
         ...(middleware ? { middleware } : {}),
+        ...(errorHandler ? { errorHandler } : {}),
         documentSelector: [
             { scheme: 'file', language: 'python' },
             { scheme: 'untitled', language: 'python' },
@@ -183,6 +189,23 @@ class TritonsmithLanguageClient extends LanguageClient {
             void notify(`Tritonsmith: ${message}`, open).then((choice) => choice && this.log.show(true));
         }
     }
+}
+
+/**
+ * Restarts the server after an unexpected exit (`CrashPolicy`); past the limit, `giveUp` says so.
+ * Read and write errors are survived three times in a row, as vscode-languageclient does.
+ */
+export function crashHandler(policy: CrashPolicy, giveUp: () => void, now: () => number = Date.now): ErrorHandler {
+    return {
+        error: (_error, _message, count) => ({ action: (count ?? 0) <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown }),
+        closed: () => {
+            if (policy.closed(now())) {
+                return { action: CloseAction.Restart, handled: true };
+            }
+            giveUp();
+            return { action: CloseAction.DoNotRestart, handled: true };
+        },
+    };
 }
 
 /** Starts, stops and restarts the one language client; operations run one at a time. */
@@ -289,6 +312,15 @@ export class ServerManager implements vscode.Disposable {
         // `python -m` puts the working folder first on sys.path: run from the extension's own
         // folder so that a workspace folder named `tritonsmith` cannot shadow the server.
         const state = knownState ?? (await checkInstalled(interpreter.command, extensionPath));
+        if (state.kind === 'no-python') {
+            output.error(`The interpreter cannot run: ${state.detail}`);
+            status.set('noPython', `${interpreter.command} (from ${interpreter.source}): ${state.detail}`);
+            const choose = 'Choose interpreter';
+            void vscode.window
+                .showErrorMessage(`${TOOL_CONFIG.displayName} cannot run the Python interpreter ${interpreter.command} (${state.detail}).`, choose)
+                .then((choice) => choice && vscode.commands.executeCommand(TOOL_CONFIG.commands.chooseInterpreter));
+            return;
+        }
         if (state.kind !== 'installed') {
             output.warn(`tritonsmith is not importable by ${interpreter.command}: ${state.detail}`);
             status.set('notInstalled', interpreter.command);
@@ -302,17 +334,38 @@ export class ServerManager implements vscode.Disposable {
         } else {
             output.info(`tritonsmith ${state.version}`);
         }
+        // Linting needs only tritonsmith; compile, verify and search need torch and triton too.
+        const lintOnly = state.kind === 'installed' && state.evalReady === false;
+        if (lintOnly) {
+            output.warn(`PyTorch and Triton are not installed in ${interpreter.command}: compile, verify and search are off`);
+        }
         const apiKey = await this.options.secrets.get(TOOL_CONFIG.apiKeySecret);
         const settings = serverSettings(vscode.workspace.getConfiguration(TOOL_CONFIG.settingsSection));
         const hooks = this.options.hooks;
         const middleware = buildMiddleware(hooks, (token) => {
             void client.sendNotification(WorkDoneProgressCancelNotification.type, { token });
         });
+        const recent = new RecentOutput();
+        const crashes = new CrashPolicy();
+        const giveUp = () => {
+            status.set('error', 'The server keeps stopping. See the output for why.');
+            const restart = 'Restart';
+            const show = 'Show output';
+            void vscode.window
+                .showErrorMessage(crashMessage(TOOL_CONFIG.displayName, crashes.recent, recent.last(3)), restart, show)
+                .then((choice) => {
+                    if (choice === restart) {
+                        void this.restart('the user asked after the server stopped');
+                    } else if (choice === show) {
+                        output.show();
+                    }
+                });
+        };
         const client = new TritonsmithLanguageClient(
             TOOL_CONFIG.module,
             TOOL_CONFIG.displayName,
             buildServerOptions(interpreter.command, extensionPath, apiKey),
-            buildClientOptions(output, settings, middleware),
+            buildClientOptions(recording(output, recent), settings, middleware, crashHandler(crashes, giveUp)),
             output,
         );
         client.registerFeature(experimentalFeature);
@@ -320,13 +373,13 @@ export class ServerManager implements vscode.Disposable {
         client.onNotification(TOOL_CONFIG.notifications.searchProgress, (params: unknown) => hooks.onSearchProgress(params));
         client.onDidChangeState((event) => {
             if (event.newState === State.Running) {
-                status.set('ready', interpreter.command);
+                status.set(lintOnly ? 'lintOnly' : 'ready', interpreter.command);
             } else if (event.newState === State.Starting) {
                 status.set('starting', interpreter.command);
             } else {
                 hooks.onStopped();
                 if (!this.stopping) {
-                    status.set('error', 'The server stopped. See the output for why.');
+                    status.set('error', 'The server stopped; restarting it. See the output for why.');
                 }
             }
         });

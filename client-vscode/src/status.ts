@@ -1,8 +1,8 @@
-/** The status bar item: starting, ready, error or not installed; a click shows the output. */
+/** The status bar item: starting, ready, lint only, error, not installed or no Python; a click does what the state needs. */
 import * as vscode from 'vscode';
 import { TOOL_CONFIG } from './config';
 
-export type ServerState = 'starting' | 'ready' | 'error' | 'notInstalled' | 'stopped';
+export type ServerState = 'starting' | 'ready' | 'lintOnly' | 'error' | 'notInstalled' | 'noPython' | 'stopped';
 
 export interface StatusView {
     readonly text: string;
@@ -21,6 +21,22 @@ export function statusView(state: ServerState, detail?: string): StatusView {
             return { text: `$(sync~spin) ${name}`, tooltip: `${name}: starting the server${suffix}`, command: show, isError: false };
         case 'ready':
             return { text: `$(check) ${name}`, tooltip: `${name}: ready${suffix}`, command: show, isError: false };
+        case 'lintOnly':
+            return {
+                text: `$(warning) ${name}: lint only`,
+                tooltip:
+                    `${name}: PyTorch and Triton are not installed in this interpreter, so saving does not compile or ` +
+                    `verify and Optimize is off; click to install the [eval] extra${suffix}`,
+                command: TOOL_CONFIG.commands.installServer,
+                isError: true,
+            };
+        case 'noPython':
+            return {
+                text: `$(error) ${name}: no Python`,
+                tooltip: `${name}: the Python interpreter cannot run; click to choose one${suffix}`,
+                command: TOOL_CONFIG.commands.chooseInterpreter,
+                isError: true,
+            };
         case 'error':
             return { text: `$(error) ${name}`, tooltip: `${name}: the server failed; click for its output${suffix}`, command: show, isError: true };
         case 'notInstalled':

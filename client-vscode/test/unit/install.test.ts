@@ -59,6 +59,13 @@ describe('checkInstalled', () => {
         assert.match(calls[0]?.[2] ?? '', /^import tritonsmith;/);
     });
 
+    it('reads whether PyTorch and Triton are there too (lint only without them)', async () => {
+        const without = await checkInstalled('/py', undefined, runnerReturning({ code: 0, stdout: '0.1.0\n0\n', stderr: '' }, []));
+        assert.deepEqual(without, { kind: 'installed', version: '0.1.0', evalReady: false });
+        const withEval = await checkInstalled('/py', undefined, runnerReturning({ code: 0, stdout: '0.1.0\n1\n', stderr: '' }, []));
+        assert.deepEqual(withEval, { kind: 'installed', version: '0.1.0', evalReady: true });
+    });
+
     it('tells a missing module from a missing interpreter', async () => {
         const missing = await checkInstalled(
             '/py',

@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { beforeEach, describe, it } from 'node:test';
 import { TOOL_CONFIG } from '../../src/config';
-import { expandInterpreterPath, resolveInterpreter } from '../../src/interpreter';
+import { expandInterpreterPath, interpreterPicker, resolveInterpreter } from '../../src/interpreter';
 import { Uri, fake, workspace } from './fake/vscode';
 
 function pythonExtension(executable: string | undefined, calls: string[] = []) {
@@ -74,5 +74,12 @@ describe('expandInterpreterPath', () => {
         assert.equal(expandInterpreterPath('${userHome}/p', undefined, {}, '/h'), '/h/p');
         assert.equal(expandInterpreterPath('python3.12', '/ws'), 'python3.12');
         assert.ok(os.homedir());
+    });
+});
+
+describe('choosing an interpreter', () => {
+    it("uses the Python extension's picker where it is installed, else opens this extension's setting", () => {
+        assert.deepEqual(interpreterPicker(true), { command: 'python.setInterpreter', args: [] });
+        assert.deepEqual(interpreterPicker(false), { command: 'workbench.action.openSettings', args: ['tritonsmith.interpreter'] });
     });
 });

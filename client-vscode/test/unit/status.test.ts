@@ -15,3 +15,20 @@ describe('statusView', () => {
         assert.ok(views.every((view) => view.tooltip.includes('/py')));
     });
 });
+
+describe('statusView for what the user must fix', () => {
+    it('warns "lint only" without PyTorch and Triton, and installs the extra on click', () => {
+        const view = statusView('lintOnly', '/py');
+        assert.match(view.text, /warning\) Tritonsmith: lint only/);
+        assert.match(view.tooltip, /saving does not compile or verify/);
+        assert.equal(view.command, 'tritonsmith.installServer');
+        assert.equal(view.isError, true);
+    });
+
+    it('says "no Python" for an interpreter that cannot run, and chooses one on click', () => {
+        const view = statusView('noPython', '/missing/python: ENOENT');
+        assert.match(view.text, /no Python/);
+        assert.equal(view.command, 'tritonsmith.chooseInterpreter');
+        assert.ok(view.tooltip.includes('ENOENT'));
+    });
+});
