@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -99,30 +100,16 @@ def _write_atomic(path: Path, content: bytes) -> None:
 def cmd_check(args: argparse.Namespace) -> int:
     workspace = _workspace(args, args.paths[0])
     base = Path.cwd()
+    paths = list(_python_files(args.paths))
     results: list[FileFindings] = []
     fixed_total = 0
-    for path in _python_files(args.paths):
-        try:
-            source = path.read_bytes()
-        except OSError as error:
-            print(f"error: {path}: cannot read: {error.strerror}", file=sys.stderr)
+    for outcome in _check_files(workspace, paths, fix=args.fix, jobs=_jobs(args.jobs, paths)):
+        if isinstance(outcome, str):
+            print(outcome, file=sys.stderr)
             continue
-        findings = workspace.check_source(source)
-        if args.fix and any(f.fix for f in findings):
-            original, before = source, len(findings)
-            for _ in range(5):  # fixes can uncover or unblock others; stop when nothing changes
-                fixable = [f for f in findings if f.fix]
-                if not fixable:
-                    break
-                updated = apply_fixes(source, fixable)
-                if updated == source:
-                    break
-                source = updated
-                findings = workspace.check_source(source)
-            if source != original:
-                _write_atomic(path, source)
-                fixed_total += max(before - len(findings), 0)
-        results.append(FileFindings(path, source, findings))
+        result, fixed = outcome
+        results.append(result)
+        fixed_total += fixed
     if args.format == "json":
         print(to_json(results, base=base))
     elif args.format == "sarif":
@@ -130,6 +117,77 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         print(to_text(results, base=base, fixed=fixed_total))
     return 1 if any(r.findings for r in results) and not args.exit_zero else 0
+
+
+# Below this much source, one process checks everything: starting others would cost more.
+PARALLEL_MIN_BYTES = 256 * 1024
+
+
+def _jobs(requested: int | None, paths: list[Path]) -> int:
+    """How many processes check `paths`: `--jobs`, else one per core for a large enough input.
+    Only where `fork` exists (the children inherit the loaded rules; nothing is re-read)."""
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods() or len(paths) < 2:
+        return 1
+    if requested is not None:
+        return max(1, min(requested, len(paths)))
+    size = 0
+    for path in paths:
+        with contextlib.suppress(OSError):
+            size += path.stat().st_size
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return 1 if size < PARALLEL_MIN_BYTES else max(1, min(cores, len(paths)))
+
+
+_WORKSPACE: Workspace | None = None  # the parent's, inherited by forked checkers
+
+
+def _check_files(workspace: Workspace, paths: list[Path], *, fix: bool,
+                 jobs: int) -> Iterator[tuple[FileFindings, int] | str]:
+    """Each file's findings (and how many `--fix` removed), in `paths` order, or an error line."""
+    global _WORKSPACE
+    if jobs <= 1:
+        for path in paths:
+            yield _check_one(workspace, path, fix)
+        return
+    import multiprocessing
+
+    _WORKSPACE = workspace
+    try:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            yield from pool.imap(_check_inherited, [(path, fix) for path in paths], chunksize=4)
+    finally:
+        _WORKSPACE = None
+
+
+def _check_inherited(item: tuple[Path, bool]) -> tuple[FileFindings, int] | str:
+    assert _WORKSPACE is not None
+    return _check_one(_WORKSPACE, *item)
+
+
+def _check_one(workspace: Workspace, path: Path, fix: bool) -> tuple[FileFindings, int] | str:
+    try:
+        source = path.read_bytes()
+    except OSError as error:
+        return f"error: {path}: cannot read: {error.strerror}"
+    findings = workspace.check_source(source)
+    fixed = 0
+    if fix and any(f.fix for f in findings):
+        original, before = source, len(findings)
+        for _ in range(5):  # fixes can uncover or unblock others; stop when nothing changes
+            fixable = [f for f in findings if f.fix]
+            if not fixable:
+                break
+            updated = apply_fixes(source, fixable)
+            if updated == source:
+                break
+            source = updated
+            findings = workspace.check_source(source)
+        if source != original:
+            _write_atomic(path, source)
+            fixed = max(before - len(findings), 0)
+    return FileFindings(path, source, findings), fixed
 
 
 def _rule_summary(rule: Rule) -> str:
@@ -490,6 +548,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     check.add_argument("--fix", action="store_true", help="apply the mechanical fixes in place")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    check.add_argument("--jobs", "-j", type=int, metavar="N",
+                       help="processes checking files at once (default: one per core for large inputs)")
     common(check)
     check.set_defaults(handler=cmd_check)
 

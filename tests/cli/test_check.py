@@ -170,3 +170,24 @@ def test_import_keeps_local_state_out_of_git(project: Path):
     memory.write_text("You cannot use tl.dot with K < 16||7\n")
     assert main(["rules", "import", str(memory)]) == 0
     assert "state.db" in (project / ".tritonsmith" / ".gitignore").read_text()
+
+
+def test_parallel_check_reports_and_fixes_exactly_as_one_process(project: Path, capsys, monkeypatch):
+    """`--jobs 2` forks checkers that inherit the loaded rules; the output is the same, in the
+    same order, and `--fix` rewrites the files the children checked."""
+    kernels = project / "kernels"
+    for i in range(6):
+        (kernels / f"bad_{i}.py").write_text(BAD.replace("scale_kernel", f"scale_kernel_{i}"))
+    assert main(["check", "kernels", "--format", "json", "--jobs", "1"]) == 1
+    one = capsys.readouterr()
+    assert main(["check", "kernels", "--format", "json", "--jobs", "2"]) == 1
+    two = capsys.readouterr()
+    assert json.loads(two.out) == json.loads(one.out) and two.err == one.err
+    assert len(json.loads(one.out)) >= 7 * 2
+    from tritonsmith import cli
+
+    monkeypatch.setattr(cli, "PARALLEL_MIN_BYTES", 0)  # the default picks processes by size
+    assert cli._jobs(None, sorted(kernels.glob("*.py"))) == min(len(__import__("os").sched_getaffinity(0)), 8)
+    assert main(["check", "kernels", "--fix", "--jobs", "2"]) == 0
+    assert (kernels / "bad.py").read_text() == GOOD
+    assert all((kernels / f"bad_{i}.py").read_text() == GOOD.replace("scale_kernel", f"scale_kernel_{i}") for i in range(6))
