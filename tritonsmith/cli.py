@@ -156,7 +156,7 @@ def _check_files(workspace: Workspace, paths: list[Path], *, fix: bool,
     _WORKSPACE = workspace
     try:
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            yield from pool.imap(_check_inherited, [(path, fix) for path in paths], chunksize=4)
+            yield from pool.imap(_check_inherited, [(path, fix) for path in paths])  # one file at a time: balanced
     finally:
         _WORKSPACE = None
 
