@@ -140,3 +140,28 @@ def test_extension_version_is_the_package_version():
     from tritonsmith import __version__
 
     assert MANIFEST["version"] == __version__
+
+
+def test_settings_are_listed_by_importance_not_alphabetically():
+    """The Settings UI sorts by name unless each setting has an order: the interpreter and
+    verification come first, the tuning knobs last."""
+    orders = {name.split(".", 1)[1]: spec.get("order") for name, spec in PROPERTIES.items()}
+    assert all(isinstance(o, int) for o in orders.values()), orders
+    assert len(set(orders.values())) == len(orders)
+    first = sorted(orders, key=orders.__getitem__)
+    assert first[:3] == ["interpreter", "verifyOnSave", "verifyAfterAutosave"]
+    assert first.index("maxMessageMb") > first.index("select")
+
+
+def test_the_extension_page_is_the_users_readme_and_its_images_ship():
+    """vsce packages client-vscode/README.md as the extension's page (--readme-path), where links
+    resolve from the package root; the images it shows must exist and be packaged."""
+    import re
+
+    assert "--readme-path client-vscode/README.md" in MANIFEST["scripts"]["package"]
+    readme = (ROOT / "client-vscode" / "README.md").read_text(encoding="utf-8")
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", readme)
+    assert images and all((ROOT / image).is_file() for image in images), images
+    shipped = (ROOT / ".vscodeignore").read_text(encoding="utf-8")
+    assert "!client-vscode/images/*.png" in shipped and "\n!README.md" not in shipped
+    assert (ROOT / MANIFEST["icon"]).is_file()

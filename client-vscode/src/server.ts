@@ -255,7 +255,12 @@ export class ServerManager implements vscode.Disposable {
         return this.serialize(async () => {
             this.options.output.info(`Restarting the server: ${reason}`);
             await this.doStop();
+            this.options.status.set('starting', `restarting: ${reason}`);
             await this.doStart();
+            if (this.client?.isRunning()) {
+                // The status item goes back to its steady icon; say once that the restart happened.
+                vscode.window.setStatusBarMessage(`$(check) ${TOOL_CONFIG.displayName}: server restarted`, 4000);
+            }
         });
     }
 
