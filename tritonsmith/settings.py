@@ -54,6 +54,9 @@ class Settings:
     verify_after_autosave: int = 5
     """Seconds without an edit after an automatic save (files.autoSave) before the file is verified; an explicit save verifies at once, an autosave compiles only; 0: verify on explicit saves only."""
 
+    compile_while_typing_ms: int = 500
+    """After this many milliseconds without an edit, the kernels edited since their last compile are compiled again (for the first target) from the unsaved text, so compiler errors stay current while typing; 0: compile on save only."""
+
     log_level: str = "info"
     """How much the language server logs to its output: error, warning, info (one line per compile, verification and search) or debug."""
 
@@ -178,6 +181,10 @@ def _coerce(key: str, value: Any) -> Any:
     if key == "verify_after_autosave":
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ConfigError(f"setting 'verifyAfterAutosave' must be a whole number of seconds, got {value!r}")
+        return value
+    if key == "compile_while_typing_ms":
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"setting 'compileWhileTypingMs' must be a whole number of milliseconds, got {value!r}")
         return value
     if key == "inlay_hints":
         if not isinstance(value, bool):

@@ -295,6 +295,31 @@ async def test_save_compiles_for_the_target_and_reports_per_config(client: Langu
 
 
 @pytest.mark.compiler
+async def test_a_pause_in_typing_compiles_the_edited_kernel_again_without_a_save(client: LanguageClient):
+    """Issue 16, item 1: after a save, an edited kernel is compiled again from the unsaved text
+    once typing pauses (compileWhileTypingMs, 500 ms by default): the compiler confirms the new
+    mistake without a save."""
+    pytest.importorskip("triton")
+    uri = await _open(client, "typing.py", MATMUL_CONFIGS)
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    await _wait_for(client, uri, lambda d: d is not None and any("tritonsmith-verify" in (x.source or "") for x in d),
+                    timeout=120)
+    # num_warps=6 becomes num_warps=3: a different text, so the saved compile finding is hidden
+    # and only the rule reports it at first; the compile after the pause confirms it.
+    line = MATMUL_CONFIGS.splitlines()[7]
+    column = line.index("num_warps=6") + len("num_warps=")
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(types.Position(7, column), types.Position(7, column + 1)), text="3")]))
+    await _wait_for(client, uri, lambda d: d is not None and [x.source for x in d if x.code == "TS901"] == ["tritonsmith"])
+    confirmed = await _wait_for(client, uri, lambda d: d is not None and [x.source for x in d if x.code == "TS901"]
+                                == ["tritonsmith, tritonsmith-verify"], timeout=120)
+    assert [x.range.start.line for x in confirmed if x.code == "TS901"] == [7]
+    assert "num_warps=6" in (Path(client.root) / "typing.py").read_text()  # never saved
+
+
+@pytest.mark.compiler
 async def test_save_verifies_a_kernelbench_problem_against_its_reference(client: LanguageClient):
     pytest.importorskip("triton")
     pytest.importorskip("numpy")  # the Triton interpreter needs it

@@ -20,7 +20,7 @@ from ..analysis.document import Document
 from ..analysis.index import ModuleIndex, index_module
 from ..rules.findings import Finding
 
-__all__ = ["CompileFinding", "anchor", "live", "merge"]
+__all__ = ["CompileFinding", "anchor", "kernel_texts", "live", "merge"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,18 @@ def anchor(source: str, by_kernel: Iterable[tuple[str, list[Finding]]], whole_fi
             else:
                 out.append(CompileFinding(finding, None, data))
     out += [CompileFinding(finding, None, data) for finding in whole_file]
+    return out
+
+
+def kernel_texts(source: str, names: Iterable[str]) -> dict[str, bytes]:
+    """The definitions' texts of the named kernels in `source` (what was compiled), by name."""
+    document = Document(source)
+    index = index_module(document.root)
+    out = {}
+    for name in names:
+        kernel = index.kernel(name)
+        if kernel is not None:
+            out[name] = document.source[kernel.outer.start_byte:kernel.outer.end_byte]
     return out
 
 

@@ -7,6 +7,11 @@ harness) against its reference, timed when there is a GPU. A newer save of the s
 cancels the older job (its workers are killed) before the new one starts. The work runs in the
 evaluator's sandboxed worker pools, off the event loop, so typing stays fast while a job runs.
 Results become diagnostics (source `tritonsmith-verify`) and code lenses.
+
+Between saves, a pause in typing (`compileWhileTypingMs`) compiles again, for the first target
+only and from the unsaved text, the kernels whose definition changed since they were last
+compiled: compiler errors appear and clear while typing. Those compiles are not recorded in the
+failure log (half-typed text is not a failure to learn from).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from ..evaluator.reports import (
 )
 from ..evaluator.verify import Verdict, default_mode, detect_specs, verify_spec
 from ..version import installed_triton_version
-from .compile_findings import anchor
+from .compile_findings import anchor, kernel_texts
 
 if TYPE_CHECKING:
     from ..evaluator.reports import KernelReport
@@ -70,7 +75,10 @@ class CompileJobs:
         self._idle: dict[str, asyncio.TimerHandle] = {}  # verifications waiting for no edits after an autosave
         self._save_reasons: dict[str, types.TextDocumentSaveReason] = {}
         self.running: dict[str, asyncio.Task[None]] = {}
+        self._typing: dict[str, asyncio.TimerHandle] = {}  # compiles waiting for a pause in typing
+        self._typing_cancel: dict[str, threading.Event] = {}
         self._failure_log: FailureLog | None = None
+        self._available: bool | None = None
 
     @property
     def pool(self) -> WorkerPool:
@@ -126,7 +134,10 @@ class CompileJobs:
             log.exception("failures of %s not recorded", path)
 
     def available(self) -> bool:
-        return installed_triton_version() is not None
+        """Whether Triton is installed (read once: the client restarts the server after installing it)."""
+        if self._available is None:
+            self._available = installed_triton_version() is not None
+        return self._available
 
     def will_save(self, uri: str, reason: types.TextDocumentSaveReason) -> None:
         """Why the next save of `uri` happens (`textDocument/willSave`): an explicit save, or
@@ -134,9 +145,70 @@ class CompileJobs:
         self._save_reasons[uri] = reason
 
     def on_change(self, uri: str) -> None:
-        """An edit: a verification waiting for the editor to be idle after an autosave waits again."""
+        """An edit: a verification waiting for the editor to be idle after an autosave waits
+        again, and so does the compile of the edited kernels."""
         if (waiting := self._idle.pop(uri, None)) is not None:
             waiting.cancel()
+        self._stop_typing_compile(uri)
+        settings = self.server.workspace_state.settings
+        state = self.server.documents.get(uri)
+        if (settings.compile_while_typing_ms <= 0 or settings.verify_on_save == "off" or state is None
+                or not state.compiled_texts or not self.available()):
+            return  # nothing compiled yet: the first compile is a save's
+        loop = asyncio.get_running_loop()
+        self._typing[uri] = loop.call_later(settings.compile_while_typing_ms / 1000, self._compile_edited, uri)
+
+    def _stop_typing_compile(self, uri: str) -> None:
+        if (waiting := self._typing.pop(uri, None)) is not None:
+            waiting.cancel()
+        if (running := self._typing_cancel.pop(uri, None)) is not None:
+            running.set()
+
+    def _compile_edited(self, uri: str) -> None:
+        """After a pause in typing: compile the kernels edited since their last compile."""
+        self._typing.pop(uri, None)
+        state = self.server.documents.get(uri)
+        task = self.running.get(uri)
+        if state is None or (task is not None and not task.done()):
+            return  # closed, or a save's job is compiling it anyway
+        index = self.server.current_index(state)
+        data = state.document.source
+        edited = [k.name for k in index.kernels if k.name in state.compiled_texts
+                  and data[k.outer.start_byte:k.outer.end_byte] != state.compiled_texts[k.name]]
+        if not edited:
+            return
+        cancel = threading.Event()
+        self._typing_cancel[uri] = cancel
+        asyncio.ensure_future(self._compile_typed(uri, state.document.text, edited, cancel))
+
+    async def _compile_typed(self, uri: str, source: str, kernels: list[str], cancel: threading.Event) -> None:
+        settings = self.server.workspace_state.settings
+        targets = (list(settings.targets) or ["sm_90"])[:1]
+        path = to_fs_path(uri) or uri
+        began = time.monotonic()
+        try:
+            learned = await asyncio.to_thread(self._learned_rules)
+            reports = await asyncio.to_thread(compile_file, self.pool, source, path=path, targets=targets,
+                                              kernels=kernels, cancel_event=cancel, rules=learned)
+            anchored = await asyncio.to_thread(anchor, source, [(r.kernel, r.findings) for r in reports])
+            texts = await asyncio.to_thread(kernel_texts, source, kernels)
+        except Exception:  # a bug here must not take the editor down
+            log.exception("compile of %s while typing failed", uri)
+            return
+        state = self.server.documents.get(uri)
+        if cancel.is_set() or state is None or state.document.text != source:
+            return  # typed on meanwhile: the next pause compiles again
+        if self._typing_cancel.get(uri) is cancel:
+            del self._typing_cancel[uri]
+        done = set(kernels)
+        state.compile_findings = [c for c in state.compile_findings if c.kernel not in done] + anchored
+        state.compile_reports = [r for r in state.compile_reports if r.kernel not in done] + list(reports)
+        state.compiled_texts.update(texts)
+        log.info("%s: %s compiled while typing for %s: %s (%.1f s)", Path(path).name, ", ".join(kernels),
+                 targets[0], "ok" if all(r.ok for r in reports) else "errors", time.monotonic() - began)
+        from .publish import publish
+
+        publish(self.server, state)
 
     def on_save(self, uri: str, *, now: bool = False) -> None:
         """Schedule a compile of `uri`, replacing a pending or running one. An explicit save
@@ -153,7 +225,9 @@ class CompileJobs:
         loop = asyncio.get_running_loop()
         if uri in self._pending:
             self._pending.pop(uri).cancel()
-        self.on_change(uri)
+        if (waiting := self._idle.pop(uri, None)) is not None:
+            waiting.cancel()
+        self._stop_typing_compile(uri)  # the save compiles everything
         self._pending[uri] = loop.call_later(0 if now else SAVE_DEBOUNCE_S, self._start, uri, not autosave)
         if autosave and settings.verify_after_autosave > 0:
             state = self.server.documents.get(uri)
@@ -238,6 +312,7 @@ class CompileJobs:
         checked = [f for verdict in verdicts if not verdict.ok for f in verdict_findings(Document(source), verdict)]
         state.compile_findings = await asyncio.to_thread(
             anchor, source, [(r.kernel, r.findings) for r in reports], checked)
+        state.compiled_texts = await asyncio.to_thread(kernel_texts, source, [r.kernel for r in reports])
         from .publish import publish, refresh
 
         publish(self.server, state)
@@ -279,10 +354,14 @@ class CompileJobs:
             self.server.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
 
     def close(self) -> None:
-        for handle in (*self._pending.values(), *self._idle.values()):
+        for handle in (*self._pending.values(), *self._idle.values(), *self._typing.values()):
             handle.cancel()
+        for event in self._typing_cancel.values():
+            event.set()
         self._pending.clear()
         self._idle.clear()
+        self._typing.clear()
+        self._typing_cancel.clear()
         if self._pool is not None:
             self._pool.close()
             self._pool = None

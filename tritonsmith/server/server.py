@@ -73,6 +73,9 @@ class OpenDocument:
     compile_findings: list[CompileFinding] = field(default_factory=list)
     compile_reports: list[KernelReport] = field(default_factory=list)
     compile_cancel: threading.Event | None = None
+    # Each kernel's definition as last compiled (a save, or a pause in typing): a kernel whose
+    # text differs is compiled again after the next pause (jobs.py, compileWhileTypingMs).
+    compiled_texts: dict[str, bytes] = field(default_factory=dict)
     verdicts: list[Verdict] = field(default_factory=list)  # the last save's checks against references
 
 
