@@ -33,6 +33,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         openDiff: (result, column) => reviews.openDiff(result, column),
         openOriginal: (result, column) => reviews.openOriginal(result, column),
         openNode: (result, nodeId, column) => reviews.openNode(result, nodeId, column),
+        nodeChange: (result, nodeId) => reviews.nodeChange(result, nodeId),
         running: () => progress.running(),
     });
     const server = new ServerManager({

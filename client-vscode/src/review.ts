@@ -38,6 +38,12 @@ export function parseSearchDocUri(uri: { scheme: string; path: string }): { sear
 /** Runs a server command (vscode-languageclient registers them as VS Code commands). */
 export type ExecuteCommand = (command: string, ...args: unknown[]) => PromiseLike<unknown>;
 
+/** What a search step changed: a unified diff against node `against`. */
+export interface NodeChange {
+    readonly against: number;
+    readonly diff: string;
+}
+
 export const ACCEPT = 'Accept';
 export const REJECT = 'Reject';
 export const SHOW_TREE = 'Show search tree';
@@ -90,6 +96,8 @@ export class SearchReviews implements vscode.TextDocumentContentProvider, vscode
     readonly onDidDecide = this.decided.event;
     /** Node sources fetched from the server, by their `tritonsmith-search:` URI. */
     private readonly nodeSources = new Map<string, string>();
+    /** What each fetched node changed against its parent, by `searchId:nodeId` (undefined: not in the journal). */
+    private readonly nodeChanges = new Map<string, NodeChange | undefined>();
     private readonly changed = new vscode.EventEmitter<string>();
     /** Fires a search id when a result arrives or is decided. */
     readonly onDidChangeResult = this.changed.event;
@@ -252,6 +260,28 @@ export class SearchReviews implements vscode.TextDocumentContentProvider, vscode
         this.nodeSources.set(uri.toString(), source);
         this.docChanged.fire(uri);
         return uri;
+    }
+
+    /** What node `nodeId` changed against its parent: the server's unified diff, from the journal. */
+    async nodeChange(result: SearchResult, nodeId: number): Promise<NodeChange | undefined> {
+        const key = `${result.searchId}:${nodeId}`;
+        if (!this.nodeChanges.has(key)) {
+            let change: NodeChange | undefined;
+            if (result.journalId) {
+                try {
+                    const node = (await this.execute(TOOL_CONFIG.serverCommands.searchNode, result.journalId, nodeId)) as
+                        | { diff?: unknown; diffAgainst?: unknown }
+                        | null;
+                    if (typeof node?.diff === 'string' && typeof node.diffAgainst === 'number') {
+                        change = { against: node.diffAgainst, diff: node.diff };
+                    }
+                } catch (error) {
+                    this.log(`searchNode(${result.journalId}, ${nodeId}) failed: ${String(error)}`);
+                }
+            }
+            this.nodeChanges.set(key, change);
+        }
+        return this.nodeChanges.get(key);
     }
 
     /** The original as the search saw it ↔ node `nodeId`'s source (fetched from the server's journal). */

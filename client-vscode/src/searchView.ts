@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import { TOOL_CONFIG } from './config';
 import type { RunningSearch } from './progress';
-import type { PastSearch } from './review';
+import type { NodeChange, PastSearch } from './review';
 import {
     COLORS,
     formatSpeedup,
@@ -130,8 +130,14 @@ export function renderSearchHtml(state: ViewState, nonce: string, cspSource: str
             '</p>' +
             (result.live || !result.improved ? '' : `<p>${buttons}<button data-action="diff" class="secondary">Open diff</button></p>`) +
             '</header>' +
-            `<svg class="tree" width="${layout.width}" height="${layout.height}" viewBox="0 0 ${layout.width} ${layout.height}">` +
-            `${edges}${nodes}</svg>` +
+            // Fitted to the panel's width (never drawn larger than its natural size); "Actual
+            // size" lets a wide tree overflow and scroll, and the keys move between nodes.
+            '<p class="zoom"><button data-zoom="fit" class="secondary" aria-pressed="true">Fit</button> ' +
+            '<button data-zoom="actual" class="secondary" aria-pressed="false">Actual size</button> ' +
+            '<span class="hint">← → between nodes, Enter to open one</span></p>' +
+            `<div class="scroller"><svg class="tree fit" width="${layout.width}" height="${layout.height}" ` +
+            `viewBox="0 0 ${layout.width} ${layout.height}" preserveAspectRatio="xMinYMin meet" role="group" ` +
+            `aria-label="search tree">${edges}${nodes}</svg></div>` +
             '<p class="legend">' +
             `<span><i style="background:${COLORS.correct}"></i>correct</span>` +
             `<span><i style="background:${COLORS.wrong}"></i>wrong result</span>` +
@@ -143,8 +149,13 @@ export function renderSearchHtml(state: ViewState, nonce: string, cspSource: str
             '<section id="details" class="details">Click a node for its details.</section>';
     }
     const data = result
-        ? { nodes: result.tree, bestId: result.bestId, measured: measuredLabel(result.measuredOn) }
-        : { nodes: [], bestId: null, measured: '' };
+        ? {
+              nodes: result.tree,
+              bestId: result.bestId,
+              measured: measuredLabel(result.measuredOn),
+              confirmation: result.confirmation?.text ?? null,
+          }
+        : { nodes: [], bestId: null, measured: '', confirmation: null };
     return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="${csp}">
@@ -154,8 +165,11 @@ export function renderSearchHtml(state: ViewState, nonce: string, cspSource: str
 body { font-family: var(--vscode-font-family); color: var(--vscode-foreground); padding: 0 16px 16px; }
 h1 { font-size: 1.2em; margin: 12px 0 4px; } h2 { font-size: 1em; margin: 8px 0 4px; }
 .running { border-left: 3px solid ${COLORS.refine}; padding-left: 8px; }
-svg.tree { display: block; margin: 8px 0; overflow: visible; }
-.node { cursor: pointer; } .node:focus circle, .node:hover circle { stroke: var(--vscode-focusBorder); stroke-width: 3; }
+.scroller { overflow: auto; max-width: 100%; }
+svg.tree { display: block; margin: 8px 0; }
+svg.tree.fit { width: 100%; height: auto; }
+.zoom .hint { opacity: 0.7; margin-left: 8px; }
+.node { cursor: pointer; outline: none; } .node:focus circle, .node:hover circle { stroke: var(--vscode-focusBorder); stroke-width: 3; }
 .node text.id { fill: #fff; font-weight: bold; font-size: 12px; pointer-events: none; }
 .node text.speedup { fill: var(--vscode-foreground); font-size: 11px; pointer-events: none; }
 .legend span { margin-right: 14px; white-space: nowrap; }
@@ -165,6 +179,10 @@ svg.tree { display: block; margin: 8px 0; overflow: visible; }
 button { background: var(--vscode-button-background); color: var(--vscode-button-foreground); border: none; padding: 4px 12px; cursor: pointer; }
 button.secondary { background: var(--vscode-button-secondaryBackground); color: var(--vscode-button-secondaryForeground); }
 .decided, .empty { opacity: 0.8; }
+pre.diff { font-family: var(--vscode-editor-font-family); font-size: 12px; overflow-x: auto; margin: 4px 0; }
+pre.diff .add { color: var(--vscode-gitDecoration-addedResourceForeground, #3fb950); }
+pre.diff .del { color: var(--vscode-gitDecoration-deletedResourceForeground, #f85149); }
+pre.diff .hunk { opacity: 0.7; }
 </style></head>
 <body>${running}${body}
 <script nonce="${nonce}">
@@ -178,16 +196,50 @@ function show(id) {
   const speed = node.speedup === null ? '—' : node.speedup.toFixed(2) + '× (' + data.measured + ')';
   let text = '#' + node.id + ' · ' + node.kind + (node.parent === null ? '' : ' of #' + node.parent) +
     ' · ' + (label[node.outcome] || 'not evaluated') + ' · ' + speed;
+  if (node.id === data.bestId && data.confirmation) text += '\\nConfirmed: ' + data.confirmation;
+  if (node.sameAs !== undefined && node.sameAs !== null) text += '\\nThe same kernel as #' + node.sameAs + ' once hints are set aside (not re-timed).';
   if (node.message) text += '\\n' + node.message;
   if (node.id === 0) text += '\\nThe original kernel: opened beside.';
   else text += '\\nIts diff against the original is open beside.';
   details.textContent = text;
+  details.setAttribute('data-node', String(id));
 }
-document.querySelectorAll('.node').forEach((el) => {
+const nodeEls = Array.from(document.querySelectorAll('.node'));
+nodeEls.forEach((el, i) => {
   const id = Number(el.getAttribute('data-id'));
   const pick = () => { show(id); vscode.postMessage({ type: 'node', id }); };
   el.addEventListener('click', pick);
-  el.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') pick(); });
+  el.addEventListener('focus', () => show(id));
+  el.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); pick(); }
+    const step = e.key === 'ArrowRight' || e.key === 'ArrowDown' ? 1 : e.key === 'ArrowLeft' || e.key === 'ArrowUp' ? -1 : 0;
+    if (step) { e.preventDefault(); nodeEls[(i + step + nodeEls.length) % nodeEls.length].focus(); }
+  });
+});
+window.addEventListener('message', (event) => {
+  const message = event.data;
+  if (!message || message.type !== 'change' || !details || typeof message.diff !== 'string') return;
+  const shown = details.getAttribute('data-node');
+  if (shown !== null && Number(shown) !== message.id) return;  // another node was picked meanwhile
+  const title = document.createElement('div');
+  title.textContent = 'Change against #' + message.against + ':';
+  const pre = document.createElement('pre');
+  pre.className = 'diff';
+  for (const line of message.diff.split('\n')) {
+    const span = document.createElement('span');
+    span.className = line.startsWith('+') ? 'add' : line.startsWith('-') ? 'del' : line.startsWith('@@') ? 'hunk' : '';
+    span.textContent = line + '\n';
+    pre.appendChild(span);
+  }
+  details.appendChild(title);
+  details.appendChild(pre);
+});
+document.querySelectorAll('button[data-zoom]').forEach((el) => {
+  el.addEventListener('click', () => {
+    const fit = el.getAttribute('data-zoom') === 'fit';
+    document.querySelector('svg.tree')?.classList.toggle('fit', fit);
+    document.querySelectorAll('button[data-zoom]').forEach((b) => b.setAttribute('aria-pressed', String(b === el)));
+  });
 });
 document.querySelectorAll('button[data-action]').forEach((el) => {
   el.addEventListener('click', () => vscode.postMessage({ type: el.getAttribute('data-action') }));
@@ -207,6 +259,8 @@ export interface SearchViewHost {
     openOriginal(result: SearchResult, column?: vscode.ViewColumn): Promise<unknown>;
     /** The original ↔ node `nodeId`'s source (fetched from the server). */
     openNode(result: SearchResult, nodeId: number, column?: vscode.ViewColumn): Promise<unknown>;
+    /** What node `nodeId` changed against its parent (a unified diff), when the journal has it. */
+    nodeChange(result: SearchResult, nodeId: number): Promise<NodeChange | undefined>;
     running(): readonly RunningSearch[];
 }
 
@@ -303,7 +357,16 @@ export class SearchView implements vscode.Disposable {
                 } else {
                     await this.host.openNode(result, message.id, vscode.ViewColumn.One);
                 }
+                await this.showChange(result, message.id);
                 break;
+        }
+    }
+
+    /** What the node changed against its parent, in the page's details (from the server's journal). */
+    private async showChange(result: SearchResult, nodeId: number): Promise<void> {
+        const change = await this.host.nodeChange(result, nodeId);
+        if (change && this.panel && this.current()?.searchId === result.searchId) {
+            await this.panel.webview.postMessage({ type: 'change', id: nodeId, against: change.against, diff: change.diff });
         }
     }
 

@@ -292,8 +292,11 @@ async def test_optimize_reports_progress_and_offers_the_faster_kernel_for_review
     assert node["source"] == result["best"] and node["outcome"] == "correct"
     assert node["speedup"] == result["screeningSpeedup"]
     assert node["kind"] in ("refine", "regenerate") and "message" in node
+    # What the step changed, against its parent (or the original): a unified diff, no file names.
+    assert node["diffAgainst"] in {n["id"] for n in tree} and node["diff"].startswith("@@")
+    assert any(line.startswith("+") for line in node["diff"].splitlines())
     root = await _command(client, "tritonsmith.server.searchNode", journal_id, 0)
-    assert root["source"] == text and root["kind"] == "root"
+    assert root["source"] == text and root["kind"] == "root" and "diff" not in root
     assert await _command(client, "tritonsmith.server.searchNode", journal_id, 99) is None
     assert await _command(client, "tritonsmith.server.searchTree", "s-nope") is None
 

@@ -725,12 +725,30 @@ def search_node(roots: list[Path], journal_id: str, node_id: int) -> dict[str, A
     loaded = _load(roots, journal_id)
     if loaded is None:
         return None
-    node = loaded[2].nodes.get(node_id)
+    nodes = loaded[2].nodes
+    node = nodes.get(node_id)
     if node is None or node.evaluation is None:
         return None
     entry = _node_entry(node, full_message=True)
     entry["source"] = node.source
+    # What this step changed: against its parent, or the original for a regenerated head.
+    base = nodes.get(node.parent) if node.parent is not None and node.parent >= 0 else None
+    base = base if base is not None and base.source else (nodes.get(0) if node_id != 0 else None)
+    if base is not None:
+        entry["diffAgainst"] = base.id
+        entry["diff"] = step_diff(base.source, node.source)
     return entry
+
+
+DIFF_MAX_LINES = 80
+
+
+def step_diff(before: str, after: str) -> str:
+    """A unified diff of one step (one line of context), cut at `DIFF_MAX_LINES` lines."""
+    lines = list(difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=1))[2:]  # no file names
+    if len(lines) > DIFF_MAX_LINES:
+        lines = lines[:DIFF_MAX_LINES] + [f"... {len(lines) - DIFF_MAX_LINES} more lines"]
+    return "\n".join(lines)
 
 
 def search_tree(roots: list[Path], journal_id: str) -> dict[str, Any] | None:

@@ -216,3 +216,25 @@ describe('search review: live trees, node diffs, past searches', () => {
         assert.equal(calls.length, 2, 'read once');
     });
 });
+
+describe('search review (what a step changed)', () => {
+    beforeEach(() => fake.reset());
+
+    it("asks the journal once for a node's diff against its parent, and tolerates a journal without it", async () => {
+        const calls: unknown[][] = [];
+        const reviews = new SearchReviews((command, ...args) => {
+            calls.push([command, ...args]);
+            const id = args[1];
+            return Promise.resolve(id === 2 ? { source: 'x', diffAgainst: 0, diff: '@@ -1 +1 @@\n-a\n+b' } : { source: 'y' });
+        }, () => undefined);
+        fake.messageAnswers.push(undefined);
+        await reviews.receive(payload());
+        const [result] = reviews.results();
+        assert.ok(result);
+        assert.deepEqual(await reviews.nodeChange(result, 2), { against: 0, diff: '@@ -1 +1 @@\n-a\n+b' });
+        assert.deepEqual(await reviews.nodeChange(result, 2), { against: 0, diff: '@@ -1 +1 @@\n-a\n+b' });
+        assert.equal(await reviews.nodeChange(result, 1), undefined);
+        assert.deepEqual(calls.map((call) => call[2]), [2, 1], 'each node asked once');
+        assert.ok(calls.every((call) => call[0] === TOOL_CONFIG.serverCommands.searchNode));
+    });
+});

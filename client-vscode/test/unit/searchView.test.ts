@@ -101,6 +101,10 @@ describe('search tree model', () => {
         assert.ok(html.includes('interpreter time') && !html.includes('GPU time'));
         assert.ok(html.includes('data-action="accept"') && html.includes('step 1/3'));
         assert.ok(html.includes('3.50×'));
+        // Fitted to the panel (scaled down, never up), with an "Actual size" that scrolls, and keys.
+        assert.match(html, /<svg class="tree fit" [^>]*viewBox="0 0 \d+ \d+" preserveAspectRatio="xMinYMin meet"/);
+        assert.ok(html.includes('data-zoom="fit"') && html.includes('data-zoom="actual"') && html.includes('ArrowRight'));
+        assert.match(html, /\.node \{ cursor: pointer; outline: none; \}/, 'no focus box over the labels');
         const decided = renderSearchHtml({ result, running: [], pending: false }, 'N', 'c');
         assert.ok(!decided.includes('data-action="accept"'));
         const applied = renderSearchHtml({ result, running: [], pending: false, outcome: 'applied 3.50× at 11:02' }, 'N', 'c');
@@ -129,12 +133,16 @@ describe('search tree model', () => {
             openDiff: () => Promise.resolve(opened.push('best')),
             openOriginal: () => Promise.resolve(opened.push('original')),
             openNode: (_r, id) => Promise.resolve(opened.push(`node ${id}`)),
+            nodeChange: (_r, id) => {
+                opened.push(`change ${id}`);
+                return Promise.resolve(undefined);
+            },
             running: () => [],
         });
         await view.onMessage({ type: 'node', id: 1 });
         await view.onMessage({ type: 'node', id: 2 });
         await view.onMessage({ type: 'node', id: 0 });
-        assert.deepEqual(opened, ['node 1', 'best', 'original']);
+        assert.deepEqual(opened, ['node 1', 'change 1', 'best', 'change 2', 'original', 'change 0']);
         const none = parseSearchResult(payload({ improved: false, best: '', bestId: null, speedup: null, confirmation: null, result: '' }));
         const html = renderSearchHtml({ result: none, running: [], pending: false }, 'N', 'c');
         assert.ok(!html.includes('data-action="accept"') && !html.includes('data-action="diff"'));
