@@ -1,4 +1,5 @@
-"""A real editor: headless Neovim 0.11 shows the diagnostic with its code and applies the fix."""
+"""A real editor: headless Neovim 0.11 shows the diagnostic with its code, applies the fix, shows
+the hover, and survives the server's death (issue 16's Neovim test)."""
 
 from __future__ import annotations
 
@@ -46,3 +47,5 @@ def test_neovim_shows_diagnostic_and_applies_quick_fix(tmp_path: Path):
     assert proc.returncode == 0, output
     assert "diagnostic: TS109" in output
     assert "fixed line:     tl.store(x_ptr + offs, x.to(tl.float32), mask=offs < n)" in output
+    assert "hover: " in output and "offs" in output.split("hover: ", 1)[1].splitlines()[0]
+    assert "server exit reported: code 1; editor still running" in output
