@@ -225,10 +225,10 @@ window.addEventListener('message', (event) => {
   title.textContent = 'Change against #' + message.against + ':';
   const pre = document.createElement('pre');
   pre.className = 'diff';
-  for (const line of message.diff.split('\n')) {
+  for (const line of message.diff.split('\\n')) {
     const span = document.createElement('span');
     span.className = line.startsWith('+') ? 'add' : line.startsWith('-') ? 'del' : line.startsWith('@@') ? 'hunk' : '';
-    span.textContent = line + '\n';
+    span.textContent = line + '\\n';
     pre.appendChild(span);
   }
   details.appendChild(title);

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import * as vm from 'node:vm';
 import { describe, it } from 'node:test';
 import { COLORS, layoutTree, measuredLabel, parseSearchResult, summarize, type SearchNode } from '../../src/searchResult';
 import { SearchView, parseViewMessage, renderSearchHtml } from '../../src/searchView';
@@ -105,6 +106,10 @@ describe('search tree model', () => {
         assert.match(html, /<svg class="tree fit" [^>]*viewBox="0 0 \d+ \d+" preserveAspectRatio="xMinYMin meet"/);
         assert.ok(html.includes('data-zoom="fit"') && html.includes('data-zoom="actual"') && html.includes('ArrowRight'));
         assert.match(html, /\.node \{ cursor: pointer; outline: none; \}/, 'no focus box over the labels');
+        // The page's script must parse: a raw newline in a string literal once broke every button.
+        const script = /<script nonce="NONCE">([\s\S]*)<\/script>/.exec(html)?.[1] ?? '';
+        assert.ok(script.includes('acquireVsCodeApi'));
+        assert.doesNotThrow(() => new vm.Script(script), 'the webview script is valid JavaScript');
         const decided = renderSearchHtml({ result, running: [], pending: false }, 'N', 'c');
         assert.ok(!decided.includes('data-action="accept"'));
         const applied = renderSearchHtml({ result, running: [], pending: false, outcome: 'applied 3.50× at 11:02' }, 'N', 'c');
