@@ -30,7 +30,6 @@ Nothing here imports torch or triton.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import random
 import shutil
@@ -45,7 +44,7 @@ from typing import Any
 
 from .pool import WorkerPool
 from .protocol import Job, Result
-from .sandbox import runs_dir
+from .sandbox import digests_for, runs_dir, write_recorded
 from .sizes import rewrite_constants
 from .specs import HarnessSpec, Spec
 from .stats import SIDES, Confirmation, ConfirmationError, RoundPolicy, confirm
@@ -110,9 +109,7 @@ def confirm_speedup(
     for role, text in texts.items():
         (folder / role).mkdir(parents=True)
         paths[role] = folder / role / filename
-        written = rewrite_constants(text, sizes)
-        paths[role].write_text(written, encoding="utf-8")
-        digests[str(paths[role])] = hashlib.sha256(written.encode("utf-8")).hexdigest()
+        write_recorded(paths[role], rewrite_constants(text, sizes), digests)
     data.mkdir()
     worker_env = dict(os.environ if env is None else env)
     if mode == "interpreter":
@@ -120,8 +117,8 @@ def confirm_speedup(
     common = {"data_dir": str(data), "seed": seed, "mode": mode, "problem": spec.problem()}
 
     def job(kind: str, **payload: Any) -> Job:
-        sha256 = {v: digests[v] for v in payload.values() if isinstance(v, str) and v in digests}
-        return Job(kind, {**common, **payload, "sha256": sha256}, timeout_s=timeout_s, memory_mb=memory_mb)
+        return Job(kind, {**common, **payload, "sha256": digests_for(payload, digests)}, timeout_s=timeout_s,
+                   memory_mb=memory_mb)
 
     chooser = random.Random(seed ^ 0xC0F1)
     check_key = chooser.randrange(2**31 - 1)

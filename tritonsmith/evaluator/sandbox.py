@@ -26,6 +26,7 @@ takes the server's secret values out of anything a worker sends back.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import re
@@ -34,8 +35,11 @@ import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 __all__ = [
+    "digests_for",
+    "write_recorded",
     "HANG_FACTOR",
     "HANG_FLOOR_S",
     "SECRET_NAME",
@@ -407,3 +411,16 @@ def runs_dir() -> Path:
     path = Path(tempfile.gettempdir()) / f"tritonsmith-runs-{os.getuid() if hasattr(os, 'getuid') else 0}"
     path.mkdir(mode=0o700, exist_ok=True)
     return path
+
+
+def write_recorded(path: Path, text: str, written: dict[str, str]) -> None:
+    """Write a file a worker will import into the runs folder, and record its sha256 in
+    `written`: every worker may write there, so a job imports only bytes with that digest."""
+    data = text.encode("utf-8")
+    path.write_bytes(data)
+    written[str(path)] = hashlib.sha256(data).hexdigest()
+
+
+def digests_for(payload: dict[str, Any], written: dict[str, str]) -> dict[str, str]:
+    """The recorded digests of the files a job's payload names (its `sha256` entry)."""
+    return {v: written[v] for v in payload.values() if isinstance(v, str) and v in written}

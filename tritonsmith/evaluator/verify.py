@@ -29,7 +29,6 @@ Nothing here imports torch or triton: the server imports this module (tests/test
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import random
 import shutil
@@ -46,7 +45,7 @@ from .jail import JAIL_REDUCED
 from .policy import judge_work, parse_policy
 from .pool import WorkerPool
 from .protocol import Job, Result
-from .sandbox import STARTUP_S, default_memory_mb, hang_limit, runs_dir
+from .sandbox import STARTUP_S, default_memory_mb, digests_for, hang_limit, runs_dir, write_recorded
 from .sizes import (
     KERNELBENCH_INPUTS,
     SizePlan,
@@ -328,7 +327,7 @@ class _Run:
         stall = hang_limit(self.reference_s, self.hang_override)
         # The digests of the files it imports, as written here: a candidate that edits one (its
         # own, a concurrent one's, the reference) is caught, and the import uses checked bytes.
-        payload["sha256"] = {v: self.written[v] for v in payload.values() if isinstance(v, str) and v in self.written}
+        payload["sha256"] = digests_for(payload, self.written)
         return Job(kind, {**common, **payload}, timeout_s=max(self.timeout_s, 10 * stall),
                    memory_mb=self.memory_mb, stall_s=stall, startup_s=STARTUP_S,
                    limit_address_space=self.mode == "interpreter")
@@ -343,9 +342,7 @@ class _Run:
                            ("inputs", self.sources.inputs)):
             (folder / role).mkdir(parents=True)
             paths[role] = folder / role / filename
-            written = rewrite_constants(text, sizes)
-            paths[role].write_text(written, encoding="utf-8")
-            self.written[str(paths[role])] = hashlib.sha256(written.encode("utf-8")).hexdigest()
+            write_recorded(paths[role], rewrite_constants(text, sizes), self.written)
         (folder / "data").mkdir()
         return folder, paths
 

@@ -60,7 +60,6 @@ class OpenDocument:
     document: Document
     index: ModuleIndex | None = None
     findings: list[Finding] = field(default_factory=list)
-    checked_version: int | None = -1
     dirty: bool = True
     launch_cache: LaunchCache = field(default_factory=LaunchCache)
     # Every edit or change of rules starts a new generation: a check of an older one is stale.
@@ -253,36 +252,28 @@ class TritonsmithServer(LanguageServer):
         self._scheduled.add(uri)
         try:
             loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self._run_scheduled(uri)
+        except RuntimeError:  # no event loop (a direct call): check it all now
+            self._scheduled.discard(uri)
+            if (state := self.documents.get(uri)) is not None:
+                self.ensure_checked(state)
+                self._publish(state)
             return
         loop.call_soon(self._run_scheduled, uri)
 
     def _run_scheduled(self, uri: str) -> None:
         """The first slice of the check at once (most checks fit in it); the rest in a task."""
-        from .publish import publish
-
         self._scheduled.discard(uri)
         state = self.documents.get(uri)
         if state is None:
             return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self.ensure_checked(state)
-            publish(self, state)
-            return
         if self._advance(state, time.monotonic() + SLICE_S):
-            state.published_generation = state.generation
-            publish(self, state)
+            self._publish(state)
             return
         task = self._checks.get(uri)
         if task is None or task.done():
-            self._checks[uri] = loop.create_task(self._check_in_slices(uri))
+            self._checks[uri] = asyncio.get_running_loop().create_task(self._check_in_slices(uri))
 
     async def _check_in_slices(self, uri: str) -> None:
-        from .publish import publish
-
         while True:
             await asyncio.sleep(0)  # let the messages already waiting go first
             state = self.documents.get(uri)
@@ -291,9 +282,14 @@ class TritonsmithServer(LanguageServer):
             if state.dirty and not self._advance(state, time.monotonic() + SLICE_S):
                 continue
             if state.published_generation != state.generation:  # a hover may have finished it
-                state.published_generation = state.generation
-                publish(self, state)
+                self._publish(state)
             return
+
+    def _publish(self, state: OpenDocument) -> None:
+        from .publish import publish
+
+        state.published_generation = state.generation
+        publish(self, state)
 
     def current_index(self, state: OpenDocument) -> ModuleIndex:
         """The kernel index of the document as it is now, built once per generation."""
@@ -342,7 +338,6 @@ class TritonsmithServer(LanguageServer):
             state.findings = []
         state.pending = None
         state.dirty = False
-        state.checked_version = state.version
         return True
 
 
