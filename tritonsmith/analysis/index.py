@@ -229,21 +229,47 @@ class ModuleIndex:
                 return kernel
         return None
 
-    @property
-    def jit_names(self) -> set[str]:
-        return {k.name for k in self.kernels}
+    @cached_property
+    def jit_names(self) -> frozenset[str]:
+        return frozenset(k.name for k in self.kernels)
+
+    @cached_property
+    def kernels_by_name(self) -> dict[str, list[Kernel]]:
+        """Every jit function of a name, in file order (a name may be defined twice)."""
+        out: dict[str, list[Kernel]] = {}
+        for kernel in self.kernels:
+            out.setdefault(kernel.name, []).append(kernel)
+        return out
+
+    @cached_property
+    def _callees(self) -> tuple[dict[int, frozenset[str]], dict[str, int]]:
+        """The names each jit function's body calls (`name(...)`; not its own `def name(`), by
+        `id` of the kernel, and how many of them call each name: read once per index, so asking
+        for every kernel costs linear time, not quadratic."""
+        per_kernel = {id(k): frozenset(n.decode() for n in _CALLED.findall(_body_text(k))) for k in self.kernels}
+        callers: dict[str, int] = {}
+        for called in per_kernel.values():
+            for name in called:
+                callers[name] = callers.get(name, 0) + 1
+        return per_kernel, callers
 
     def jit_callees(self, *, excluding: Kernel | None = None) -> set[str]:
         """Names called (`name(...)`) inside the module's jit functions, other than `excluding`."""
-        per_kernel = self.__dict__.get("_callees")
-        if per_kernel is None:
-            per_kernel = [(k, set(_CALLED.findall(k.node.text or b""))) for k in self.kernels]
-            self.__dict__["_callees"] = per_kernel
-        names: set[str] = set()
-        for kernel, called in per_kernel:
-            if kernel is not excluding:
-                names |= {n.decode() for n in called}
-        return names
+        per_kernel, _ = self._callees
+        return {n for k in self.kernels if k is not excluding for n in per_kernel[id(k)]}
+
+    def called_by_another(self, kernel: Kernel) -> bool:
+        """Whether a jit function other than `kernel` calls `kernel`'s name."""
+        per_kernel, callers = self._callees
+        count = callers.get(kernel.name, 0)
+        if kernel.name in per_kernel.get(id(kernel), ()):
+            count -= 1
+        return count > 0
+
+
+def _body_text(kernel: Kernel) -> bytes:
+    body = kernel.body
+    return (body.text or b"") if body is not None else b""
 
 
 def _module_statements(root: Node) -> list[Node]:

@@ -22,11 +22,12 @@ import contextlib
 import os
 import re
 import sys
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..analysis import Document, index_module
+from ..analysis import Document, Kernel, ModuleIndex, index_module
 from ..analysis.syntax import definition_name
 from ..rules import Finding, Rule, Severity, Span, parse_version
 from ..rules.findings import Related
@@ -334,6 +335,18 @@ def _match_learned(results: list[dict[str, Any]], rules: list[Rule], version: st
         error["rules"] = codes + [c for c in match_rules(text, parsed, rules=rules) if c not in codes]
 
 
+def kernels_to_compile(index: ModuleIndex, names: Sequence[str] | None) -> list[Kernel]:
+    """The named kernels; else the launched or autotuned ones; else, in a file that launches
+    nothing, every jit function that no other one calls (the entries)."""
+    if names:
+        return [k for k in index.kernels if k.name in names]
+    chosen = [k for k in index.kernels if k.launches or k.autotune]
+    if not chosen:
+        callees = index.jit_callees()
+        chosen = [k for k in index.kernels if k.name not in callees]
+    return chosen
+
+
 def compile_file(
     pool: WorkerPool,
     source: str,
@@ -356,11 +369,7 @@ def compile_file(
     recorded there) fill the constexprs the source does not settle."""
     document = Document(source)
     index = index_module(document.root)
-    chosen = [k for k in index.kernels if (k.name in kernels if kernels else k.launches or k.autotune)]
-    if not chosen and not kernels:
-        # No launch in this file: every kernel that no other jit function calls is an entry.
-        callees = index.jit_callees()
-        chosen = [k for k in index.kernels if k.name not in callees]
+    chosen = kernels_to_compile(index, kernels)
     jobs = [
         (kernel, Job(kind="compile", timeout_s=timeout_s,
                      payload={"source": source, "path": path, "kernel": kernel.name, "targets": targets,

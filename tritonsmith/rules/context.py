@@ -17,7 +17,7 @@ kernel once, grouping nodes by type, and answers the questions the checks ask:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -185,6 +185,29 @@ class _Root:
     source: bytes
 
 
+class _AllBut(Mapping[str, Node]):
+    """A mapping without one key, as a view: a kernel's interpretation sees every other jit
+    function as a helper, and copying the module's table for each kernel made a file's check
+    quadratic in its kernels."""
+
+    def __init__(self, mapping: Mapping[str, Node], excluded: str) -> None:
+        self._mapping, self._excluded = mapping, excluded
+
+    def __getitem__(self, key: str) -> Node:
+        if key == self._excluded:
+            raise KeyError(key)
+        return self._mapping[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key != self._excluded and key in self._mapping
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k in self._mapping if k != self._excluded)
+
+    def __len__(self) -> int:
+        return len(self._mapping) - (self._excluded in self._mapping)
+
+
 class KernelContext:
     def __init__(self, kernel: Kernel, module: ModuleIndex, source: bytes, version: tuple[int, int] | None) -> None:
         self.kernel = kernel
@@ -324,7 +347,7 @@ class KernelContext:
         missing annotations hold only for kernels that are launched."""
         if self.kernel.launches:
             return False
-        return self.kernel.name in self.module.jit_callees(excluding=self.kernel)
+        return self.module.called_by_another(self.kernel)
 
     @cached_property
     def is_entry(self) -> bool:
@@ -472,7 +495,7 @@ class KernelContext:
         helpers = self.module.__dict__.get("_jit_helpers")
         if helpers is None:
             helpers = self.module.__dict__["_jit_helpers"] = {k.name: k.node for k in self.module.kernels}
-        return infer_kernel(body, params, self.qualify, {n: h for n, h in helpers.items() if n != self.kernel.name},
+        return infer_kernel(body, params, self.qualify, _AllBut(helpers, self.kernel.name),
                             keep_values=keep_values, arguments=self.args)
 
     def local_env(self, scenario: Scenario) -> dict[str, Any]:

@@ -438,9 +438,7 @@ _SPLATS = frozenset(
 @check("jit_call_arity")
 def jit_call_arity(ctx: KernelContext) -> Iterator[Hit]:
     shadowed = _local_names(ctx)
-    by_name: dict[str, list] = {}
-    for kernel in ctx.module.kernels:
-        by_name.setdefault(kernel.name, []).append(kernel)
+    by_name = ctx.module.kernels_by_name
     for call in ctx.nodes("call"):
         function = call.child_by_field_name("function")
         if function is None or function.type != "identifier" or not ctx.in_body(call):
