@@ -58,3 +58,37 @@ def test_a_compile_finding_the_rules_already_report_is_one_entry():
     # Same rule on the same line: folded into the static one; another line or no rule: kept.
     assert [(f.code, f.span.start[0]) for f in compiled] == [("TS101", 7), ("spills", 6)]
     assert both == {0}
+
+
+LAUNCHED = SAVED + '''
+
+def launch_first(x):
+    first[(1,)](x, BLOCK=100)
+
+
+def unrelated(x):
+    return x + 1
+'''
+
+
+def test_a_finding_goes_when_the_launch_that_set_its_constexprs_changes():
+    """`BLOCK=100` at the launch made the compiler's TS101: typing 128 there fixes it, although
+    the kernel's own text did not change (issue 16: the compiler's squiggle outlived the fix)."""
+    anchored = anchor(LAUNCHED, [("first", [_finding("TS101", 6)]), ("second", [_finding("TS102", 12)])])
+    assert _now(LAUNCHED, anchored) == [("TS101", 6), ("TS102", 12)]
+    assert _now(LAUNCHED.replace("BLOCK=100", "BLOCK=128"), anchored) == [("TS102", 12)]
+    # An edit elsewhere in the file (not in the kernel or its launcher) keeps the finding.
+    assert _now(LAUNCHED.replace("x + 1", "x + 2"), anchored) == [("TS101", 6), ("TS102", 12)]
+    # So does a launcher moved down by lines added between the kernels and it.
+    moved = LAUNCHED.replace("\n\ndef launch_first", "\n\n# launches\n\ndef launch_first")
+    assert _now(moved, anchored) == [("TS101", 6), ("TS102", 12)]
+
+
+def test_compile_while_typing_recompiles_a_kernel_whose_launch_changed():
+    from tritonsmith.server.compile_findings import compiled_on, kernel_texts
+
+    texts = kernel_texts(LAUNCHED, ["first", "second"])
+    edited = Document(LAUNCHED.replace("BLOCK=100", "BLOCK=128"))
+    index = index_module(edited.root)
+    changed = [k.name for k in index.kernels if compiled_on(edited.source, k) != texts[k.name]]
+    assert changed == ["first"]

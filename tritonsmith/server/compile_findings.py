@@ -1,10 +1,12 @@
 """The last save's compile and verification findings, kept true while the user types.
 
-A compile finding was computed on the text of one kernel as saved. Each is kept with that text
-and the kernel's first row (`anchor`); on every publish (`live`) a finding whose kernel still has
-exactly that text moves with it (lines added above shift it), and one whose kernel changed or
-went is hidden until the next save recomputes it: a `BLOCK_SIZE=100` error must not outlive
-the edit that fixed it. A finding outside every kernel (a module's syntax error, a failed check
+A compile finding was computed on the text of one kernel as saved, and on its launches: the
+constexpr values and argument types a compile uses come from the functions that launch it.
+Each is kept with those texts (`compiled_on`) and the kernel's first row (`anchor`); on every
+publish (`live`) a finding whose kernel and launchers still read exactly so moves with the
+kernel (lines added above shift it), and one whose kernel or launcher changed, or went, is
+hidden until a compile recomputes it: a `BLOCK_SIZE=100` error must not outlive the edit that
+fixed it, in the kernel or at its launch. A finding outside every kernel (a module's syntax error, a failed check
 against the reference) belongs to the whole file and shows only while the file is as saved.
 
 `merge` folds a compile finding into the static finding of the same rule on the same line, so
@@ -17,22 +19,37 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..analysis.document import Document
-from ..analysis.index import ModuleIndex, index_module
+from ..analysis.index import Kernel, ModuleIndex, index_module
 from ..rules.findings import Finding
 
-__all__ = ["CompileFinding", "anchor", "kernel_texts", "live", "merge"]
+__all__ = ["CompileFinding", "anchor", "compiled_on", "kernel_texts", "live", "merge"]
 
 
 @dataclass(frozen=True)
 class CompileFinding:
     """A finding with what it was computed on: the kernel's name (None for the whole file),
-    its definition's text as saved (or the whole file's), and where it started then."""
+    its `compiled_on` text as saved (or the whole file's), and where it started then."""
 
     finding: Finding
     kernel: str | None
     text: bytes
     row: int = 0
     start_byte: int = 0
+
+
+def compiled_on(data: bytes, kernel: Kernel) -> bytes:
+    """What a compile of `kernel` read in the file `data`: its definition, then each top-level
+    statement that launches or calls it (the launcher function, whose allocations give the
+    pointer types and whose launch gives the constexprs), in file order."""
+    launchers: dict[int, tuple[int, int]] = {}
+    for site in kernel.launches + kernel.direct_calls:
+        statement = site.node
+        while statement.parent is not None and statement.parent.type != "module":
+            statement = statement.parent
+        launchers[statement.start_byte] = (statement.start_byte, statement.end_byte)
+    parts = [data[kernel.outer.start_byte:kernel.outer.end_byte]]
+    parts += [data[start:end] for start, end in (launchers[k] for k in sorted(launchers))]
+    return b"\0".join(parts)
 
 
 def anchor(source: str, by_kernel: Iterable[tuple[str, list[Finding]]], whole_file: Iterable[Finding] = ()
@@ -46,10 +63,9 @@ def anchor(source: str, by_kernel: Iterable[tuple[str, list[Finding]]], whole_fi
     for name, findings in by_kernel:
         kernel = index.kernel(name)
         for finding in findings:
-            outer = kernel.outer if kernel is not None else None
-            if outer is not None and outer.start_point[0] <= finding.span.start[0] <= outer.end_point[0]:
-                out.append(CompileFinding(finding, name, data[outer.start_byte:outer.end_byte], outer.start_point[0],
-                                          outer.start_byte))
+            if kernel is not None and kernel.outer.start_point[0] <= finding.span.start[0] <= kernel.outer.end_point[0]:
+                out.append(CompileFinding(finding, name, compiled_on(data, kernel), kernel.outer.start_point[0],
+                                          kernel.outer.start_byte))
             else:
                 out.append(CompileFinding(finding, None, data))
     out += [CompileFinding(finding, None, data) for finding in whole_file]
@@ -57,14 +73,14 @@ def anchor(source: str, by_kernel: Iterable[tuple[str, list[Finding]]], whole_fi
 
 
 def kernel_texts(source: str, names: Iterable[str]) -> dict[str, bytes]:
-    """The definitions' texts of the named kernels in `source` (what was compiled), by name."""
+    """What was compiled of each named kernel in `source` (`compiled_on`), by name."""
     document = Document(source)
     index = index_module(document.root)
     out = {}
     for name in names:
         kernel = index.kernel(name)
         if kernel is not None:
-            out[name] = document.source[kernel.outer.start_byte:kernel.outer.end_byte]
+            out[name] = compiled_on(document.source, kernel)
     return out
 
 
@@ -78,8 +94,8 @@ def live(anchored: Iterable[CompileFinding], data: bytes, index: ModuleIndex | N
                 out.append(item.finding)
             continue
         kernel = index.kernel(item.kernel) if index is not None else None
-        if kernel is None or data[kernel.outer.start_byte:kernel.outer.end_byte] != item.text:
-            continue  # edited or gone: stale until the next save
+        if kernel is None or compiled_on(data, kernel) != item.text:
+            continue  # edited (here or where it is launched) or gone: stale until compiled again
         out.append(item.finding.shifted(kernel.outer.start_point[0] - item.row, kernel.outer.start_byte - item.start_byte))
     return out
 

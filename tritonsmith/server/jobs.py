@@ -41,7 +41,7 @@ from ..evaluator.reports import (
 )
 from ..evaluator.verify import Verdict, default_mode, detect_specs, verify_spec
 from ..version import installed_triton_version
-from .compile_findings import anchor, kernel_texts
+from .compile_findings import anchor, compiled_on, kernel_texts
 
 if TYPE_CHECKING:
     from ..evaluator.reports import KernelReport
@@ -174,7 +174,7 @@ class CompileJobs:
         index = self.server.current_index(state)
         data = state.document.source
         edited = [k.name for k in index.kernels if k.name in state.compiled_texts
-                  and data[k.outer.start_byte:k.outer.end_byte] != state.compiled_texts[k.name]]
+                  and compiled_on(data, k) != state.compiled_texts[k.name]]
         if not edited:
             return
         cancel = threading.Event()
