@@ -62,7 +62,8 @@ cat > "$RUN/ud/User/settings.json" <<EOF
   "extensions.ignoreRecommendations": true,
   "update.mode": "none",
   "git.enabled": false,
-  "files.autoSave": "off",
+  "files.autoSave": "afterDelay",
+  "files.autoSaveDelay": 3000,
   "editor.lightbulb.enabled": "on",
   "chat.commandCenter.enabled": false,
   "window.commandCenter": false

@@ -10,9 +10,16 @@
 //      and TS102 leaves the Problems panel;
 //   4. `"tritonsmith.ignore": ["TS101"]` in .vscode/settings.json makes TS101 go away;
 //   5. removing it brings TS101 back (the server is alive and the setting did it);
+//   5b. with files.autoSave on (afterDelay): step 3's explicit save compiled and verified once, and
+//      TS101 is one Problems entry naming the rule and the compiler; the rule's page opens
+//      locally (a Markdown preview); typing the fix at the launch clears it before any save;
+//      the autosave that follows compiles without verifying, and the file is verified once
+//      the editor has been idle (tritonsmith.verifyAfterAutosave);
 //   6. slow_add.py (a vector add launched with BLOCK_SIZE=16): "Tritonsmith: Optimize this
 //      kernel…" with the offline proposer (budget 3, on the CPU), its progress, the result in
-//      the diff editor, the search tree view, Accept, and the file without BLOCK_SIZE=16;
+//      the diff editor, the search tree view, Accept (which hides the "Apply the faster
+//      kernel?" question and says "applied" in the search view), and the file without
+//      BLOCK_SIZE=16;
 //   7. no warning or error notification from Tritonsmith came up during all that.
 //
 // Env: CS_URL, CS_WS, CS_TOOLS (folder with node_modules/playwright-core), CS_OUT (artifacts),
@@ -144,6 +151,21 @@ function writeWorkspaceSettings(obj) {
   fs.writeFileSync(tmp, JSON.stringify(obj, null, 2) + '\n');
   fs.renameSync(tmp, path.join(WS, '.vscode', 'settings.json'));
 }
+
+/** The "Tritonsmith" output channel as the extension host wrote it to disk, so far. */
+function outputLog() {
+  if (!USER_DATA) return '';
+  const out = [];
+  const walk = (d) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p); else if (/tritonsmith.*\.log$/i.test(e.name)) out.push(fs.readFileSync(p, 'utf8'));
+    }
+  };
+  try { walk(path.join(USER_DATA, 'logs')); } catch { return ''; }
+  return out.join('\n');
+}
+const count = (text, re) => (text.match(re) || []).length;
 
 function dumpLogs() {
   if (!USER_DATA) return;
@@ -292,6 +314,78 @@ try {
   await until('TS101 back in the Problems panel', async () => (await problemsText()).includes('TS101'));
   await shot('05-setting-removed-ts101-back.png');
 
+  // ---------------------------------------------------------------- 5b. save, compile, autosave
+  const VERIFYING = /softmax\.py: compiling for [^\n]* and verifying/g;
+  const COMPILING_ONLY = /softmax\.py: compiling for [\w, ]+$/gm;
+  step = 'the explicit save compiles and verifies softmax.py once';
+  await until('"softmax.py: compiling for sm_90 and verifying" in the output channel', async () => count(outputLog(), VERIFYING) >= 1, 60_000);
+  step = 'one Problems entry for TS101, naming the rule and the compiler';
+  const ts101Rows = page.locator('.markers-panel .monaco-list-row', { hasText: 'TS101' });
+  await until('TS101 confirmed by the compiler ("tritonsmith, tritonsmith-verify")', async () => {
+    const t = await problemsText();
+    return t.includes('tritonsmith, tritonsmith-verify') && t;
+  }, 180_000);
+  const rows = await ts101Rows.count();
+  log(`Problems panel after the save's compile: ${await problemsText()}`);
+  if (rows !== 1) throw new Error(`TS101 is listed ${rows} times after the compile (one mistake, one entry)`);
+  if (count(outputLog(), VERIFYING) !== 1) throw new Error(`one explicit save verified ${count(outputLog(), VERIFYING)} times`);
+  await shot('05b-one-entry-rule-and-compiler.png');
+
+  step = "open TS101's rule page from the diagnostic (locally, as a Markdown preview)";
+  // settings.json is open beside the kernel (step 4): back to one editor, the kernel.
+  await runCommand('View: Close All Editors', /Close All Editors/);
+  await page.locator('.editor-instance .monaco-editor').first().waitFor({ state: 'detached', timeout: 10_000 }).catch(() => {});
+  await page.locator('.explorer-folders-view .monaco-list-row', { hasText: FILE }).first().dblclick();
+  await page.locator('.editor-instance .monaco-editor .view-lines', { hasText: 'softmax_kernel' }).first()
+    .waitFor({ timeout: 30_000 });
+  const cur = fs.readFileSync(FILE_PATH, 'utf8').split('\n');
+  const aline = cur.findIndex((l) => l.includes('tl.arange(0, BLOCK)'));
+  await goTo(aline + 1, cur[aline].indexOf('tl.arange') + 3);
+  await runCommand('Tritonsmith: Open rule documentation', /Open rule documentation/);
+  const previewTab = page.locator('.tabs-container .tab', { hasText: /Preview/ }).first();
+  await previewTab.waitFor({ timeout: 20_000 });
+  const pageFrame = await until('the rule page in the preview', async () => {
+    for (const frame of page.frames()) {
+      const body = await frame.locator('body').innerText({ timeout: 500 }).catch(() => '');
+      if (/TS101/.test(body) && /power of (two|2)/i.test(body)) return frame;
+    }
+    return false;
+  }, 20_000);
+  log(`rule page: tab "${norm(await previewTab.innerText()).trim()}", ${(await pageFrame.locator('body').innerText()).split('\n')[0]}`);
+  await shot('05c-rule-page.png');
+  await runCommand('View: Close Editor', /^View: Close Editor$/).catch(() => page.keyboard.press('Control+W'));
+
+  step = 'typing the fix at the launch clears the compiler\'s TS101 before any save';
+  const lines = fs.readFileSync(FILE_PATH, 'utf8').split('\n');
+  const launchRow = lines.findIndex((l) => l.includes('BLOCK=1000'));
+  if (launchRow < 0) throw new Error('no BLOCK=1000 launch in softmax.py');
+  const savesBefore = count(outputLog(), /autosave of /g);
+  await goTo(launchRow + 1, lines[launchRow].indexOf('1000') + 1);
+  await page.keyboard.press('Shift+End');
+  await page.keyboard.type('1024)');
+  const typedAt = Date.now();
+  await until('TS101 to leave the Problems panel', async () => {
+    const t = await problemsText();
+    return t !== '' && !t.includes('TS101') && t;
+  }, 10_000);
+  const onDiskNow = fs.readFileSync(FILE_PATH, 'utf8');
+  log(`TS101 gone ${Date.now() - typedAt} ms after typing; on disk still BLOCK=1000: ${onDiskNow.includes('BLOCK=1000')}`);
+  if (!onDiskNow.includes('BLOCK=1000')) throw new Error('the file was saved before TS101 left the Problems panel');
+  await shot('05d-typed-fix-before-save.png');
+
+  step = 'the autosave compiles without verifying';
+  await until('the autosave (files.autoSave = afterDelay)', async () => fs.readFileSync(FILE_PATH, 'utf8').includes('BLOCK=1024'), 15_000);
+  await until('"autosave of ...: compiling" in the output channel', async () => count(outputLog(), /autosave of /g) > savesBefore, 15_000);
+  await until('the autosave\'s compile-only job', async () => count(outputLog(), COMPILING_ONLY) >= 1, 15_000);
+  if (count(outputLog(), VERIFYING) !== 1) throw new Error('the autosave verified the file');
+  step = 'verified once the editor has been idle after the autosave';
+  await until('a verification after the idle delay', async () => count(outputLog(), VERIFYING) >= 2, 30_000);
+  await page.waitForTimeout(2_000);
+  const verifies = count(outputLog(), VERIFYING);
+  log(`verifications so far: ${verifies} (one explicit save, one idle period after an autosave)`);
+  if (verifies !== 2) throw new Error(`expected 2 verifications, the output shows ${verifies}`);
+  await shot('05e-autosaved-and-verified.png');
+
   // ---------------------------------------------------------------- 4. optimize and review
   step = 'set up a search: offline proposer, budget 3, on the CPU';
   writeWorkspaceSettings({
@@ -412,6 +506,16 @@ try {
     await runCommand('File: Save', /^File: Save/);
     await until(`${SEARCH_FILE} saved without BLOCK_SIZE=16`, async () => !fs.readFileSync(SEARCH_PATH, 'utf8').includes('BLOCK_SIZE=16'), 15_000);
   });
+  step = 'the accepted result: the question is gone, the search view says "applied"';
+  await until('the "Apply the faster kernel?" notification to close', async () => !(await reviewToast.isVisible().catch(() => false)), 10_000);
+  const outcome = await until('"applied" in the search view', async () => {
+    for (const frame of page.frames()) { // the view may have been redrawn in a new frame
+      const t = norm(await frame.locator('.decided').first().innerText({ timeout: 500 }).catch(() => ''));
+      if (/applied \d/.test(t)) return t;
+    }
+    return false;
+  }, 10_000);
+  log(`search view after accept: ${outcome}`);
   const launch = fs.readFileSync(SEARCH_PATH, 'utf8').split('\n').find((l) => l.includes('add_kernel[grid]'));
   log(`saved: ${launch.trim()}`);
   const launchLine = fs.readFileSync(SEARCH_PATH, 'utf8').split('\n').findIndex((l) => l.includes('add_kernel[grid]'));

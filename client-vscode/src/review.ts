@@ -89,6 +89,8 @@ const KEEP = 20;
 export class SearchReviews implements vscode.TextDocumentContentProvider, vscode.Disposable {
     private readonly byId = new Map<string, SearchResult>();
     private readonly pending = new Set<string>();
+    /** Results whose "Apply the faster kernel?" notification is still on screen. */
+    private readonly offered = new Set<string>();
     /** What the user decided about each result, by search id ("applied 1.83× at 11:02"). */
     private readonly outcomes = new Map<string, string>();
     private readonly decided = new vscode.EventEmitter<SearchResult>();
@@ -132,6 +134,12 @@ export class SearchReviews implements vscode.TextDocumentContentProvider, vscode
         this.pending.delete(result.searchId);
         this.outcomes.set(result.searchId, outcomeText(result, applied, new Date()));
         this.decided.fire(result);
+        if (this.offered.delete(result.searchId)) {
+            // Decided in the diff editor's title or the search view while the question is still
+            // up. VS Code has no API to close one notification: hide the toasts (they stay in
+            // the notification center, where a late click is told what happened).
+            void vscode.commands.executeCommand('notifications.hideToasts');
+        }
     }
 
     provideTextDocumentContent(uri: vscode.Uri): string {
@@ -197,14 +205,19 @@ export class SearchReviews implements vscode.TextDocumentContentProvider, vscode
         this.log(`search ${result.searchId} (${result.journalId ?? 'no journal'}): ${summarize(result)}`);
         this.changed.fire(result.searchId);
         await this.openDiff(result);
+        this.offered.add(result.searchId);
         const choice = await vscode.window.showInformationMessage(
             `${TOOL_CONFIG.displayName}: ${summarize(result)}. Apply the faster kernel?`,
             ACCEPT,
             REJECT,
             SHOW_TREE,
         );
-        if ((choice === ACCEPT || choice === REJECT) && !this.pending.has(result.searchId)) {
-            return; // already decided elsewhere (the diff editor's title, the search view)
+        this.offered.delete(result.searchId);
+        const outcome = this.outcomes.get(result.searchId);
+        if ((choice === ACCEPT || choice === REJECT) && outcome !== undefined) {
+            // Already decided elsewhere (the diff editor's title, the search view): say so.
+            void vscode.window.showInformationMessage(`${TOOL_CONFIG.displayName}: ${result.kernel}: already ${outcome}.`);
+            return;
         }
         if (choice === ACCEPT) {
             await this.accept(result.searchId);

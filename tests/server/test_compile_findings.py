@@ -92,3 +92,32 @@ def test_compile_while_typing_recompiles_a_kernel_whose_launch_changed():
     index = index_module(edited.root)
     changed = [k.name for k in index.kernels if compiled_on(edited.source, k) != texts[k.name]]
     assert changed == ["first"]
+
+
+def test_a_mistake_seen_at_the_launch_too_is_one_problem_and_a_hint_at_the_launch():
+    """`BLOCK=1000` at the launch breaks `tl.arange(0, BLOCK)`: the error is at the arange
+    (where the compiler points, so its finding merges there) and the launch value gets a hint
+    pointing back; VS Code lists hints nowhere in the Problems panel (issue 16: one entry per
+    mistake)."""
+    from lsprotocol import types
+
+    from tritonsmith.rules import Matcher, load_rules, pack_paths
+    from tritonsmith.server.convert import to_lsp_diagnostic
+
+    source = SAVED + '''
+
+def launch_first(x):
+    first[(1,)](x, BLOCK=1000)
+'''
+    document = Document(source)
+    findings = [f for f in Matcher(load_rules(pack_paths(None, include_user=False)), version=(3, 9))
+                .check_source(source) if f.code == "TS101"]
+    primary = [f for f in findings if not f.secondary]
+    secondary = [f for f in findings if f.secondary]
+    assert [f.span.start[0] for f in primary] == [6]  # the tl.arange in `first`
+    assert [f.span.start[0] for f in secondary] == [source.splitlines().index("    first[(1,)](x, BLOCK=1000)")]
+    assert secondary[0].related[0].span.start[0] == 6
+    severities = [to_lsp_diagnostic("file:///k.py", document, f).severity for f in findings]
+    assert sorted(severities) == [types.DiagnosticSeverity.Error, types.DiagnosticSeverity.Hint]
+    # The secondary finding survives being moved by an edit above it.
+    assert secondary[0].shifted(2, 10).secondary

@@ -89,6 +89,9 @@ class Finding(NamedTuple):
     span: Span
     related: tuple[Related, ...] = ()
     fix: Fix | None = None
+    # The same mistake seen from a second place (the launch keyword behind a kernel's error,
+    # pointing back at it): editors show it as a hint there, so the mistake is one problem.
+    secondary: bool = False
 
     def shifted(self, rows: int, offset: int) -> Finding:
         if rows == 0 and offset == 0:
@@ -102,4 +105,5 @@ class Finding(NamedTuple):
             self.span.shifted(rows, offset),
             tuple(Related(r.span.shifted(rows, offset), r.message) for r in self.related) if self.related else (),
             self.fix.shifted(rows, offset) if self.fix else None,
+            self.secondary,
         )

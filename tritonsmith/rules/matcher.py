@@ -251,6 +251,7 @@ def _finding(rule: Rule, hit: Hit) -> Finding:
         span=span,
         related=tuple(hit.related),
         fix=hit.fix,
+        secondary=hit.secondary,
     )
 
 

@@ -30,10 +30,12 @@ def to_lsp_text_edit(document: Document, edit: Edit) -> types.TextEdit:
 def to_lsp_diagnostic(
     uri: str, document: Document, finding: Finding, *, source: str = "tritonsmith", href: str | None = None
 ) -> types.Diagnostic:
-    """`href`: the rule's page (`rule_pages.RulePages`), linked from the code."""
+    """`href`: the rule's page (`rule_pages.RulePages`), linked from the code. A secondary
+    finding (the launch value behind a kernel's error) is a hint: shown in the editor, where
+    its quick fixes are, but not a second entry for one mistake in the Problems panel."""
     return types.Diagnostic(
         range=to_lsp_range(document, finding.span),
-        severity=_SEVERITY[finding.severity],
+        severity=types.DiagnosticSeverity.Hint if finding.secondary else _SEVERITY[finding.severity],
         code=finding.code,
         code_description=types.CodeDescription(href=href) if href else None,
         source=source,

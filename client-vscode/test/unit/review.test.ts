@@ -96,25 +96,38 @@ describe('search review (diff flow)', () => {
         assert.equal(reviews.isPending('ts-2'), true);
     });
 
-    it('a late answer to the notification does nothing once the result was decided elsewhere', async () => {
+    it('deciding elsewhere hides the question; a late answer to it applies nothing and says what was done', async () => {
         const { reviews, calls } = setup(true);
         let answer: (value: string | undefined) => void = () => undefined;
-        const original = fake.messageAnswers;
         const pendingAnswer = new Promise<string | undefined>((resolve) => (answer = resolve));
         const window = (await import('./fake/vscode')).window;
         const show = window.showInformationMessage;
-        window.showInformationMessage = () => pendingAnswer;
+        const later: string[] = [];
+        window.showInformationMessage = (text: string) => {
+            later.push(text);
+            return later.length === 1 ? pendingAnswer : Promise.resolve(undefined);
+        };
         try {
             const received = reviews.receive(payload());
             await settle();
             assert.equal(await reviews.accept('ts-20260101-000000-abcdef'), true);
+            assert.ok(fake.executed.some((c) => c.command === 'notifications.hideToasts'), 'the open question is hidden');
             answer(ACCEPT);
             await received;
             assert.equal(calls.length, 1, 'applied once');
+            assert.match(later.at(-1) ?? '', /add_kernel: already applied \d+\.\d\d× at \d\d:\d\d\.$/);
         } finally {
             window.showInformationMessage = show;
-            assert.equal(fake.messageAnswers, original);
         }
+    });
+
+    it('answering the question itself hides no other notification', async () => {
+        const { reviews } = setup(true);
+        fake.messageAnswers.push(ACCEPT);
+        await reviews.receive(payload());
+        await settle();
+        assert.equal(reviews.isPending('ts-20260101-000000-abcdef'), false);
+        assert.ok(!fake.executed.some((c) => c.command === 'notifications.hideToasts'));
     });
 
     it('"Show search tree" opens the view on that search; a malformed notification is ignored', async () => {

@@ -33,6 +33,7 @@ class Hit:
     message: str | None = None
     related: list[Related] = field(default_factory=list)
     fix: Fix | None = None
+    secondary: bool = False  # another place of a mistake another hit reports (`Finding.secondary`)
 
 
 Check = Callable[[KernelContext], Iterable[Hit]]

@@ -57,7 +57,7 @@ def _origin_hits(
     for name in sorted(names):
         source = scenario.sources.get(name)
         if source is not None and not ctx.in_body(source):
-            yield Hit(source, message, related(at, "used here"))
+            yield Hit(source, message, related(at, "used here"), secondary=True)
 
 
 @check("arange_pow2")
