@@ -53,10 +53,14 @@ def to_text(files: Sequence[FileFindings], *, base: Path | None = None, fixed: i
     fixable = 0
     for file in files:
         for f in file.findings:
-            counts[f.severity] += 1
-            fixable += f.fix is not None
             col = file.column(*f.span.start)
             marker = " [*]" if f.fix is not None else ""
+            if f.secondary:  # another place of a mistake counted once, where it is reported
+                lines.append(f"{_display(file.path, base)}:{f.span.start[0] + 1}:{col}: {f.code}{marker} "
+                             f"{f.message} [note: {f.name}]")
+                continue
+            counts[f.severity] += 1
+            fixable += f.fix is not None
             lines.append(
                 f"{_display(file.path, base)}:{f.span.start[0] + 1}:{col}: {f.code}{marker} "
                 f"{f.message} [{f.severity.value}: {f.name}]"
@@ -85,6 +89,7 @@ def to_json(files: Sequence[FileFindings], *, base: Path | None = None) -> str:
                     "code": f.code,
                     "name": f.name,
                     "severity": f.severity.value,
+                    "secondary": f.secondary,
                     "message": f.message,
                     "start": {"line": f.span.start[0] + 1, "column": file.column(*f.span.start)},
                     "end": {"line": f.span.end[0] + 1, "column": file.column(*f.span.end)},
@@ -137,7 +142,7 @@ def to_sarif(files: Sequence[FileFindings], rules: Iterable[Rule], *, base: Path
             }
             result: dict = {
                 "ruleId": f.code,
-                "level": _SARIF_LEVEL[f.severity],
+                "level": "note" if f.secondary else _SARIF_LEVEL[f.severity],
                 "message": {"text": f.message},
                 "locations": [location],
             }

@@ -192,3 +192,18 @@ def test_parallel_check_reports_and_fixes_exactly_as_one_process(project: Path, 
     assert run("check", "kernels", "--fix", "--jobs", "2")[0] == 0
     assert (kernels / "bad.py").read_text() == GOOD
     assert all((kernels / f"bad_{i}.py").read_text() == GOOD.replace("scale_kernel", f"scale_kernel_{i}") for i in range(6))
+
+
+def test_the_launch_behind_a_kernel_error_is_a_note_and_the_mistake_counts_once(project: Path, capsys):
+    (project / "launched.py").write_text(GOOD + '''
+
+def launch(x):
+    scale_kernel[(1,)](x, x.numel(), BLOCK=1000)
+''')
+    assert main(["check", "launched.py"]) == 1
+    out = capsys.readouterr().out
+    assert "[note: arange-non-power-of-two]" in out and "[error: arange-non-power-of-two]" in out
+    assert "Found 1 problem (1 error)." in out
+    assert main(["check", "--format", "json", "launched.py"]) == 1
+    found = json.loads(capsys.readouterr().out)
+    assert sorted((f["code"], f["secondary"]) for f in found) == [("TS101", False), ("TS101", True)]
