@@ -24,6 +24,7 @@ import {
 } from 'vscode-languageclient/node';
 import { TOOL_CONFIG } from './config';
 import { CrashPolicy, RecentOutput, crashMessage, recording } from './crash';
+import { levelled } from './serverLog';
 import {
     checkInstalled,
     ensureInstalled,
@@ -370,7 +371,7 @@ export class ServerManager implements vscode.Disposable {
             TOOL_CONFIG.module,
             TOOL_CONFIG.displayName,
             buildServerOptions(interpreter.command, extensionPath, apiKey),
-            buildClientOptions(recording(output, recent), settings, middleware, crashHandler(crashes, giveUp)),
+            buildClientOptions(recording(levelled(output), recent), settings, middleware, crashHandler(crashes, giveUp)),
             output,
         );
         client.registerFeature(experimentalFeature);

@@ -1,0 +1,58 @@
+/**
+ * The server's stderr in the output channel at each line's own level. The server writes
+ * `LEVEL logger: message` (tritonsmith/server/__init__.py); vscode-languageclient appends stderr
+ * as it arrives, so a log channel would show every line as "[info] INFO …" and a warning as
+ * "[info] WARNING …". Lines are cut at newlines (a chunk may end mid-line), their level prefix
+ * becomes the channel's level, and a line without one (a traceback's) keeps the level of the
+ * line before it.
+ */
+
+export type ChannelLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';
+
+interface LevelledChannel {
+    append(value: string): void;
+    trace(message: string): void;
+    debug(message: string): void;
+    info(message: string): void;
+    warn(message: string): void;
+    error(message: string): void;
+}
+
+const LEVELS: Record<string, ChannelLevel> = {
+    DEBUG: 'debug',
+    INFO: 'info',
+    WARNING: 'warn',
+    ERROR: 'error',
+    CRITICAL: 'error',
+};
+
+/** One stderr line of the server: its level (`previous` when it names none) and the text after the level's name. */
+export function serverLogLine(line: string, previous: ChannelLevel = 'info'): { level: ChannelLevel; text: string } {
+    const match = /^(DEBUG|INFO|WARNING|ERROR|CRITICAL) (.*)$/s.exec(line);
+    return match ? { level: LEVELS[match[1] ?? 'INFO'] ?? 'info', text: match[2] ?? '' } : { level: previous, text: line };
+}
+
+/** `channel`, with what is appended to it (the server's stderr) logged line by line at its level. */
+export function levelled<T extends LevelledChannel>(channel: T): T {
+    let pending = '';
+    let last: ChannelLevel = 'info';
+    return new Proxy(channel, {
+        get(target, property, receiver) {
+            if (property === 'append') {
+                return (value: string) => {
+                    const lines = (pending + value).split('\n');
+                    pending = lines.pop() ?? '';
+                    for (const line of lines) {
+                        if (line.trim()) {
+                            const { level, text } = serverLogLine(line.replace(/\r$/, ''), last);
+                            target[level](text);
+                            last = level;
+                        }
+                    }
+                };
+            }
+            const value: unknown = Reflect.get(target, property, receiver);
+            return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+        },
+    });
+}
