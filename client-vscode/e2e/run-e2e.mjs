@@ -12,7 +12,8 @@
 //   5. removing it brings TS101 back (the server is alive and the setting did it);
 //   5b. with files.autoSave on (afterDelay): step 3's explicit save compiled and verified once, and
 //      TS101 is one Problems entry naming the rule and the compiler; the rule's page opens
-//      locally (a Markdown preview); typing the fix at the launch clears it before any save;
+//      locally (a Markdown preview); reopened, the file shows it again; typing the fix at the
+//      launch clears it before any save, and a pause in typing compiles the kernel again;
 //      the autosave that follows compiles without verifying, and the file is verified once
 //      the editor has been idle (tritonsmith.verifyAfterAutosave);
 //   6. slow_add.py (a vector add launched with BLOCK_SIZE=16): "Tritonsmith: Optimize this
@@ -355,6 +356,11 @@ try {
   await shot('05c-rule-page.png');
   await runCommand('View: Close Editor', /^View: Close Editor$/).catch(() => page.keyboard.press('Control+W'));
 
+  step = 'the compile finding is back on reopening the file (its text unchanged)';
+  await until('TS101 from the rule and the compiler again', async () => {
+    const t = await problemsText();
+    return t.includes('tritonsmith, tritonsmith-verify') && t;
+  }, 15_000);
   step = 'typing the fix at the launch clears the compiler\'s TS101 before any save';
   const lines = fs.readFileSync(FILE_PATH, 'utf8').split('\n');
   const launchRow = lines.findIndex((l) => l.includes('BLOCK=1000'));
@@ -372,6 +378,9 @@ try {
   log(`TS101 gone ${Date.now() - typedAt} ms after typing; on disk still BLOCK=1000: ${onDiskNow.includes('BLOCK=1000')}`);
   if (!onDiskNow.includes('BLOCK=1000')) throw new Error('the file was saved before TS101 left the Problems panel');
   await shot('05d-typed-fix-before-save.png');
+  step = 'a pause in typing compiles the kernel again from the unsaved text';
+  await until('"softmax_kernel compiled while typing" in the output channel', async () =>
+    /softmax\.py: softmax_kernel compiled while typing for sm_90: ok/.test(outputLog()), 10_000);
 
   step = 'the autosave compiles without verifying';
   await until('the autosave (files.autoSave = afterDelay)', async () => fs.readFileSync(FILE_PATH, 'utf8').includes('BLOCK=1024'), 15_000);

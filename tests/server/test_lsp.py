@@ -319,6 +319,56 @@ async def test_a_pause_in_typing_compiles_the_edited_kernel_again_without_a_save
     assert "num_warps=6" in (Path(client.root) / "typing.py").read_text()  # never saved
 
 
+LAUNCHED_1000 = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def double_kernel(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) * 2)
+
+
+def double(x):
+    double_kernel[(1,)](x, BLOCK=1000)
+"""
+
+
+@pytest.mark.compiler
+async def test_typing_at_the_launch_hides_the_compile_finding_and_a_pause_compiles_it_again(client: LanguageClient):
+    """The compiler's TS101 was computed with BLOCK=1000 from the launch: typing there (the
+    kernel's own text unchanged) hides it at once, and the compile after the pause in typing
+    reports the new value's error without a save."""
+    pytest.importorskip("triton")
+    uri = await _open(client, "launched.py", LAUNCHED_1000)
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    saved = await _wait_for(client, uri, lambda d: d is not None and any(
+        x.code == "TS101" and x.source == "tritonsmith, tritonsmith-verify" for x in d), timeout=120)
+    # One mistake: the error at the arange (rule and compiler), a hint at the launch value.
+    assert sorted((x.range.start.line, x.severity) for x in saved if x.code == "TS101") == [
+        (6, types.DiagnosticSeverity.Error), (11, types.DiagnosticSeverity.Hint)]
+    line = LAUNCHED_1000.splitlines()[11]
+    column = line.index("1000")
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(types.Position(11, column), types.Position(11, column + 4)), text="100")]))
+    hidden = await _wait_for(client, uri, lambda d: d is not None and any("(0..100)" in x.message for x in d))
+    assert not any("tritonsmith-verify" in (x.source or "") for x in hidden)
+    confirmed = await _wait_for(client, uri, lambda d: d is not None and any(
+        x.source == "tritonsmith, tritonsmith-verify" and "(0..100)" in x.message for x in d), timeout=120)
+    assert [x.range.start.line for x in confirmed if "tritonsmith-verify" in (x.source or "")] == [6]
+    assert "BLOCK=1000" in (Path(client.root) / "launched.py").read_text()  # never saved
+    # Closed and opened again with the text last compiled: its compile finding is back at once.
+    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri=uri)))
+    await _wait_for(client, uri, lambda d: d is not None and len(d) == 0)  # cleared on close
+    client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
+        uri=uri, language_id="python", version=1, text=LAUNCHED_1000.replace("BLOCK=1000", "BLOCK=100"))))
+    reopened = await _wait_for(client, uri, lambda d: d is not None and len(d) > 0)
+    assert any(x.source == "tritonsmith, tritonsmith-verify" and "(0..100)" in x.message for x in reopened)
+    assert [x.range.start.line for x in reopened if "tritonsmith-verify" in (x.source or "")] == [6]
+
+
 @pytest.mark.compiler
 async def test_save_verifies_a_kernelbench_problem_against_its_reference(client: LanguageClient):
     pytest.importorskip("triton")

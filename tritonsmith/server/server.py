@@ -24,7 +24,7 @@ import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -76,6 +76,19 @@ class OpenDocument:
     # text differs is compiled again after the next pause (jobs.py, compileWhileTypingMs).
     compiled_texts: dict[str, bytes] = field(default_factory=dict)
     verdicts: list[Verdict] = field(default_factory=list)  # the last save's checks against references
+
+
+KEEP_CLOSED_COMPILES = 64
+"""How many closed documents' compile results are kept for their reopening."""
+
+
+class ClosedCompile(NamedTuple):
+    """What a closed document's last compile found (`OpenDocument`'s fields of the same names)."""
+
+    compile_findings: list[CompileFinding]
+    compile_reports: list[KernelReport]
+    compiled_texts: dict[str, bytes]
+    verdicts: list[Verdict]
 
 
 class TritonsmithProtocol(LanguageServerProtocol):
@@ -138,6 +151,9 @@ class TritonsmithServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("tritonsmith", __version__, protocol_cls=TritonsmithProtocol)
         self.documents: dict[str, OpenDocument] = {}
+        # The compile results of documents closed lately, by URI: reopening a file shows the
+        # last compile's findings again while its text is what they were computed on.
+        self._closed_compiles: dict[str, ClosedCompile] = {}
         self.framer = Framer()  # what reads the client's stream (serve_stdio); maxMessageMb sets its limit
         self.editor_settings: dict = {}
         self.settings_warnings: list[str] = []
@@ -214,6 +230,8 @@ class TritonsmithServer(LanguageServer):
 
     def open(self, uri: str, version: int | None, text: str) -> OpenDocument:
         state = OpenDocument(uri=uri, version=version, document=Document(text, encoding=self.encoding))
+        if (kept := self._closed_compiles.pop(uri, None)) is not None:
+            state.compile_findings, state.compile_reports, state.compiled_texts, state.verdicts = kept
         self.documents[uri] = state
         return state
 
@@ -237,6 +255,12 @@ class TritonsmithServer(LanguageServer):
         state = self.documents.pop(uri, None)
         if state is not None and state.compile_cancel is not None:
             state.compile_cancel.set()
+        if state is not None and (state.compile_findings or state.compiled_texts):
+            self._closed_compiles.pop(uri, None)
+            self._closed_compiles[uri] = ClosedCompile(state.compile_findings, state.compile_reports,
+                                                       state.compiled_texts, state.verdicts)
+            while len(self._closed_compiles) > KEEP_CLOSED_COMPILES:
+                del self._closed_compiles[next(iter(self._closed_compiles))]  # the oldest
         self.searches.cancel_document(uri)
         self._scheduled.discard(uri)
         self._checks.pop(uri, None)  # it ends at its next slice: the document is gone
