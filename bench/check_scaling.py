@@ -24,6 +24,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import generate  # noqa: E402
 
 
+def _commit(folder: Path) -> str:
+    """The commit of the checkout measured (not its path, which is this machine's)."""
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "-C", str(folder), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(folder), "status", "--porcelain", "--", "."], capture_output=True,
+                               text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return head + (" with uncommitted changes" if dirty else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="2000,8000,20000,55000", help="file sizes in lines, comma-separated")
@@ -57,7 +71,7 @@ def main() -> None:
         row["vs_smallest"] = round(row["lines_per_cpu_s"] / first, 3)
     result = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "tritonsmith": str(Path(tritonsmith.__file__).parent),
+        "tritonsmith": _commit(Path(tritonsmith.__file__).parent),
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load_after": os.getloadavg()},
         "rows": rows,
     }

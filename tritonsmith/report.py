@@ -53,17 +53,15 @@ def to_text(files: Sequence[FileFindings], *, base: Path | None = None, fixed: i
     fixable = 0
     for file in files:
         for f in file.findings:
+            if not f.secondary:  # another place of a mistake is counted once, where it is reported
+                counts[f.severity] += 1
+                fixable += f.fix is not None
             col = file.column(*f.span.start)
             marker = " [*]" if f.fix is not None else ""
-            if f.secondary:  # another place of a mistake counted once, where it is reported
-                lines.append(f"{_display(file.path, base)}:{f.span.start[0] + 1}:{col}: {f.code}{marker} "
-                             f"{f.message} [note: {f.name}]")
-                continue
-            counts[f.severity] += 1
-            fixable += f.fix is not None
+            label = "note" if f.secondary else f.severity.value
             lines.append(
                 f"{_display(file.path, base)}:{f.span.start[0] + 1}:{col}: {f.code}{marker} "
-                f"{f.message} [{f.severity.value}: {f.name}]"
+                f"{f.message} [{label}: {f.name}]"
             )
     total = sum(counts.values())
     if total == 0:

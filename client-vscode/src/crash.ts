@@ -4,6 +4,8 @@
  * and its restarts leave nothing in the status bar).
  */
 
+import { overriding } from './serverLog';
+
 /** Restarts after an unexpected exit, at most `max` within `windowMs`. */
 export class CrashPolicy {
     private readonly crashes: number[] = [];
@@ -54,24 +56,17 @@ export class RecentOutput {
 
 /** `channel`, with everything appended to it also kept in `recent`. */
 export function recording<T extends { append(value: string): void; appendLine(value: string): void }>(channel: T, recent: RecentOutput): T {
-    return new Proxy(channel, {
-        get(target, property, receiver) {
-            if (property === 'append') {
-                return (value: string) => {
-                    recent.push(value);
-                    target.append(value);
-                };
-            }
-            if (property === 'appendLine') {
-                return (value: string) => {
-                    recent.push(`${value}\n`);
-                    target.appendLine(value);
-                };
-            }
-            const value: unknown = Reflect.get(target, property, receiver);
-            return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    const methods = {
+        append: (value: string) => {
+            recent.push(value);
+            channel.append(value);
         },
-    });
+        appendLine: (value: string) => {
+            recent.push(`${value}\n`);
+            channel.appendLine(value);
+        },
+    };
+    return overriding(channel, methods as Partial<Record<keyof T, unknown>>);
 }
 
 /** The message after the last restart failed: what happened, the last output, what to do. */

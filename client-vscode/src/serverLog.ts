@@ -32,27 +32,33 @@ export function serverLogLine(line: string, previous: ChannelLevel = 'info'): { 
     return match ? { level: LEVELS[match[1] ?? 'INFO'] ?? 'info', text: match[2] ?? '' } : { level: previous, text: line };
 }
 
-/** `channel`, with what is appended to it (the server's stderr) logged line by line at its level. */
-export function levelled<T extends LevelledChannel>(channel: T): T {
-    let pending = '';
-    let last: ChannelLevel = 'info';
+/** `channel` with some of its methods replaced; the others pass through, bound to it. */
+export function overriding<T extends object>(channel: T, methods: Partial<Record<keyof T, unknown>>): T {
     return new Proxy(channel, {
         get(target, property, receiver) {
-            if (property === 'append') {
-                return (value: string) => {
-                    const lines = (pending + value).split('\n');
-                    pending = lines.pop() ?? '';
-                    for (const line of lines) {
-                        if (line.trim()) {
-                            const { level, text } = serverLogLine(line.replace(/\r$/, ''), last);
-                            target[level](text);
-                            last = level;
-                        }
-                    }
-                };
+            if (Object.prototype.hasOwnProperty.call(methods, property)) {
+                return methods[property as keyof T];
             }
             const value: unknown = Reflect.get(target, property, receiver);
             return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
         },
     });
+}
+
+/** `channel`, with what is appended to it (the server's stderr) logged line by line at its level. */
+export function levelled<T extends LevelledChannel>(channel: T): T {
+    let pending = '';
+    let last: ChannelLevel = 'info';
+    const append = (value: string) => {
+        const lines = (pending + value).split('\n');
+        pending = lines.pop() ?? '';
+        for (const line of lines) {
+            if (line.trim()) {
+                const { level, text } = serverLogLine(line.replace(/\r$/, ''), last);
+                channel[level](text);
+                last = level;
+            }
+        }
+    };
+    return overriding(channel, { append } as Partial<Record<keyof T, unknown>>);
 }

@@ -88,13 +88,16 @@ def live(anchored: Iterable[CompileFinding], data: bytes, index: ModuleIndex | N
     """The findings still true of the document now (`data`, parsed as `index`), moved to where
     their kernel is now."""
     out: list[Finding] = []
+    now: dict[str, bytes] = {}  # each kernel's `compiled_on` text, read once per publish
     for item in anchored:
         if item.kernel is None:
             if item.text == data:
                 out.append(item.finding)
             continue
         kernel = index.kernel(item.kernel) if index is not None else None
-        if kernel is None or compiled_on(data, kernel) != item.text:
+        if kernel is not None and item.kernel not in now:
+            now[item.kernel] = compiled_on(data, kernel)
+        if kernel is None or now[item.kernel] != item.text:
             continue  # edited (here or where it is launched) or gone: stale until compiled again
         out.append(item.finding.shifted(kernel.outer.start_point[0] - item.row, kernel.outer.start_byte - item.start_byte))
     return out
