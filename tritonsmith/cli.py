@@ -116,7 +116,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(to_sarif(results, workspace.rules, base=base))
     else:
         print(to_text(results, base=base, fixed=fixed_total))
-    return 1 if any(r.findings for r in results) and not args.exit_zero else 0
+    # A secondary finding (a note) is another place of a problem counted where it is reported.
+    problems = any(not f.secondary for r in results for f in r.findings)
+    return 1 if problems and not args.exit_zero else 0
 
 
 # Below this much source, one process checks everything: starting others would cost more.

@@ -18,6 +18,9 @@ interface LevelledChannel {
     error(message: string): void;
 }
 
+/** The most of one unfinished line held back (a server printing without newlines must not grow it for ever). */
+const MAX_PENDING = 64 * 1024;
+
 const LEVELS: Record<string, ChannelLevel> = {
     DEBUG: 'debug',
     INFO: 'info',
@@ -52,6 +55,10 @@ export function levelled<T extends LevelledChannel>(channel: T): T {
     const append = (value: string) => {
         const lines = (pending + value).split('\n');
         pending = lines.pop() ?? '';
+        if (pending.length > MAX_PENDING) {  // output that never ends its line: show it anyway
+            lines.push(pending);
+            pending = '';
+        }
         for (const line of lines) {
             if (line.trim()) {
                 const { level, text } = serverLogLine(line.replace(/\r$/, ''), last);

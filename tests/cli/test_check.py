@@ -207,3 +207,8 @@ def launch(x):
     assert main(["check", "--format", "json", "launched.py"]) == 1
     found = json.loads(capsys.readouterr().out)
     assert sorted((f["code"], f["secondary"]) for f in found) == [("TS101", False), ("TS101", True)]
+    # The problem ignored where it is reported: its note alone does not fail the check.
+    text = (project / "launched.py").read_text().replace("tl.arange(0, BLOCK)", "tl.arange(0, BLOCK)  # tritonsmith: ignore[TS101]")
+    (project / "launched.py").write_text(text)
+    assert main(["check", "launched.py"]) == 0
+    assert "[note: arange-non-power-of-two]" in capsys.readouterr().out

@@ -30,6 +30,8 @@ describe('server log lines in the output channel', () => {
         wrapped.append('ERROR tritonsmith.server: checking failed\nTraceback (most recent call last):\nINFO k: fine\nplain\n');
         assert.deepEqual(calls.slice(-4), ['error:tritonsmith.server: checking failed', 'error:Traceback (most recent call last):',
             'info:k: fine', 'info:plain']);
+        wrapped.append('x'.repeat(70 * 1024));
+        assert.equal(calls.at(-1)?.length, 'info:'.length + 70 * 1024, 'an endless line is shown, not held');
         wrapped.warn('direct');
         assert.equal(calls.at(-1), 'warn:direct');
         assert.equal(wrapped.name, 'Tritonsmith');
