@@ -79,9 +79,10 @@ def ref_offset(text: str, line: int, character: int) -> int:
     units = 0
     prefix = ""
     for char in content:
-        if units >= character:
+        width = 2 if ord(char) > 0xFFFF else 1
+        if units + width > character:  # a column inside a surrogate pair means the character's start
             break
-        units += 2 if ord(char) > 0xFFFF else 1
+        units += width
         prefix += char
     return start + len(prefix.encode("utf-8"))
 
@@ -284,3 +285,13 @@ def test_reversed_range_is_an_insertion_at_its_start():
     document = Document(KERNEL)
     document.edit((8, 4), (6, 2), "zz\n")
     assert_consistent(document, ref_apply(KERNEL, (8, 4), (6, 2), "zz\n"))
+
+
+def test_a_column_inside_a_surrogate_pair_means_the_characters_start():
+    """Hypothesis found this once in CI: "🚀" is two UTF-16 units; deleting (0,0)-(0,1) cuts
+    inside it, which deletes nothing (the model used to round up and delete the rocket)."""
+    document = Document(KERNEL)
+    document.edit((0, 0), (0, 0), "🚀")
+    document.edit((0, 0), (0, 1), "")
+    assert document.source == ("🚀" + KERNEL).encode("utf-8")
+    assert ref_apply("🚀" + KERNEL, (0, 0), (0, 1), "") == "🚀" + KERNEL
