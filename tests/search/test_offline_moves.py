@@ -111,3 +111,18 @@ def test_a_block_jump_stays_near_the_pool_kernels_size_and_scales_its_warps():
         seen.add((block.strip(), warps))
     # 256 moves to 1024 or 64, never to an unrelated size; warps follow (x4 capped at 16, /4 -> 1).
     assert seen == {("BLOCK = 1024", "16"), ("BLOCK = 64", "1")}
+
+
+def test_streaming_loads_leave_alone_a_load_that_other_programs_read_again():
+    """`bias_ptr + offsets % features` is read by every row's programs: evicting it first would
+    fetch it again each time; the activations are read once."""
+    import random
+    from pathlib import Path
+
+    from tritonsmith.search.proposers.offline import transformations
+
+    source = (Path(__file__).resolve().parents[2] / "bench" / "problems" / "bias_silu.py").read_text()
+    hinted = transformations()["streaming-loads"](source, "bias_add_kernel", random.Random(0))
+    assert hinted is not None
+    assert 'x = tl.load(x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_first")' in hinted
+    assert "b = tl.load(bias_ptr + offsets % features, mask=mask, other=0.0)\n" in hinted

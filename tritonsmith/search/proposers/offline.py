@@ -10,11 +10,15 @@ removed, a cache/eviction hint on a load. A move never turns a `Config` into a c
 first `Config` (evaluator/cuda_shim.py), the other Configs are left alone: an edit there could
 not be measured. Regenerate steps start from the best kernel in the
 diverse pool (or the original) and apply a structural transformation from a small library
-where the kernel meets its preconditions, together with a jump in block size:
+where the kernel meets its preconditions, together with a jump in block size; they transform
+whichever kernels the file launches:
 
+- `fuse-elementwise`: two consecutively launched elementwise kernels that hand a temporary from
+  one to the other become one kernel (`fusion.py`, with its preconditions); tried first;
 - `vector-hints`: `offsets = pid * BLOCK + tl.arange(0, BLOCK)` gains
   `tl.max_contiguous(tl.multiple_of(...))`, so loads and stores can use wide vector accesses;
-- `streaming-loads`: loads in a kernel without reuse get `eviction_policy="evict_first"`;
+- `streaming-loads`: loads in a kernel without reuse get `eviction_policy="evict_first"` (not
+  those indexed with `%` or `//`, which other programs read again);
 - `block-jump`: every block size at the launch moved four times up or down from the pool
   kernel's own (twice where four is out of range), not to a random size, with a launch's
   `num_warps` scaled by the same factor (1 to 16).
@@ -40,8 +44,9 @@ from ...analysis import Document, index_module
 from ...analysis.index import AutotuneConfig, Kernel, ModuleIndex
 from ...analysis.syntax import text, walk
 from ..model import Edit, ProposalError, StepContext, apply_edits
+from .fusion import fuse_elementwise
 
-__all__ = ["OfflineProposer", "config_moves", "transformations"]
+__all__ = ["OfflineProposer", "config_moves", "launched_kernels", "transformations"]
 
 BLOCK_NAME = re.compile(r"BLOCK|TILE|GROUP|SIZE|_M$|_N$|_K$", re.IGNORECASE)
 MIN_BLOCK, MAX_BLOCK = 16, 8192
@@ -315,9 +320,17 @@ def _vector_hints(source: str, kernel: str, rng: random.Random) -> str | None:
     return source.replace(body, new_body, 1) if source.count(body) == 1 else None
 
 
+def _reread(load: Node) -> bool:
+    arguments = load.child_by_field_name("arguments")
+    pointer = arguments.named_children[0] if arguments is not None and arguments.named_children else None
+    return pointer is not None and (b"%" in (pointer.text or b"") or b"//" in (pointer.text or b""))
+
+
 def _streaming_loads(source: str, kernel: str, rng: random.Random) -> str | None:
     site = _Site(source, kernel)
-    loads = [n for n in _loads(site) if b"eviction_policy" not in (n.text or b"")]
+    # A load indexed with `%` or `//` (a bias per feature, a row's scale) reads the same data in
+    # many programs: evicting it first would make each of them fetch it again.
+    loads = [n for n in _loads(site) if b"eviction_policy" not in (n.text or b"") and not _reread(n)]
     if not loads:
         return None
     data = site.data
@@ -365,10 +378,23 @@ def _block_jump(source: str, kernel: str, rng: random.Random) -> str | None:
 Transformation = Callable[[str, str, random.Random], "str | None"]
 
 
+def _fuse(source: str, kernel: str, rng: random.Random) -> str | None:
+    return fuse_elementwise(source, kernel)
+
+
 def transformations() -> dict[str, Transformation]:
     """The regenerate library: name -> f(source, kernel, rng) -> new source, or None where the
     kernel does not meet the transformation's preconditions."""
-    return {"vector-hints": _vector_hints, "streaming-loads": _streaming_loads, "block-jump": _block_jump}
+    return {"fuse-elementwise": _fuse, "vector-hints": _vector_hints, "streaming-loads": _streaming_loads,
+            "block-jump": _block_jump}
+
+
+def launched_kernels(source: str, first: str) -> list[str]:
+    """The kernels `source` launches, `first` first when it is one of them: what a regeneration
+    transforms (after a fusion the kernel asked for may no longer be launched)."""
+    index = index_module(Document(source).root)
+    names = [k.name for k in index.kernels if k.launches]
+    return sorted(names, key=lambda name: name != first)
 
 
 def _digest(source: str) -> str:
@@ -412,17 +438,23 @@ class OfflineProposer:
     def regenerate(self, context: StepContext) -> str:
         correct = [entry for entry in context.pool if entry.evaluation.speedup is not None]
         base = max(correct, key=lambda e: e.evaluation.speedup or 0.0).source if correct else context.task.source
-        library = list(transformations().items())
-        self.rng.shuffle(library)
+        library = transformations()
+        fuse = library.pop("fuse-elementwise")
+        rest = list(library.items())
         for _ in range(3):  # a few tries: a jump can land on a variant proposed before
-            candidate = base
-            applied: list[str] = []
-            for name, transform in library:
+            # Fusion first, always where it applies: it needs the two launches' block sizes
+            # equal, which a jump of one of them would break; the others in a random order.
+            candidate = fuse(base, context.task.kernel, self.rng) or base
+            applied = ["fuse-elementwise"] if candidate != base else []
+            self.rng.shuffle(rest)
+            for name, transform in rest:
                 if name != "block-jump" and self.rng.random() < 0.5:
                     continue
-                changed = transform(candidate, context.task.kernel, self.rng)
-                if changed is not None and changed != candidate:
-                    candidate, applied = changed, [*applied, name]
+                for kernel in launched_kernels(candidate, context.task.kernel):
+                    changed = transform(candidate, kernel, self.rng)
+                    if changed is not None and changed != candidate:
+                        candidate, applied = changed, [*applied, name]
+                        break
             if applied and self._fresh(candidate):
                 return candidate
         raise ProposalError("no transformation in the library applies to this kernel")
