@@ -15,7 +15,8 @@ from tritonsmith.search.proposers.fusion import fuse_elementwise
 from tritonsmith.search.proposers.offline import OfflineProposer, launched_kernels
 
 PROBLEMS = Path(__file__).resolve().parents[2] / "bench" / "problems"
-TWO_KERNEL_PROBLEMS = ["bias_silu", "residual_add_clamp", "scale_bias_relu"]
+TWO_KERNEL_PROBLEMS = ["bias_silu", "residual_add_clamp", "scale_bias_relu", "linear_bias_relu"]
+LINEAR = (PROBLEMS / "linear_bias_relu.py").read_text()
 
 PAIR = '''import torch
 import triton
@@ -134,6 +135,40 @@ def test_clashing_names_get_a_suffix_and_shared_arguments_one_parameter():
     assert "def add_clamp_kernel(x_ptr, y_ptr, n_elements, out_ptr, y_ptr_2, high, BLOCK_SIZE: tl.constexpr):" in fused
     assert "tl.maximum(tmp, tl.load(y_ptr_2))" in fused
     assert "add_clamp_kernel[grid](x, residual, n, out, lo, 1.0, BLOCK_SIZE=16)" in fused
+
+
+def test_an_elementwise_kernel_after_a_matmul_becomes_its_epilogue_on_the_accumulator():
+    fused = fuse_elementwise(LINEAR)
+    assert fused is not None
+    assert launches(fused) == ["matmul_bias_relu_kernel"]
+    kernel = fused[fused.index("def matmul_bias_relu_kernel("):fused.index("class ModelNew")]
+    # The consumer's flat offsets become the memory offsets the matmul stored y at; its mask,
+    # the matmul's store mask; its load of y, the accumulator.
+    assert kernel.rstrip().endswith(
+        "    out_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)\n"
+        "    offsets = offs_m[:, None] * stride_om + offs_n[None, :] * stride_on\n"
+        "    b = tl.load(b_ptr + offsets % N, mask=out_mask, other=0.0)\n"
+        "    tl.store(out_ptr + offsets, tl.maximum(acc + b, 0.0), mask=out_mask)")
+    assert "matmul_bias_relu_kernel[grid](x, w, M, N, K, x.stride(0), x.stride(1), w.stride(0), w.stride(1), " \
+        "y.stride(0), y.stride(1), self.linear.bias, out, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)" in fused
+
+
+@pytest.mark.parametrize("change, why", [
+    (("        n = y.numel()\n", "        n = y.numel() // 2\n"), "the consumer covers part of the temporary only"),
+    (("    b = tl.load(b_ptr + offsets % n_cols, mask=mask, other=0.0)\n",
+      "    b = tl.load(b_ptr + pid % n_cols, mask=mask, other=0.0)\n"), "the consumer reads its program id"),
+    (("    b = tl.load(b_ptr + offsets % n_cols, mask=mask, other=0.0)\n",
+      "    b = tl.load(b_ptr + offsets % BLOCK_SIZE, mask=mask, other=0.0)\n"), "the consumer reads its block size"),
+    (("        out = torch.empty_like(y)\n", "        out = torch.empty_like(y)\n        print(y.sum())\n"),
+     "a statement between the launches reads the temporary's data"),
+    (("    y = tl.load(y_ptr + offsets, mask=mask, other=0.0)\n", "    y = tl.load(y_ptr + offsets + 1, mask=mask, other=0.0)\n"),
+     "the consumer reads a neighbour's element"),
+    (("        return out\n", "        return out + y\n"), "the temporary is read after the second launch"),
+])
+def test_no_epilogue_fusion_where_a_precondition_fails(change: tuple[str, str], why: str):
+    old, new = change
+    assert LINEAR.count(old) == 1, why
+    assert fuse_elementwise(LINEAR.replace(old, new)) is None, why
 
 
 def test_the_regeneration_fuses_first_and_then_transforms_the_fused_kernel():

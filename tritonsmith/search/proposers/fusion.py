@@ -1,4 +1,4 @@
-"""Fusing two consecutively launched elementwise kernels into one (a regenerate transformation).
+"""Fusing a kernel into the one launched before it (a regenerate transformation).
 
 A launcher that runs `producer[grid](x, tmp, n, BLOCK_SIZE=16)` and then
 `consumer[grid](tmp, out, n, BLOCK_SIZE=16)` writes `tmp` to memory only for the next kernel to
@@ -24,6 +24,16 @@ Preconditions, each a reason the rewrite could change what the program computes:
 
 Masked-off lanes: the consumer used to read `other=` there and now reads the producer's value;
 either way its own store, under the same mask, drops those lanes.
+
+**Epilogues** (`_fuse_epilogue`): a flat elementwise consumer after a producer of any shape (a
+tiled matmul writing `y`, then bias and ReLU over `y.numel()` elements) runs on the producer's
+own lanes, after everything the producer computes: its `offsets` become the memory offsets the
+producer stored the temporary at (`offs_m[:, None] * stride_om + offs_n[None, :] * stride_on`),
+its `mask` the producer's store mask, its load of the temporary the stored value (`acc`). This
+holds when the consumer reads lanes only through `offsets` and `mask` (not its program id or
+block size), covers the whole temporary (its element count is `tmp.numel()`, which a correct
+producer writes entirely), and the statements between the launches read only the temporary's
+size, strides or type. The fused kernel launches on the producer's grid.
 
 The old kernels stay in the file (another module may import them); the launcher launches the
 fused one, and the temporary's allocation goes when nothing else uses it. Text only: nothing
@@ -73,7 +83,8 @@ def fuse_elementwise(source: str, kernel: str | None = None) -> str | None:
     pairs = _consecutive_launches(index)
     pairs.sort(key=lambda pair: kernel not in (pair[0][0].name, pair[1][0].name))
     for (producer, first), (consumer, second) in pairs:
-        fused = _fuse(data, index, producer, first, consumer, second)
+        fused = _fuse(data, index, producer, first, consumer, second) or \
+            _fuse_epilogue(data, index, producer, first, consumer, second)
         if fused is not None:
             return fused
     return None
@@ -151,8 +162,9 @@ def _elementwise_call(call: Node, index: ModuleIndex) -> bool:
     return False
 
 
-def _store_parts(statement: Node, index: ModuleIndex) -> tuple[Node, Node, Node, Node] | None:
-    """`tl.store(PTR + OFFS, VALUE, mask=MASK)` -> (PTR, OFFS, VALUE, MASK)."""
+def _store_parts(statement: Node, index: ModuleIndex) -> tuple[Node, str, Node, Node] | None:
+    """`tl.store(PTR + OFFS, VALUE, mask=MASK)` -> (PTR, OFFS as text, VALUE, MASK); OFFS may
+    be a sum (`ptr + offs_m[:, None] * s0 + offs_n[None, :] * s1`)."""
     call = statement.named_children[0] if statement.named_child_count == 1 else None
     if call is None or call.type != "call" or index.imports.qualify(call.child_by_field_name("function")) != "triton.language.store":
         return None
@@ -162,10 +174,26 @@ def _store_parts(statement: Node, index: ModuleIndex) -> tuple[Node, Node, Node,
     pointer = positional[0] if positional else keywords.get("pointer")
     value = positional[1] if len(positional) > 1 else keywords.get("value")
     mask = positional[2] if len(positional) > 2 else keywords.get("mask")
-    parts = _pointer_plus(pointer)
-    if parts is None or value is None or mask is None:
+    # The leftmost term of a chain of `+` is the pointer; the rest is the offset.
+    bottom = pointer
+    while bottom is not None and bottom.type == "binary_operator" and text(bottom.child_by_field_name("operator")) == "+" \
+            and (left := bottom.child_by_field_name("left")) is not None and left.type == "binary_operator":
+        bottom = left
+    parts = _pointer_plus(bottom)
+    if parts is None or pointer is None or value is None or mask is None:
         return None
-    return parts[0], parts[1], value, mask
+    data = _root(pointer).text or b""
+    return parts[0], data[parts[1].start_byte:pointer.end_byte].decode().strip(), value, mask
+
+
+def _writes(node: Node, index: ModuleIndex) -> int:
+    """How many `tl.store` and `tl.atomic_*` calls the node holds."""
+    count = 0
+    for call in walk(node):
+        if call.type == "call":
+            name = index.imports.qualify(call.child_by_field_name("function")) or ""
+            count += name == "triton.language.store" or name.startswith("triton.language.atomic_")
+    return count
 
 
 def _load_parts(call: Node, index: ModuleIndex) -> tuple[Node, Node, Node] | None:
@@ -295,7 +323,7 @@ def _fuse(data: bytes, index: ModuleIndex, producer: Kernel, first: LaunchSite,
     out_ptr, store_offsets, value, store_mask = store
     if sum(1 for s in a.statements for n in _identifiers(s) if text(n) == text(out_ptr)) != 1:
         return None  # the producer reads its output too, or stores twice
-    if any(_store_parts(s, index) is not None or b"store" in (s.text or b"") for s in a.statements[:-1]):
+    if any(_writes(s, index) for s in a.statements[:-1]):
         return None
     temporary = bound_a.get(text(out_ptr))
     if temporary is None or temporary.type != "identifier":
@@ -336,9 +364,9 @@ def _fuse(data: bytes, index: ModuleIndex, producer: Kernel, first: LaunchSite,
     definitions = {_value_text(right): n for st in a.statements[:-1] if (n := _assigned(st)) is not None
                    and (right := _right(st)) is not None and sum(1 for t in a.statements if _assigned(t) == n) == 1}
     handoff = _unique(tmp, taken)  # the launcher's name for what now stays in registers
-    expected_offsets, expected_mask = _value_text(store_offsets), _value_text(store_mask)
+    expected_offsets, expected_mask = store_offsets, _value_text(store_mask)
     consumer_store = _store_parts(b.statements[-1], index)
-    if consumer_store is None or any(b"store" in (st.text or b"") for st in b.statements[:-1]):
+    if consumer_store is None or any(_writes(st, index) for st in b.statements[:-1]):
         return None  # every load before the one store: merging a load cannot skip a write
     loads_of_tmp = 0
     lines: list[str] = []
@@ -382,6 +410,205 @@ def _fuse(data: bytes, index: ModuleIndex, producer: Kernel, first: LaunchSite,
     body += [f"{a.indent}{handoff} = {_value_text(value)}"]
     body += lines
     definition = f"{decorator}\ndef {fused_name}({', '.join(item[2] for item in order)}):\n" + "\n".join(body) + "\n"
+    launch = _fused_launch(fused_name, first, [(item[1], item[3]) for item in order])
+    return _rewrite(data, producer, consumer, first, second, launch, definition, tmp, launcher)
+
+
+# -- an elementwise consumer as the epilogue of any producer (a matmul's bias and ReLU) -------
+
+_FLAT_OFFSETS = re.compile(r"(?P<pid>\w+|tl\.program_id\((?:axis=)?0\))\*(?P<block>\w+)\+tl\.arange\(0,(?P=block)\)")
+_METADATA = frozenset({"numel", "shape", "stride", "dtype", "device", "size", "dim", "element_size"})
+
+
+def _tile_producer(kernel: Kernel, index: ModuleIndex) -> tuple[list[Node], str] | None:
+    """A producer of any shape (loops, dots, reductions) that ends with its only store: its
+    statements before the docstring's end and its body's indent."""
+    if kernel.autotune is not None or kernel.heuristics or len(kernel.decorators) != 1 or kernel.wrapper_calls:
+        return None
+    body = kernel.body
+    if body is None or _writes(body, index) != 1:
+        return None
+    statements = [s for s in body.named_children if s.type != "comment"]
+    if statements and statements[0].type == "expression_statement" and statements[0].named_children[0].type == "string":
+        statements = statements[1:]
+    if len(statements) < 2 or statements[-1].type != "expression_statement":
+        return None
+    first = statements[0]
+    indent = (_root(body).text or b"")[first.start_byte - first.start_point[1]:first.start_byte]
+    return (statements, indent.decode()) if not indent.strip() else None
+
+
+def _flat_preamble(b: _Body, index: ModuleIndex) -> tuple[dict[str, Node], str, str, str] | None:
+    """A flat consumer's `pid = tl.program_id(0)`, `offsets = pid * BLOCK + tl.arange(0, BLOCK)`
+    and `mask = offsets < n`: (those statements by name, the offsets' and mask's names, n's
+    parameter), or None."""
+    found: dict[str, Node] = {}
+    offsets = mask = n = None
+    block = None
+    for statement in b.statements:
+        name, right = _assigned(statement), _right(statement)
+        if name is None or right is None:
+            continue
+        compact = re.sub(r"\s+", "", text(right))
+        if right.type == "call" and index.imports.qualify(right.child_by_field_name("function")) == "triton.language.program_id":
+            found[name] = statement
+        elif offsets is None and (match := _FLAT_OFFSETS.fullmatch(compact)) is not None \
+                and (match["pid"] in found or match["pid"].startswith("tl.")):
+            offsets, block = name, match["block"]
+            found[name] = statement
+        elif offsets is not None and mask is None and (match := re.fullmatch(rf"{offsets}<(\w+)", compact)):
+            mask, n = name, match[1]
+            found[name] = statement
+    if offsets is None or mask is None or n is None or block is None:
+        return None
+    lane_names = {block} | {k for k, v in found.items() if k not in (offsets, mask)}
+    for statement in b.statements:  # the rest reads lanes only through `offsets` and `mask`
+        if statement.id not in {v.id for v in found.values()} and lane_names & _names_in(statement):
+            return None
+    if {param.name for param in b.kernel.params} & {n} != {n}:
+        return None
+    return found, offsets, mask, n
+
+
+def _covers_temporary(block: Node, tmp: str, argument: Node, second: LaunchSite) -> bool:
+    """The consumer's element count is the temporary's (`tmp.numel()`, or a local assigned it
+    before the launch): it covers the whole temporary, which a correct producer writes."""
+    if re.sub(r"\s+", "", text(argument)) == f"{tmp}.numel()":
+        return True
+    if argument.type != "identifier":
+        return False
+    assignments = [s for s in block.named_children if s.type == "expression_statement"
+                   and _assigned(s) == text(argument) and s.start_byte < second.node.start_byte]
+    right = _right(assignments[-1]) if assignments else None
+    return right is not None and re.sub(r"\s+", "", text(right)) == f"{tmp}.numel()"
+
+
+def _metadata_only(statement: Node, tmp: str) -> bool:
+    """Every use of `tmp` in the statement reads its shape, size or type, not its contents."""
+    for n in _identifiers(statement):
+        if text(n) != tmp:
+            continue
+        parent = n.parent
+        if parent is not None and parent.type == "attribute" and text(parent.child_by_field_name("attribute")) in _METADATA:
+            continue
+        call = parent.parent if parent is not None and parent.type == "argument_list" else None
+        function = call.child_by_field_name("function") if call is not None else None
+        if function is not None and text(function) in ("torch.empty_like", "torch.zeros_like") and parent is not None \
+                and parent.named_children and parent.named_children[0].id == n.id:
+            continue
+        return False
+    return True
+
+
+def _fuse_epilogue(data: bytes, index: ModuleIndex, producer: Kernel, first: LaunchSite,
+                   consumer: Kernel, second: LaunchSite) -> str | None:
+    """A flat elementwise consumer run on the producer's own lanes, after its last statement:
+    the consumer's `offsets` become the memory offsets the producer stored the temporary at and
+    its `mask` the producer's store mask, so each lane finishes the element it computed."""
+    produced, b = _tile_producer(producer, index), _flat_body(consumer, index)
+    if produced is None or b is None or first.grid is None:
+        return None
+    statements, indent = produced
+    preamble = _flat_preamble(b, index)
+    bound_a, bound_b = _bindings(producer, first), _bindings(consumer, second)
+    store = _store_parts(statements[-1], index)
+    if preamble is None or bound_a is None or bound_b is None or store is None:
+        return None
+    lanes, offsets, mask, n = preamble
+    out_ptr, store_offsets, value, store_mask = store
+    body_identifiers = [t for st in statements for t in _identifiers(st)]
+    if sum(1 for t in body_identifiers if text(t) == text(out_ptr)) != 1:
+        return None
+    temporary = bound_a.get(text(out_ptr))
+    if temporary is None or temporary.type != "identifier":
+        return None
+    tmp = text(temporary)
+    in_params = [name for name, arg in bound_b.items() if arg.type == "identifier" and text(arg) == tmp]
+    # The temporary's data passed once to each; its strides or size may be passed too.
+    if len(in_params) != 1 or sum(1 for arg in bound_a.values() if not _metadata_only(arg, tmp)) != 1:
+        return None
+    in_ptr = in_params[0]
+    launcher = _launcher_block(first)
+    if launcher is None or not _temporary_is_local(launcher, tmp, first) or _used_after(launcher, tmp, second):
+        return None
+    if n not in bound_b or not _covers_temporary(launcher, tmp, bound_b[n], second):
+        return None
+    reads = _names_in(first.node)
+    for statement in launcher.named_children:  # between the launches: metadata of tmp only
+        if first.node.end_byte <= statement.start_byte < second.node.start_byte:
+            if statement.type == "comment":
+                continue
+            if statement.type != "expression_statement" or _assigned(statement) in reads \
+                    or not _metadata_only(statement, tmp):
+                return None
+    if any(not _metadata_only(arg, tmp) for name, arg in bound_b.items() if name != in_ptr):
+        return None
+
+    params_a = {p.name: p for p in producer.params}
+    taken = ({text(t) for t in body_identifiers} | set(params_a)) - {text(out_ptr)}
+    names: dict[str, str] = {}
+    # The value handed over: the producer's variable itself (`acc`), else a new name for it.
+    handoff = text(value) if value.type == "identifier" else _unique(tmp, taken)
+    lines = [] if value.type == "identifier" else [f"{indent}{handoff} = {_value_text(value)}"]
+    for name, expression in ((offsets, store_offsets), (mask, _value_text(store_mask))):
+        if re.fullmatch(r"\w+", expression):  # the producer's own variable
+            names[name] = expression
+        else:
+            names[name] = _unique(name, taken)
+            lines.append(f"{indent}{names[name]} = {expression}")
+    rest = [st for st in b.statements if st.id not in {v.id for v in lanes.values()}]
+    used = {text(t) for st in rest for t in _identifiers(st)}
+    extra_params: list[str] = []
+    for p in consumer.params:
+        if p.name == in_ptr or p.name not in used:
+            continue
+        arg = bound_b.get(p.name)
+        shared = next((q for q, arg_a in bound_a.items() if arg is not None and q != text(out_ptr)
+                       and text(arg_a) == text(arg) and params_a[q].is_constexpr == p.is_constexpr), None)
+        names[p.name] = shared if shared is not None else _unique(p.name, taken)
+        if shared is None:
+            extra_params.append(p.name)
+    consumer_store = _store_parts(b.statements[-1], index)
+    if consumer_store is None or any(_writes(st, index) for st in b.statements[:-1]) \
+            or text(consumer_store[3]) != mask or consumer_store[1] != offsets:
+        return None
+    loads_of_tmp = 0
+    for statement in rest:
+        loads = [t for t in walk(statement) if t.type == "call" and (parts := _load_parts(t, index)) is not None
+                 and text(parts[0]) == in_ptr]
+        if sum(1 for t in _identifiers(statement) if text(t) == in_ptr) != len(loads):
+            return None
+        replace: dict[tuple[int, int], str] = {}
+        for load in loads:
+            parts = _load_parts(load, index)
+            assert parts is not None
+            if text(parts[1]) != offsets or text(parts[2]) != mask:
+                return None
+            replace[(load.start_byte, load.end_byte)] = handoff
+            loads_of_tmp += 1
+        local, right = _assigned(statement), _right(statement)
+        if local is not None and right is not None and len(loads) == 1 and right.id == loads[0].id \
+                and sum(1 for t in b.statements if _assigned(t) == local) == 1:
+            names[local] = handoff  # `y = tl.load(y_ptr + offsets, ...)`: y is the value itself
+            continue
+        if local is not None and local not in names:
+            names[local] = _unique(local, taken)
+        lines.append(_reindent(_renamed(statement, names, replace), b, indent))
+    if loads_of_tmp == 0:
+        return None
+
+    fused_name = _unique(_fused_name(producer.name, consumer.name), set(index.functions) | {k.name for k in index.kernels})
+    nodes_a, nodes_b = _param_nodes(producer), _param_nodes(consumer)
+    order = [(params_a[q].is_constexpr, q, text(nodes_a[q]), bound_a.get(q)) for q in params_a if q != text(out_ptr)]
+    order += [(p.is_constexpr, names[p.name], _renamed_param(nodes_b[p.name], names[p.name]), bound_b.get(p.name))
+              for p in consumer.params if p.name in extra_params]
+    order.sort(key=lambda item: item[0])
+    start = data.rfind(b"\n", 0, statements[0].start_byte) + 1
+    end = data.rfind(b"\n", 0, statements[-1].start_byte) + 1
+    kept = data[start:end].decode().rstrip("\n")  # everything the producer does before its store
+    definition = (f"{text(producer.decorators[0])}\ndef {fused_name}({', '.join(item[2] for item in order)}):\n"
+                  f'{indent}"""{producer.name} with {consumer.name} as its epilogue: {tmp} stays in registers."""\n'
+                  + kept + "\n" + "\n".join(lines) + "\n")
     launch = _fused_launch(fused_name, first, [(item[1], item[3]) for item in order])
     return _rewrite(data, producer, consumer, first, second, launch, definition, tmp, launcher)
 
@@ -435,12 +662,6 @@ def _fused_name(producer: str, consumer: str) -> str:
 def _launcher_block(site: LaunchSite) -> Node | None:
     statement = site.node.parent
     return statement.parent if statement is not None else None
-
-
-def _statement_of(node: Node, block: Node) -> Node | None:
-    while node.parent is not None and node.parent.id != block.id:
-        node = node.parent
-    return node if node.parent is not None else None
 
 
 def _temporary_is_local(block: Node, tmp: str, first: LaunchSite) -> bool:

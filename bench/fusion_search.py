@@ -1,0 +1,111 @@
+"""Does the offline search fuse the suite's two-kernel launchers? (issue 15's figure: "every
+bench/problems starting kernel whose launcher has two kernels ends fused").
+
+For every problem of ``bench/problems`` whose launcher launches two or more kernels, in a fresh
+git repository holding a copy of the problem, run::
+
+    tritonsmith optimize FILE --kernel FIRST --device cpu --steps N --seed S --format json --out best.patch
+
+then ``git apply`` the patch (the check a user would make) and count the kernels the patched
+file launches. Recorded per problem and seed: the kernels launched before and after, whether the
+patch applied, the search's confirmed speedup and its 95% interval (interpreter time: a CPU
+figure, not a GPU one) and the seconds the search took.
+
+Usage::
+
+    .venv/bin/python bench/fusion_search.py --steps 8 --seeds 0,1 --json docs/benchmarks/fusion-search-1.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tritonsmith.analysis import Document, index_module
+
+ROOT = Path(__file__).resolve().parents[1]
+PROBLEMS = ROOT / "bench" / "problems"
+
+
+def launched(source: str) -> list[str]:
+    index = index_module(Document(source).root)
+    return [k.name for k in index.kernels if k.launches]
+
+
+def first_launched(source: str) -> str:
+    index = index_module(Document(source).root)
+    sites = sorted((site.node.start_byte, k.name) for k in index.kernels for site in k.launches)
+    return sites[0][1]
+
+
+def run_one(path: Path, steps: int, seed: int) -> dict[str, object]:
+    source = path.read_text()
+    with tempfile.TemporaryDirectory(prefix="fusion-search-") as tmp:
+        work = Path(tmp)
+        shutil.copy(path, work / path.name)
+        subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+        patch = work / "best.patch"
+        began = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "tritonsmith", "optimize", path.name, "--kernel", first_launched(source),
+             "--device", "cpu", "--steps", str(steps), "--seed", str(seed), "--format", "json", "--out", str(patch)],
+            cwd=work, capture_output=True, text=True, timeout=1800,
+        )
+        seconds = time.monotonic() - began
+        lines = done.stdout.splitlines()
+        start = max((i for i, line in enumerate(lines) if line == "{"), default=None)
+        result = json.loads("\n".join(lines[start:])) if start is not None else {}
+        applied = False
+        after = launched(source)
+        if patch.exists():
+            applied = subprocess.run(["git", "apply", patch.name], cwd=work, capture_output=True).returncode == 0
+            if applied:
+                after = launched((work / path.name).read_text())
+        confirmation = result.get("confirmation") or {}
+        return {
+            "problem": path.stem, "seed": seed, "steps": steps, "exit": done.returncode,
+            "launched_before": launched(source), "launched_after": after, "fused": len(after) < len(launched(source)),
+            "patch_applies": applied, "speedup": result.get("speedup"),
+            "interval": [confirmation.get("low"), confirmation.get("high")] if confirmation else None,
+            "confirmation": confirmation or None, "search_seconds": round(seconds, 1),
+            "stderr_tail": done.stderr[-400:] if done.returncode not in (0, 1) else "",
+        }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--seeds", default="0,1")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    problems = [p for p in sorted(PROBLEMS.glob("*.py")) if len(launched(p.read_text())) >= 2]
+    rows = []
+    for path in problems:
+        for seed in (int(s) for s in args.seeds.split(",")):
+            row = run_one(path, args.steps, seed)
+            rows.append(row)
+            print(f"{row['problem']:<20} seed {seed}: {row['launched_before']} -> {row['launched_after']}"
+                  f"  patch applies: {row['patch_applies']}  speedup {row['speedup']}  interval {row['interval']}"
+                  f"  ({row['search_seconds']} s)", flush=True)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    summary = {
+        "command": "bench/fusion_search.py " + " ".join(sys.argv[1:]),
+        "commit": commit, "python": platform.python_version(), "machine": platform.machine(),
+        "measured_on": "interpreter (TRITON_INTERPRET=1), CPU", "rows": rows,
+        "fused": sum(1 for r in rows if r["fused"]), "searches": len(rows),
+    }
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"fused in {summary['fused']} of {summary['searches']} searches")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
