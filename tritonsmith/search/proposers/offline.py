@@ -15,6 +15,8 @@ whichever kernels the file launches:
 
 - `fuse-elementwise`: two consecutively launched elementwise kernels that hand a temporary from
   one to the other become one kernel (`fusion.py`, with its preconditions); tried first;
+- `single-pass`: a row reduction that walks its row in blocks once per pass gets one block
+  covering the row and its loops unrolled into one pass (`single_pass.py`);
 - `vector-hints`: `offsets = pid * BLOCK + tl.arange(0, BLOCK)` gains
   `tl.max_contiguous(tl.multiple_of(...))`, so loads and stores can use wide vector accesses;
 - `streaming-loads`: loads in a kernel without reuse get `eviction_policy="evict_first"` (not
@@ -45,6 +47,7 @@ from ...analysis.index import AutotuneConfig, Kernel, ModuleIndex
 from ...analysis.syntax import text, walk
 from ..model import Edit, ProposalError, StepContext, apply_edits
 from .fusion import fuse_elementwise
+from .single_pass import single_pass
 
 __all__ = ["OfflineProposer", "config_moves", "launched_kernels", "transformations"]
 
@@ -382,11 +385,15 @@ def _fuse(source: str, kernel: str, rng: random.Random) -> str | None:
     return fuse_elementwise(source, kernel)
 
 
+def _single_pass(source: str, kernel: str, rng: random.Random) -> str | None:
+    return single_pass(source, kernel)
+
+
 def transformations() -> dict[str, Transformation]:
     """The regenerate library: name -> f(source, kernel, rng) -> new source, or None where the
     kernel does not meet the transformation's preconditions."""
-    return {"fuse-elementwise": _fuse, "vector-hints": _vector_hints, "streaming-loads": _streaming_loads,
-            "block-jump": _block_jump}
+    return {"fuse-elementwise": _fuse, "single-pass": _single_pass, "vector-hints": _vector_hints,
+            "streaming-loads": _streaming_loads, "block-jump": _block_jump}
 
 
 def launched_kernels(source: str, first: str) -> list[str]:
