@@ -1,19 +1,24 @@
-"""Does the offline search fuse the suite's two-kernel launchers? (issue 15's figure: "every
-bench/problems starting kernel whose launcher has two kernels ends fused").
+"""Does the offline search make the structural changes a kernel engineer would? (issue 15's
+figure: "every bench/problems starting kernel whose launcher has two kernels ends fused"; and
+the same question for the multi-pass row reductions and the single-pass rewrite).
 
-For every problem of ``bench/problems`` whose launcher launches two or more kernels, in a fresh
-git repository holding a copy of the problem, run::
+``--kind fusion``: every problem of ``bench/problems`` whose launcher launches two or more
+kernels; ``--kind single-pass``: every problem whose first kernel walks its rows in block loops
+(``for start in range(0, n, BLOCK)``). For each, in a fresh git repository holding a copy of the
+problem, run::
 
     tritonsmith optimize FILE --kernel FIRST --device cpu --steps N --seed S --format json --out best.patch
 
 then ``git apply`` the patch (the check a user would make) and count the kernels the patched
-file launches. Recorded per problem and seed: the kernels launched before and after, whether the
-patch applied, the search's confirmed speedup and its 95% interval (interpreter time: a CPU
-figure, not a GPU one) and the seconds the search took.
+file launches and the block loops they run. Recorded per problem and seed: the kernels launched
+and their block loops before and after, whether the patch applied, the search's confirmed
+speedup and its 95% interval (interpreter time: a CPU figure, not a GPU one) and the seconds the
+search took.
 
 Usage::
 
-    .venv/bin/python bench/fusion_search.py --steps 8 --seeds 0,1 --json docs/benchmarks/fusion-search-1.json
+    .venv/bin/python bench/structural_search.py --kind fusion --steps 8 --seeds 0,1 --json docs/benchmarks/fusion-search-1.json
+    .venv/bin/python bench/structural_search.py --kind single-pass --steps 8 --seeds 0 --json docs/benchmarks/single-pass-search-1.json
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -37,6 +43,13 @@ PROBLEMS = ROOT / "bench" / "problems"
 def launched(source: str) -> list[str]:
     index = index_module(Document(source).root)
     return [k.name for k in index.kernels if k.launches]
+
+
+def block_loops(source: str) -> int:
+    """`for v in range(0, n, BLOCK)` loops in the launched kernels' bodies."""
+    index = index_module(Document(source).root)
+    return sum(len(re.findall(r"^\s*for \w+ in range\(0, \w+, \w+\):", (k.node.text or b"").decode(), re.MULTILINE))
+               for k in index.kernels if k.launches)
 
 
 def first_launched(source: str) -> str:
@@ -63,15 +76,18 @@ def run_one(path: Path, steps: int, seed: int) -> dict[str, object]:
         start = max((i for i, line in enumerate(lines) if line == "{"), default=None)
         result = json.loads("\n".join(lines[start:])) if start is not None else {}
         applied = False
-        after = launched(source)
+        after, loops_after = launched(source), block_loops(source)
         if patch.exists():
             applied = subprocess.run(["git", "apply", patch.name], cwd=work, capture_output=True).returncode == 0
             if applied:
-                after = launched((work / path.name).read_text())
+                patched = (work / path.name).read_text()
+                after, loops_after = launched(patched), block_loops(patched)
         confirmation = result.get("confirmation") or {}
         return {
             "problem": path.stem, "seed": seed, "steps": steps, "exit": done.returncode,
             "launched_before": launched(source), "launched_after": after, "fused": len(after) < len(launched(source)),
+            "block_loops_before": block_loops(source), "block_loops_after": loops_after,
+            "single_pass": loops_after == 0 < block_loops(source),
             "patch_applies": applied, "speedup": result.get("speedup"),
             "interval": [confirmation.get("low"), confirmation.get("high")] if confirmation else None,
             "confirmation": confirmation or None, "search_seconds": round(seconds, 1),
@@ -81,29 +97,35 @@ def run_one(path: Path, steps: int, seed: int) -> dict[str, object]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kind", choices=("fusion", "single-pass"), default="fusion")
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--seeds", default="0,1")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    problems = [p for p in sorted(PROBLEMS.glob("*.py")) if len(launched(p.read_text())) >= 2]
+    if args.kind == "fusion":
+        problems = [p for p in sorted(PROBLEMS.glob("*.py")) if len(launched(p.read_text())) >= 2]
+    else:
+        problems = [p for p in sorted(PROBLEMS.glob("*.py")) if len(launched(p.read_text())) == 1 and block_loops(p.read_text())]
     rows = []
     for path in problems:
         for seed in (int(s) for s in args.seeds.split(",")):
             row = run_one(path, args.steps, seed)
             rows.append(row)
-            print(f"{row['problem']:<20} seed {seed}: {row['launched_before']} -> {row['launched_after']}"
+            print(f"{row['problem']:<20} seed {seed}: {row['launched_before']} -> {row['launched_after']},"
+                  f" block loops {row['block_loops_before']} -> {row['block_loops_after']}"
                   f"  patch applies: {row['patch_applies']}  speedup {row['speedup']}  interval {row['interval']}"
                   f"  ({row['search_seconds']} s)", flush=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     summary = {
-        "command": "bench/fusion_search.py " + " ".join(sys.argv[1:]),
+        "command": "bench/structural_search.py " + " ".join(sys.argv[1:]),
         "commit": commit, "python": platform.python_version(), "machine": platform.machine(),
         "measured_on": "interpreter (TRITON_INTERPRET=1), CPU", "rows": rows,
-        "fused": sum(1 for r in rows if r["fused"]), "searches": len(rows),
+        "kind": args.kind, "fused": sum(1 for r in rows if r["fused"]),
+        "single_pass": sum(1 for r in rows if r["single_pass"]), "searches": len(rows),
     }
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2) + "\n")
-    print(f"fused in {summary['fused']} of {summary['searches']} searches")
+    print(f"fused in {summary['fused']}, single-pass in {summary['single_pass']} of {summary['searches']} searches")
     return 0
 
 
