@@ -151,6 +151,15 @@ def test_an_elementwise_kernel_after_a_matmul_becomes_its_epilogue_on_the_accumu
         "    tl.store(out_ptr + offsets, tl.maximum(acc + b, 0.0), mask=out_mask)")
     assert "matmul_bias_relu_kernel[grid](x, w, M, N, K, x.stride(0), x.stride(1), w.stride(0), w.stride(1), " \
         "y.stride(0), y.stride(1), self.linear.bias, out, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)" in fused
+    # What only the consumer's launch read goes with it; y stays (its strides are passed).
+    assert "epilogue_grid" not in fused and "n = y.numel()" not in fused
+    assert "y = torch.empty((M, N), device=x.device, dtype=x.dtype)" in fused
+
+
+def test_the_launchers_own_dead_code_is_left_alone():
+    source = PAIR.replace("    n = x.numel()\n", "    n = x.numel()\n    unused = n * 2\n")
+    fused = fuse_elementwise(source)
+    assert fused is not None and "    unused = n * 2\n" in fused
 
 
 @pytest.mark.parametrize("change, why", [

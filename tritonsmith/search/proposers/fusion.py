@@ -730,17 +730,10 @@ def _rewrite(data: bytes, producer: Kernel, consumer: Kernel, first: LaunchSite,
     edits: list[tuple[int, int, bytes]] = []
     edits.append((*_line_span(data, first_statement), b""))
     edits.append((second.node.start_byte, second.node.end_byte, launch.encode()))
-    # The temporary's allocation, once nothing reads it.
-    allocation = next(s for s in block.named_children if s.type == "expression_statement" and _assigned(s) == tmp)
     function = block
     while function.parent is not None and function.type != "function_definition":
         function = function.parent
-    others = [n for n in _identifiers(function) if text(n) == tmp
-              and not (allocation.start_byte <= n.start_byte < allocation.end_byte)
-              and not (first.node.start_byte <= n.start_byte < first.node.end_byte)
-              and not (second.node.start_byte <= n.start_byte < second.node.end_byte)]
-    if not others:
-        edits.append((*_line_span(data, allocation), b""))
+    before = _references(function)
     # The fused kernel after the later of the two definitions.
     last = max(producer.outer, consumer.outer, key=lambda n: n.end_byte)
     end = _line_span(data, last)[1]
@@ -748,4 +741,62 @@ def _rewrite(data: bytes, producer: Kernel, consumer: Kernel, first: LaunchSite,
     out = data
     for start, stop, new in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
         out = out[:start] + new + out[stop:]
-    return out.decode("utf-8")
+    return _drop_dead_locals(out, launch.split("[", 1)[0], before).decode("utf-8")
+
+
+_PURE_CALL = re.compile(r"torch\.(empty|empty_like|zeros|zeros_like|empty_strided|ones|ones_like|full)|"
+                        r"triton\.(cdiv|next_power_of_2)|.+\.(numel|stride|size|dim)|len|min|max")
+
+
+def _references(function: Node) -> dict[str, int]:
+    """How often each name is read in a function (assignment targets left out)."""
+    counts: dict[str, int] = {}
+    for n in _identifiers(function):
+        parent = n.parent
+        if parent is not None and parent.type == "assignment" and parent.child_by_field_name("left") == n:
+            continue
+        counts[text(n)] = counts.get(text(n), 0) + 1
+    return counts
+
+
+def _pure(node: Node) -> bool:
+    """Whether evaluating the expression has no effect but its value (allocations included)."""
+    if node.type == "lambda":
+        return True
+    if node.type == "call":
+        function = node.child_by_field_name("function")
+        arguments = node.child_by_field_name("arguments")
+        return function is not None and _PURE_CALL.fullmatch(text(function)) is not None and \
+            all(_pure(a) for a in (arguments.named_children if arguments is not None else ()))
+    if node.type in ("identifier", "attribute", "integer", "float", "string", "true", "false", "none"):
+        return True
+    if node.type in ("binary_operator", "unary_operator", "tuple", "parenthesized_expression", "subscript",
+                     "keyword_argument", "comparison_operator", "list"):
+        return all(_pure(c) for c in node.named_children)
+    return False
+
+
+def _drop_dead_locals(data: bytes, fused_name: str, before: dict[str, int]) -> bytes:
+    """Remove the launcher's assignments that only the replaced launches read (the temporary,
+    the consumer's grid, its element count): a name read before the fusion and no longer, whose
+    value has no side effect. Dead code the launcher had before is not ours to remove."""
+    for _ in range(8):
+        document = Document(data)
+        kernel = index_module(document.root).kernel(fused_name)
+        if kernel is None or not kernel.launches:
+            return data
+        function = kernel.launches[0].node
+        while function.parent is not None and function.type != "function_definition":
+            function = function.parent
+        body = function.child_by_field_name("body")
+        after = _references(function)
+        dead = [s for s in (body.named_children if body is not None else ())
+                if s.type == "expression_statement" and (name := _assigned(s)) is not None
+                and (right := _right(s)) is not None and before.get(name, 0) > 0 and after.get(name, 0) == 0
+                and _pure(right)]
+        if not dead:
+            return data
+        for statement in sorted(dead, key=lambda n: n.start_byte, reverse=True):
+            start, end = _line_span(document.source, statement)
+            data = data[:start] + data[end:]
+    return data
