@@ -17,6 +17,9 @@ whichever kernels the file launches:
   one to the other become one kernel (`fusion.py`, with its preconditions); tried first;
 - `single-pass`: a row reduction that walks its row in blocks once per pass gets one block
   covering the row and its loops unrolled into one pass (`single_pass.py`);
+- `group-m`, `dot-tf32` (on a GPU only): GROUP_M swizzling of a `tl.dot` kernel's tiles and
+  TF32 instead of IEEE fp32 inputs (`matmul.py`), which the interpreter can neither time nor
+  verify;
 - `vector-hints`: `offsets = pid * BLOCK + tl.arange(0, BLOCK)` gains
   `tl.max_contiguous(tl.multiple_of(...))`, so loads and stores can use wide vector accesses;
 - `streaming-loads`: loads in a kernel without reuse get `eviction_policy="evict_first"` (not
@@ -47,6 +50,7 @@ from ...analysis.index import AutotuneConfig, Kernel, ModuleIndex
 from ...analysis.syntax import text, walk
 from ..model import Edit, ProposalError, StepContext, apply_edits
 from .fusion import fuse_elementwise
+from .matmul import dot_tf32, group_m
 from .single_pass import single_pass
 
 __all__ = ["OfflineProposer", "config_moves", "launched_kernels", "transformations"]
@@ -389,11 +393,28 @@ def _single_pass(source: str, kernel: str, rng: random.Random) -> str | None:
     return single_pass(source, kernel)
 
 
-def transformations() -> dict[str, Transformation]:
+def _group_m(source: str, kernel: str, rng: random.Random) -> str | None:
+    return group_m(source, kernel)
+
+
+def _dot_tf32(source: str, kernel: str, rng: random.Random) -> str | None:
+    return dot_tf32(source, kernel)
+
+
+# What only a GPU can value or judge: the interpreter has no L2 and computes `tl.dot` in fp32,
+# so it would time these as no gain and verify TF32 without its error (matmul.py).
+GPU_ONLY = frozenset({"group-m", "dot-tf32"})
+
+
+def transformations(device: str = "gpu") -> dict[str, Transformation]:
     """The regenerate library: name -> f(source, kernel, rng) -> new source, or None where the
-    kernel does not meet the transformation's preconditions."""
-    return {"fuse-elementwise": _fuse, "single-pass": _single_pass, "vector-hints": _vector_hints,
-            "streaming-loads": _streaming_loads, "block-jump": _block_jump}
+    kernel does not meet the transformation's preconditions. `device`: what times and verifies
+    the candidates; without a GPU the GPU-only rewrites are left out."""
+    library: dict[str, Transformation] = {
+        "fuse-elementwise": _fuse, "single-pass": _single_pass, "vector-hints": _vector_hints,
+        "streaming-loads": _streaming_loads, "block-jump": _block_jump, "group-m": _group_m, "dot-tf32": _dot_tf32,
+    }
+    return {name: f for name, f in library.items() if device == "gpu" or name not in GPU_ONLY}
 
 
 def launched_kernels(source: str, first: str) -> list[str]:
@@ -445,7 +466,7 @@ class OfflineProposer:
     def regenerate(self, context: StepContext) -> str:
         correct = [entry for entry in context.pool if entry.evaluation.speedup is not None]
         base = max(correct, key=lambda e: e.evaluation.speedup or 0.0).source if correct else context.task.source
-        library = transformations()
+        library = transformations(context.task.device)
         fuse = library.pop("fuse-elementwise")
         rest = list(library.items())
         for _ in range(3):  # a few tries: a jump can land on a variant proposed before
