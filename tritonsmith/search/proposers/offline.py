@@ -17,9 +17,10 @@ whichever kernels the file launches:
   one to the other become one kernel (`fusion.py`, with its preconditions); tried first;
 - `single-pass`: a row reduction that walks its row in blocks once per pass gets one block
   covering the row and its loops unrolled into one pass (`single_pass.py`);
-- `group-m`, `dot-tf32` (on a GPU only): GROUP_M swizzling of a `tl.dot` kernel's tiles and
-  TF32 instead of IEEE fp32 inputs (`matmul.py`), which the interpreter can neither time nor
-  verify;
+- `group-m`, `dot-tf32`, `autotune` (on a GPU only): GROUP_M swizzling of a `tl.dot` kernel's
+  tiles and TF32 instead of IEEE fp32 inputs (`matmul.py`), a pruned `triton.autotune` space in
+  place of the launch's fixed blocks (`autotune.py`), which the interpreter can neither time
+  (it runs an autotuner's first config only) nor verify;
 - `vector-hints`: `offsets = pid * BLOCK + tl.arange(0, BLOCK)` gains
   `tl.max_contiguous(tl.multiple_of(...))`, so loads and stores can use wide vector accesses;
 - `streaming-loads`: loads in a kernel without reuse get `eviction_policy="evict_first"` (not
@@ -49,6 +50,7 @@ from ...analysis import Document, index_module
 from ...analysis.index import AutotuneConfig, Kernel, ModuleIndex
 from ...analysis.syntax import text, walk
 from ..model import Edit, ProposalError, StepContext, apply_edits
+from .autotune import insert_autotune
 from .fusion import fuse_elementwise
 from .matmul import dot_tf32, group_m
 from .single_pass import single_pass
@@ -401,9 +403,13 @@ def _dot_tf32(source: str, kernel: str, rng: random.Random) -> str | None:
     return dot_tf32(source, kernel)
 
 
+def _autotune(source: str, kernel: str, rng: random.Random) -> str | None:
+    return insert_autotune(source, kernel)
+
+
 # What only a GPU can value or judge: the interpreter has no L2 and computes `tl.dot` in fp32,
 # so it would time these as no gain and verify TF32 without its error (matmul.py).
-GPU_ONLY = frozenset({"group-m", "dot-tf32"})
+GPU_ONLY = frozenset({"group-m", "dot-tf32", "autotune"})
 
 
 def transformations(device: str = "gpu") -> dict[str, Transformation]:
@@ -413,6 +419,7 @@ def transformations(device: str = "gpu") -> dict[str, Transformation]:
     library: dict[str, Transformation] = {
         "fuse-elementwise": _fuse, "single-pass": _single_pass, "vector-hints": _vector_hints,
         "streaming-loads": _streaming_loads, "block-jump": _block_jump, "group-m": _group_m, "dot-tf32": _dot_tf32,
+        "autotune": _autotune,
     }
     return {name: f for name, f in library.items() if device == "gpu" or name not in GPU_ONLY}
 
