@@ -58,6 +58,28 @@ def test_optimize_writes_a_patch_that_git_applies(tmp_path: Path) -> None:
     assert "BLOCK_SIZE=16" not in path.read_text()
 
 
+@pytest.mark.compiler
+def test_a_block_held_in_a_local_variable_far_too_small_gets_a_patch_that_raises_it(tmp_path: Path) -> None:
+    """Issue 15's held-out style check: the block is set in a local of the launcher, not at the
+    launch; the search moves the local, verifies the result and writes a patch git applies."""
+    pytest.importorskip("triton")
+    pytest.importorskip("numpy")
+    path = _workspace(tmp_path)
+    source = path.read_text().replace("    add_kernel[grid](x, y, out, n, BLOCK_SIZE=16)\n",
+                                      "    block = 16\n    add_kernel[grid](x, y, out, n, BLOCK_SIZE=block)\n")
+    assert "block = 16" in source
+    path.write_text(source)
+    run = _optimize(str(path), "--kernel", "add_kernel", "--steps", "3", "--device", "cpu", "--proposer", "offline",
+                    "--out", "best.patch", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "apply", "best.patch"], cwd=tmp_path, check=True)
+    patched = path.read_text()
+    raised = [line for line in patched.splitlines() if line.strip().startswith("block = ")]
+    assert raised and int(raised[0].split("=")[1]) > 16, raised
+    assert "BLOCK_SIZE=block)" in patched
+
+
 def _nodes(db: Path) -> list[tuple[str, int, str, float]]:
     if not db.exists():
         return []
