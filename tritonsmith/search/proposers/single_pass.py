@@ -9,6 +9,8 @@ kernel engineer writes when a row fits in registers.
 
 Preconditions:
 
+- the kernel has no `tl.dot` (a matmul's K loop is not a row to hold whole) and its loops load
+  1-D blocks (no `[:, None]` tiles, whose other dimension would multiply the whole row);
 - the loops are top-level statements of the kernel, each `for v in range(0, N, BLOCK)` with
   the same runtime parameter `N` and constexpr parameter `BLOCK`, with no `else`, `break`,
   `continue` or `return`, and `v` not read outside its loop;
@@ -44,7 +46,11 @@ def single_pass(source: str, kernel_name: str) -> str | None:
     kernel = index.kernel(kernel_name)
     if kernel is None or kernel.body is None or not kernel.launches or "triton" not in index.imports.names:
         return None
+    if "tl.dot(" in text(kernel.body):
+        return None  # a matmul's K loop: a whole-K block would not fit a GPU's registers
     loops = [s for s in kernel.body.named_children if s.type == "for_statement"]
+    if any(n.type == "subscript" for loop in loops for n in walk(loop)):
+        return None  # 2-D tiles (`rows[:, None]`): a whole-row block times the other would spill
     shape = _loop_shape(kernel, loops)
     if shape is None:
         return None
