@@ -55,7 +55,7 @@ class Settings:
     """Seconds without an edit after an automatic save (files.autoSave) before the file is verified; an explicit save verifies at once, an autosave compiles only; 0: verify on explicit saves only."""
 
     compile_while_typing_ms: int = 500
-    """After this many milliseconds without an edit, the kernels edited since their last compile are compiled again (for the first target) from the unsaved text, so compiler errors stay current while typing; 0: compile on save only."""
+    """After this many milliseconds without an edit, the compiler's frontend checks the kernels edited since their last compile (for the first target) in the unsaved text, so compiler errors stay current while typing; 0: compile on save only."""
 
     log_level: str = "info"
     """How much the language server logs to its output: error, warning, info (one line per compile, verification and search) or debug."""

@@ -485,3 +485,23 @@ def test_compile_messages_name_the_users_file_never_the_workers_copy(compile_fil
     assert error["type"] == "SyntaxError" and error["message"].startswith("syntax error at line 1")
     assert error["range"]["start"][0] + 1 == int(error["message"].split("line ")[1].split(":")[0])
     assert "_tritonsmith_kernel" not in error["text"] and "kernels/broken.py" in error["text"]
+
+
+def test_the_frontend_alone_reports_the_same_error_at_the_same_line_without_a_binary(tmp_path: Path) -> None:
+    """What the editor runs while the user types (`frontend_only`): Triton's code generator, whose
+    errors are the type, shape and constexpr ones, and no backend: no resources, a fraction of a
+    compile's time."""
+    full = handle_compile({"source": HELPER_ERROR, "path": "kernels/h.py", "kernel": "scale_kernel",
+                           "targets": ["sm_90"], "scratch": str(tmp_path / "full")})
+    front = handle_compile({"source": HELPER_ERROR, "path": "kernels/h.py", "kernel": "scale_kernel",
+                            "targets": ["sm_90"], "scratch": str(tmp_path / "front"), "frontend_only": True})
+    [full_entry], [front_entry] = full["results"], front["results"]
+    assert not full_entry["ok"] and not front_entry["ok"]
+    assert front_entry["error"]["range"] == full_entry["error"]["range"]
+    assert front_entry["error"]["message"] == full_entry["error"]["message"]
+    good = handle_compile({"source": VECTOR_ADD, "path": "kernels/v.py", "kernel": "add_kernel",
+                           "targets": ["sm_90"], "scratch": str(tmp_path / "good"), "frontend_only": True})
+    assert good["ok"], good
+    [entry] = good["results"]
+    assert entry["ok"] and entry["frontend_only"] and entry["resources"] is None
+    assert entry["seconds"] < full_entry["seconds"] or entry["seconds"] < 0.5

@@ -31,7 +31,7 @@ import tempfile
 import time
 import traceback
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -715,7 +715,8 @@ def _triton_version() -> tuple[str, tuple[int, int] | None]:
 def handle_compile(payload: dict[str, Any]) -> dict[str, Any]:
     """Compile `payload["kernel"]` of `payload["source"]` for every target and scenario.
 
-    Payload keys: source, path, kernel, targets (default ["sm_90"]), scratch (a directory this
+    Payload keys: source, path, kernel, targets (default ["sm_90"]), frontend_only (run only
+    Triton's code generator: its errors, no binary or resources), scratch (a directory this
     job may write; without one, a temporary folder removed when the job ends, whatever way it
     ends). See the module docstring and docs for the result's keys."""
     if payload.get("scratch"):
@@ -808,23 +809,50 @@ def _compile_in(payload: dict[str, Any], scratch: Path) -> dict[str, Any]:
                     continue
                 result["results"].append(_compile_one(
                     fn, triton, GPUTarget(backend, arch, warp_size), target, scenario, constexpr_flags,
-                    types, where, source_lines, version, report_dir,
+                    types, where, source_lines, version, report_dir, bool(payload.get("frontend_only")),
                 ))
     if not result["results"] and not result["skipped"]:
         result["notes"].append("no target compiled")
     # Configs skipped because a constexpr is known only at run time are not failures: the
     # kernel is then checked when it runs (verification), not here.
     result["ok"] = bool(result["results"] or result["skipped"]) and all(
-        r["ok"] and not r["resources"]["exceeds_shared"] for r in result["results"]
+        r["ok"] and not (r["resources"] or {}).get("exceeds_shared") for r in result["results"]
     ) and all(s["config"] is not None for s in result["skipped"])  # an unknown target is an error
     result["seconds"] = round(time.perf_counter() - started, 3)
     return result
 
 
+def _frontend(triton: Any, gpu_target: Any, options: dict[str, Any]) -> Callable[[Any], Any] | None:
+    """A function running only Triton's frontend (`ASTSource.make_ir`: the code generator that
+    raises the type, shape and constexpr errors) on a source, set up as `triton.compile` sets it
+    up; None where this Triton's internals differ from what is expected (a full compile then)."""
+    try:
+        from triton._C.libtriton import ir
+        from triton.compiler.compiler import make_backend
+
+        backend = make_backend(gpu_target)
+        context = ir.context()
+        ir.load_dialects(context)
+        backend.load_dialects(context)
+        module_map = backend.get_module_map()
+    except Exception:  # noqa: BLE001 - an API this code does not know: compile fully
+        return None
+
+    def run(src: Any) -> Any:
+        extra = src.parse_options() if hasattr(src, "parse_options") else {}
+        parsed = backend.parse_options(dict(options, **extra))
+        codegen = backend.get_codegen_implementation(parsed)
+        if "target" in inspect.signature(src.make_ir).parameters:
+            return src.make_ir(gpu_target, parsed, codegen, module_map, context)
+        return src.make_ir(parsed, codegen, module_map, context)
+
+    return run
+
+
 def _compile_one(fn: Any, triton: Any, gpu_target: Any, target: str, scenario: _Scenario,
                  constexpr_flags: dict[str, bool], types: _Typed, where: _Where,
                  source_lines: list[str], version: tuple[int, int] | None,
-                 report_dir: Path) -> dict[str, Any]:
+                 report_dir: Path, frontend_only: bool = False) -> dict[str, Any]:
     started = time.perf_counter()
     signature: dict[str, str] = {}
     constexprs: dict[str, Any] = {}
@@ -850,13 +878,17 @@ def _compile_one(fn: Any, triton: Any, gpu_target: Any, target: str, scenario: _
     knobs = getattr(triton, "knobs", None)
     nvidia_knobs = getattr(knobs, "nvidia", None)
     previous = getattr(nvidia_knobs, "dump_ptxas_log", None)
+    frontend = _frontend(triton, gpu_target, options) if frontend_only else None
     try:
         with _capture_fd2() as native, contextlib.redirect_stdout(stdout):
             if nvidia_knobs is not None and previous is not None:
                 nvidia_knobs.dump_ptxas_log = True
             try:
-                compiled = triton.compile(_ast_source(fn, signature, constexprs),
-                                          target=gpu_target, options=options)
+                if frontend is not None:  # Triton's code generator only: its errors, no binary
+                    compiled = frontend(_ast_source(fn, signature, constexprs))
+                else:
+                    compiled = triton.compile(_ast_source(fn, signature, constexprs),
+                                              target=gpu_target, options=options)
                 failure: BaseException | None = None
             except Exception as error:  # noqa: BLE001 - every compiler failure is a result
                 failure = error
@@ -870,6 +902,9 @@ def _compile_one(fn: Any, triton: Any, gpu_target: Any, target: str, scenario: _
         entry["error"] = _error_report(failure, native.getvalue(), where, source_lines, version)
         if entry["error"]["range"] is None:
             entry["error"]["range"] = entry["origin"]
+    elif frontend is not None:
+        entry["ok"] = True
+        entry["frontend_only"] = True  # no resources: nothing past the frontend ran
     else:
         entry["ok"] = True
         entry["resources"] = _resources(compiled, target, stdout.getvalue(), report_dir)

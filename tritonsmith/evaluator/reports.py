@@ -359,6 +359,7 @@ def compile_file(
     rules: list[Rule] | None = None,
     launch_types: dict[str, dict[str, str]] | None = None,
     launch_constexprs: dict[str, dict[str, Any]] | None = None,
+    frontend_only: bool = False,
 ) -> list[KernelReport]:
     """Compile every launched kernel of `source` (or the named ones) for every target. Errors
     are labelled with the codes of the builtin rules whose signatures match (in the worker) and
@@ -366,13 +367,16 @@ def compile_file(
     recorded here: callers log the failures (`state.record.record_compile`).
     `launch_types` (kernel -> parameter -> type, as recorded at the launches of a check run)
     override the types read from the source; `launch_constexprs` (kernel -> name -> value, as
-    recorded there) fill the constexprs the source does not settle."""
+    recorded there) fill the constexprs the source does not settle. `frontend_only`: Triton's
+    code generator only (the type, shape and constexpr errors, in a fraction of a compile's
+    time; no binary, so no resources): what the editor runs while the user types."""
     document = Document(source)
     index = index_module(document.root)
     chosen = kernels_to_compile(index, kernels)
     jobs = [
         (kernel, Job(kind="compile", timeout_s=timeout_s,
                      payload={"source": source, "path": path, "kernel": kernel.name, "targets": targets,
+                              **({"frontend_only": True} if frontend_only else {}),
                               **({"arg_types": launch_types[kernel.name]}
                                  if launch_types and kernel.name in launch_types else {}),
                               **({"constexpr_values": launch_constexprs[kernel.name]}

@@ -8,10 +8,12 @@ cancels the older job (its workers are killed) before the new one starts. The wo
 evaluator's sandboxed worker pools, off the event loop, so typing stays fast while a job runs.
 Results become diagnostics (source `tritonsmith-verify`) and code lenses.
 
-Between saves, a pause in typing (`compileWhileTypingMs`) compiles again, for the first target
-only and from the unsaved text, the kernels whose definition changed since they were last
-compiled: compiler errors appear and clear while typing. Those compiles are not recorded in the
-failure log (half-typed text is not a failure to learn from).
+Between saves, a pause in typing (`compileWhileTypingMs`) runs the compiler's frontend (Triton's
+code generator, where its type, shape and constexpr errors come from: a fraction of a full
+compile's time), for the first target only and from the unsaved text, on the kernels whose
+definition changed since they were last compiled: compiler errors appear and clear while typing.
+Those runs are not recorded in the failure log (half-typed text is not a failure to learn from),
+and a save compiles fully (resources, backend errors).
 """
 
 from __future__ import annotations
@@ -189,7 +191,7 @@ class CompileJobs:
         try:
             learned = await asyncio.to_thread(self._learned_rules)
             reports = await asyncio.to_thread(compile_file, self.pool, source, path=path, targets=targets,
-                                              kernels=kernels, cancel_event=cancel, rules=learned)
+                                              kernels=kernels, cancel_event=cancel, rules=learned, frontend_only=True)
             anchored = await asyncio.to_thread(anchor, source, [(r.kernel, r.findings) for r in reports])
             texts = await asyncio.to_thread(kernel_texts, source, kernels)
         except Exception:  # a bug here must not take the editor down
@@ -202,9 +204,13 @@ class CompileJobs:
             del self._typing_cancel[uri]
         done = set(kernels)
         state.compile_findings = [c for c in state.compile_findings if c.kernel not in done] + anchored
-        state.compile_reports = [r for r in state.compile_reports if r.kernel not in done] + list(reports)
+        # A frontend that passes has no resources to show: the lens keeps the last full compile's
+        # figures until the next save; one that fails shows its error.
+        failed = {r.kernel for r in reports if not r.ok}
+        state.compile_reports = [r for r in state.compile_reports if r.kernel not in failed] + \
+            [r for r in reports if r.kernel in failed]
         state.compiled_texts.update(texts)
-        log.info("%s: %s compiled while typing for %s: %s (%.1f s)", Path(path).name, ", ".join(kernels),
+        log.info("%s: %s checked by the compiler's frontend while typing for %s: %s (%.2f s)", Path(path).name, ", ".join(kernels),
                  targets[0], "ok" if all(r.ok for r in reports) else "errors", time.monotonic() - began)
         from .publish import publish
 
