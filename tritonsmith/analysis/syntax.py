@@ -12,6 +12,7 @@ __all__ = [
     "call_args",
     "dotted_name",
     "iter_descendants",
+    "line_span",
     "operator_of",
     "string_value",
     "text",
@@ -29,6 +30,14 @@ def text(node: Node | None) -> str:
         return ""
     raw = node.text  # a copy out of the tree's source: read it once
     return "" if raw is None else raw.decode("utf-8", errors="replace")
+
+
+def line_span(data: bytes, node: Node) -> tuple[int, int]:
+    """The byte range of the whole lines a node occupies, with the last one's newline: what to
+    cut to remove a statement, or replace to rewrite it."""
+    start = data.rfind(b"\n", 0, node.start_byte) + 1
+    end = data.find(b"\n", node.end_byte)
+    return start, (len(data) if end < 0 else end + 1)
 
 
 def operator_of(node: Node | None) -> str:

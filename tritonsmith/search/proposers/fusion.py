@@ -50,7 +50,7 @@ from tree_sitter import Node
 
 from ...analysis import Document, index_module
 from ...analysis.index import Kernel, LaunchSite, ModuleIndex
-from ...analysis.syntax import text, walk
+from ...analysis.syntax import line_span, text, walk
 
 __all__ = ["fuse_elementwise"]
 
@@ -716,19 +716,12 @@ def _fused_launch(name: str, first: LaunchSite, arguments: list[tuple[str, Node 
     return f"{name}[{text(first.grid)}]({', '.join(parts)})"
 
 
-def _line_span(data: bytes, node: Node) -> tuple[int, int]:
-    """The whole lines a statement occupies, with their newline."""
-    start = data.rfind(b"\n", 0, node.start_byte) + 1
-    end = data.find(b"\n", node.end_byte)
-    return start, (len(data) if end < 0 else end + 1)
-
-
 def _rewrite(data: bytes, producer: Kernel, consumer: Kernel, first: LaunchSite, second: LaunchSite,
              launch: str, definition: str, tmp: str, block: Node) -> str:
     first_statement, second_statement = first.node.parent, second.node.parent
     assert first_statement is not None and second_statement is not None
     edits: list[tuple[int, int, bytes]] = []
-    edits.append((*_line_span(data, first_statement), b""))
+    edits.append((*line_span(data, first_statement), b""))
     edits.append((second.node.start_byte, second.node.end_byte, launch.encode()))
     function = block
     while function.parent is not None and function.type != "function_definition":
@@ -736,7 +729,7 @@ def _rewrite(data: bytes, producer: Kernel, consumer: Kernel, first: LaunchSite,
     before = _references(function)
     # The fused kernel after the later of the two definitions.
     last = max(producer.outer, consumer.outer, key=lambda n: n.end_byte)
-    end = _line_span(data, last)[1]
+    end = line_span(data, last)[1]
     edits.append((end, end, b"\n\n" + definition.encode()))
     out = data
     for start, stop, new in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
@@ -797,6 +790,6 @@ def _drop_dead_locals(data: bytes, fused_name: str, before: dict[str, int]) -> b
         if not dead:
             return data
         for statement in sorted(dead, key=lambda n: n.start_byte, reverse=True):
-            start, end = _line_span(document.source, statement)
+            start, end = line_span(document.source, statement)
             data = data[:start] + data[end:]
     return data

@@ -28,7 +28,7 @@ from tree_sitter import Node
 
 from ...analysis import Document, index_module
 from ...analysis.index import Kernel, LaunchSite
-from ...analysis.syntax import text, walk
+from ...analysis.syntax import line_span, text, walk
 
 __all__ = ["dot_tf32", "group_m"]
 
@@ -108,8 +108,8 @@ def group_m(source: str, kernel_name: str) -> str | None:
         f"{pid_m} = first_pid_m + ((pid % num_pid_in_group) % group_size_m)",
         f"{pid_n} = (pid % num_pid_in_group) // group_size_m",
     )) + "\n"
-    edits.append((*_line_span(data, first), swizzle.encode()))
-    edits.append((*_line_span(data, second), b""))
+    edits.append((*line_span(data, first), swizzle.encode()))
+    edits.append((*line_span(data, second), b""))
     parameters = kernel.node.child_by_field_name("parameters")
     assert parameters is not None
     closing = parameters.end_byte - 1  # the `)`
@@ -161,12 +161,6 @@ def _param_for(kernel: Kernel, site: LaunchSite, argument: str) -> str | None:
         if name in params and re.sub(r"\s+", "", text(value)) == argument:
             return name
     return None
-
-
-def _line_span(data: bytes, node: Node) -> tuple[int, int]:
-    start = data.rfind(b"\n", 0, node.start_byte) + 1
-    end = data.find(b"\n", node.end_byte)
-    return start, (len(data) if end < 0 else end + 1)
 
 
 _IEEE = re.compile(r"""input_precision\s*=\s*["']ieee["']|allow_tf32\s*=\s*False""")

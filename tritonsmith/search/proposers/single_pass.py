@@ -33,7 +33,7 @@ from tree_sitter import Node
 
 from ...analysis import Document, index_module
 from ...analysis.index import Kernel
-from ...analysis.syntax import text, walk
+from ...analysis.syntax import line_span, text, walk
 
 __all__ = ["single_pass"]
 
@@ -66,7 +66,7 @@ def single_pass(source: str, kernel_name: str) -> str | None:
             return None
         edits.append((value[1].start_byte, value[1].end_byte, f"triton.next_power_of_2({text(argument)})".encode()))
     for loop in loops:
-        edits.append((*_line_span(data, loop), _unrolled(data, loop).encode()))
+        edits.append((*line_span(data, loop), _unrolled(data, loop).encode()))
     out = data
     for start, end, new in sorted(edits, reverse=True):
         out = out[:start] + new + out[end:]
@@ -113,12 +113,6 @@ def _argument(kernel: Kernel, site: object, param: str) -> Node | None:
     return positional[index] if index is not None and index < len(positional) else None
 
 
-def _line_span(data: bytes, node: Node) -> tuple[int, int]:
-    start = data.rfind(b"\n", 0, node.start_byte) + 1
-    end = data.find(b"\n", node.end_byte)
-    return start, (len(data) if end < 0 else end + 1)
-
-
 def _unrolled(data: bytes, loop: Node) -> str:
     """`for v in range(0, N, B): body` as `v = 0` and the body one level out."""
     indent = data[data.rfind(b"\n", 0, loop.start_byte) + 1:loop.start_byte].decode()
@@ -126,7 +120,7 @@ def _unrolled(data: bytes, loop: Node) -> str:
     assert body is not None
     variable = text(loop.child_by_field_name("left"))
     start = data.rfind(b"\n", 0, body.start_byte) + 1
-    end = _line_span(data, body)[1]
+    end = line_span(data, body)[1]
     lines = data[start:end].decode().splitlines()
     inner = re.match(r"[ \t]*", next((line for line in lines if line.strip()), "")).group(0)  # type: ignore[union-attr]
     out = [f"{indent}{variable} = 0"]
@@ -180,6 +174,6 @@ def _drop_repeats(source: str, kernel_name: str) -> str:
                 break
     data = document.source
     for statement in sorted(drop, key=lambda n: n.start_byte, reverse=True):
-        start, end = _line_span(data, statement)
+        start, end = line_span(data, statement)
         data = data[:start] + data[end:]
     return data.decode("utf-8")
