@@ -52,7 +52,7 @@ from ...analysis import Document, index_module
 from ...analysis.index import Kernel, LaunchSite, ModuleIndex
 from ...analysis.syntax import line_span, text, walk
 
-__all__ = ["fuse_elementwise"]
+__all__ = ["FlatBody", "flat_body", "flat_preamble", "fuse_elementwise"]
 
 # `tl.*` functions that act lane by lane (plus the two that build a program's offsets).
 ELEMENTWISE = frozenset({
@@ -66,7 +66,7 @@ METHODS = frozenset({"to"})
 
 
 @dataclass
-class _Body:
+class FlatBody:
     """A flat kernel's statements (docstring and comments left out)."""
 
     kernel: Kernel
@@ -112,7 +112,7 @@ def _consecutive_launches(index: ModuleIndex) -> list[tuple[tuple[Kernel, Launch
 
 # -- the kernels ----------------------------------------------------------------------------
 
-def _flat_body(kernel: Kernel, index: ModuleIndex) -> _Body | None:
+def flat_body(kernel: Kernel, index: ModuleIndex) -> FlatBody | None:
     """The kernel's statements when it is flat and elementwise (see the module docstring), else None."""
     if kernel.autotune is not None or kernel.heuristics or len(kernel.decorators) != 1 or kernel.wrapper_calls:
         return None
@@ -133,7 +133,7 @@ def _flat_body(kernel: Kernel, index: ModuleIndex) -> _Body | None:
     indent = (_root(body).text or b"")[first.start_byte - first.start_point[1]:first.start_byte]
     if indent.strip():
         return None  # a statement on the `def` line
-    return _Body(kernel, statements, indent.decode())
+    return FlatBody(kernel, statements, indent.decode())
 
 
 def _root(node: Node) -> Node:
@@ -309,7 +309,7 @@ def _unique(base: str, taken: set[str]) -> str:
 
 def _fuse(data: bytes, index: ModuleIndex, producer: Kernel, first: LaunchSite,
           consumer: Kernel, second: LaunchSite) -> str | None:
-    a, b = _flat_body(producer, index), _flat_body(consumer, index)
+    a, b = flat_body(producer, index), flat_body(consumer, index)
     if a is None or b is None or first.grid is None or second.grid is None:
         return None
     if text(first.grid) != text(second.grid):
@@ -438,7 +438,7 @@ def _tile_producer(kernel: Kernel, index: ModuleIndex) -> tuple[list[Node], str]
     return (statements, indent.decode()) if not indent.strip() else None
 
 
-def _flat_preamble(b: _Body, index: ModuleIndex) -> tuple[dict[str, Node], str, str, str] | None:
+def flat_preamble(b: FlatBody, index: ModuleIndex) -> tuple[dict[str, Node], str, str, str] | None:
     """A flat consumer's `pid = tl.program_id(0)`, `offsets = pid * BLOCK + tl.arange(0, BLOCK)`
     and `mask = offsets < n`: (those statements by name, the offsets' and mask's names, n's
     parameter), or None."""
@@ -505,11 +505,11 @@ def _fuse_epilogue(data: bytes, index: ModuleIndex, producer: Kernel, first: Lau
     """A flat elementwise consumer run on the producer's own lanes, after its last statement:
     the consumer's `offsets` become the memory offsets the producer stored the temporary at and
     its `mask` the producer's store mask, so each lane finishes the element it computed."""
-    produced, b = _tile_producer(producer, index), _flat_body(consumer, index)
+    produced, b = _tile_producer(producer, index), flat_body(consumer, index)
     if produced is None or b is None or first.grid is None:
         return None
     statements, indent = produced
-    preamble = _flat_preamble(b, index)
+    preamble = flat_preamble(b, index)
     bound_a, bound_b = _bindings(producer, first), _bindings(consumer, second)
     store = _store_parts(statements[-1], index)
     if preamble is None or bound_a is None or bound_b is None or store is None:
@@ -648,7 +648,7 @@ def _renamed_param(node: Node, name: str) -> str:
     return whole[:inner.start_byte - node.start_byte] + name + whole[inner.end_byte - node.start_byte:]
 
 
-def _reindent(statement_text: str, body: _Body, indent: str) -> str:
+def _reindent(statement_text: str, body: FlatBody, indent: str) -> str:
     lines = statement_text.split("\n")
     rest = [line[len(body.indent):] if line.startswith(body.indent) else line for line in lines[1:]]
     return "\n".join([indent + lines[0]] + [indent + line if line else line for line in rest])

@@ -17,10 +17,11 @@ whichever kernels the file launches:
   one to the other become one kernel (`fusion.py`, with its preconditions); tried first;
 - `single-pass`: a row reduction that walks its row in blocks once per pass gets one block
   covering the row and its loops unrolled into one pass (`single_pass.py`);
-- `group-m`, `dot-tf32`, `autotune` (on a GPU only): GROUP_M swizzling of a `tl.dot` kernel's
-  tiles and TF32 instead of IEEE fp32 inputs (`matmul.py`), a pruned `triton.autotune` space in
-  place of the launch's fixed blocks (`autotune.py`), which the interpreter can neither time
-  (it runs an autotuner's first config only) nor verify;
+- `group-m`, `dot-tf32`, `autotune`, `persistent` (on a GPU only): GROUP_M swizzling of a
+  `tl.dot` kernel's tiles and TF32 instead of IEEE fp32 inputs (`matmul.py`), a pruned
+  `triton.autotune` space in place of the launch's fixed blocks (`autotune.py`), a few programs
+  per SM looping over an elementwise kernel's tiles (`persistent.py`), which the interpreter can
+  neither time (it runs programs one by one, and an autotuner's first config only) nor verify;
 - `vector-hints`: `offsets = pid * BLOCK + tl.arange(0, BLOCK)` gains
   `tl.max_contiguous(tl.multiple_of(...))`, so loads and stores can use wide vector accesses;
 - `streaming-loads`: loads in a kernel without reuse get `eviction_policy="evict_first"` (not
@@ -53,6 +54,7 @@ from ..model import Edit, ProposalError, StepContext, apply_edits
 from .autotune import insert_autotune
 from .fusion import fuse_elementwise
 from .matmul import dot_tf32, group_m
+from .persistent import persistent_programs
 from .single_pass import single_pass
 
 __all__ = ["OfflineProposer", "config_moves", "launched_kernels", "transformations"]
@@ -407,9 +409,13 @@ def _autotune(source: str, kernel: str, rng: random.Random) -> str | None:
     return insert_autotune(source, kernel)
 
 
+def _persistent(source: str, kernel: str, rng: random.Random) -> str | None:
+    return persistent_programs(source, kernel)
+
+
 # What only a GPU can value or judge: the interpreter has no L2 and computes `tl.dot` in fp32,
 # so it would time these as no gain and verify TF32 without its error (matmul.py).
-GPU_ONLY = frozenset({"group-m", "dot-tf32", "autotune"})
+GPU_ONLY = frozenset({"group-m", "dot-tf32", "autotune", "persistent"})
 
 
 def transformations(device: str = "gpu") -> dict[str, Transformation]:
@@ -419,7 +425,7 @@ def transformations(device: str = "gpu") -> dict[str, Transformation]:
     library: dict[str, Transformation] = {
         "fuse-elementwise": _fuse, "single-pass": _single_pass, "vector-hints": _vector_hints,
         "streaming-loads": _streaming_loads, "block-jump": _block_jump, "group-m": _group_m, "dot-tf32": _dot_tf32,
-        "autotune": _autotune,
+        "autotune": _autotune, "persistent": _persistent,
     }
     return {name: f for name, f in library.items() if device == "gpu" or name not in GPU_ONLY}
 

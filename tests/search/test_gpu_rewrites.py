@@ -1,5 +1,6 @@
-"""Rewrites of `tl.dot` kernels that only a GPU can value (issue 15): GROUP_M swizzling and TF32
-inputs, each with its preconditions, and offered only when a GPU times the candidates."""
+"""Rewrites only a GPU can value (issue 15): GROUP_M swizzling and TF32 inputs for `tl.dot`
+kernels, persistent programs for elementwise ones; each with its preconditions, offered only
+when a GPU times the candidates, and each compiling for sm_90 and verifying on the CPU."""
 
 from __future__ import annotations
 
@@ -91,6 +92,50 @@ def test_the_swizzled_matmul_compiles_for_sm90_and_verifies_on_the_cpu(tmp_path:
         reports = compile_file(pool, out, path="linear_bias_relu.py", targets=["sm_90"])
     assert reports and all(r.ok for r in reports), [(r.kernel, r.error) for r in reports]
     path = tmp_path / "linear_bias_relu.py"
+    path.write_text(out)
+    spec = detect_kernelbench(path)
+    assert spec is not None
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    with WorkerPool(1, env=env) as reference, WorkerPool(1, env=env) as candidate:
+        verdict = verify_spec(spec, mode="interpreter", pools=(reference, candidate), time_it=False)
+    assert verdict.ok, verdict.summary()
+
+
+GLU = (PROBLEMS / "glu.py").read_text()
+
+
+def test_persistent_programs_loop_over_the_tiles_with_a_grid_of_a_few_programs_per_sm():
+    from tritonsmith.search.proposers.persistent import persistent_programs
+
+    out = persistent_programs(GLU, "glu_kernel")
+    assert out is not None
+    assert ("    num_tiles = tl.cdiv(n_elements, BLOCK_SIZE)\n"
+            "    for pid in range(tl.program_id(axis=0), num_tiles, tl.num_programs(axis=0)):\n"
+            "        offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)\n") in out
+    assert ('grid = lambda meta: (min(triton.cdiv(n, meta["BLOCK_SIZE"]), '
+            "4 * torch.cuda.get_device_properties(x.device).multi_processor_count),)") in out
+    # Reading the program id beyond the offsets (a per-program value) would change with the loop.
+    assert persistent_programs(GLU.replace("    col = offsets % half\n", "    col = offsets % half + pid * 0\n"),
+                               "glu_kernel") is None
+    assert persistent_programs((PROBLEMS / "softmax.py").read_text(), "softmax_kernel") is None  # a row kernel
+
+
+@pytest.mark.compiler
+@pytest.mark.timeout(600)
+def test_the_persistent_kernel_compiles_for_sm90_and_verifies_on_the_cpu(tmp_path: Path):
+    pytest.importorskip("triton")
+    from tritonsmith.evaluator.pool import WorkerPool
+    from tritonsmith.evaluator.reports import compile_file
+    from tritonsmith.evaluator.specs import detect_kernelbench
+    from tritonsmith.evaluator.verify import verify_spec
+    from tritonsmith.search.proposers.persistent import persistent_programs
+
+    out = persistent_programs(GLU, "glu_kernel")
+    assert out is not None
+    with WorkerPool(1) as pool:
+        reports = compile_file(pool, out, path="glu.py", targets=["sm_90"])
+    assert reports and all(r.ok for r in reports), [(r.kernel, r.error) for r in reports]
+    path = tmp_path / "glu.py"
     path.write_text(out)
     spec = detect_kernelbench(path)
     assert spec is not None
