@@ -87,3 +87,29 @@ def test_the_check_throughput_table_re_derives_from_check_throughput_json() -> N
         cells = f"| {row['wall_s']:.3f} | {row['lines_per_s']:,.0f} |"
         assert cells in PAGE, (row["tool"], cells)
         assert f"{row['lines_per_cpu_s']:,.0f}" in PAGE
+
+
+STRUCTURAL = ["fusion-search-1.json", "fusion-search-2.json", "single-pass-search-1.json", "single-pass-search-2.json"]
+
+
+@pytest.mark.parametrize("name", STRUCTURAL)
+def test_the_structural_search_rows_and_confirmations_re_derive_from_their_json(name: str) -> None:
+    data = _load(name)
+    run = name.rsplit("-", 1)[1].removesuffix(".json")
+    rows = data["rows"]
+    assert data["searches"] == len(rows)
+    assert data["fused"] == sum(r["fused"] for r in rows)
+    assert data["single_pass"] == sum(r["single_pass"] for r in rows)
+    for row in rows:
+        assert row["fused"] == (len(row["launched_after"]) < len(row["launched_before"]))
+        assert row["single_pass"] == (row["block_loops_after"] == 0 < row["block_loops_before"])
+        text = "no patch"
+        if row["confirmation"] is not None:
+            confirmation = _check_confirmation(row["confirmation"])
+            if confirmation.claimed:
+                assert row["speedup"] == pytest.approx(confirmation.speedup)
+            text = confirmation.text()
+        line = (f"| {row['problem']} | {run} | {', '.join(row['launched_before'])} → {', '.join(row['launched_after'])} | "
+                f"{row['block_loops_before']} → {row['block_loops_after']} | {text} | "
+                f"{'yes' if row['patch_applies'] else 'no'} |")
+        assert line in PAGE, line

@@ -109,6 +109,9 @@ def test_every_two_kernel_elementwise_problem_of_the_suite_fuses(name: str):
     (("add_kernel[grid](x, residual, tmp, n, BLOCK_SIZE=16)", "add_kernel[grid](x, tmp, tmp, n, BLOCK_SIZE=16)"),
      "the temporary is also the producer's input"),
     (("    tmp = torch.empty_like(x)\n", ""), "the temporary is not the launcher's own allocation"),
+    (("    clamp_kernel[grid](tmp, out, n, -1.0, 1.0, BLOCK_SIZE=16)\n    return out\n",
+      "    clamp_kernel[grid](tmp, residual, n, -1.0, 1.0, BLOCK_SIZE=16)\n    return residual\n"),
+     "the consumer writes into a tensor the producer reads"),
     (("    add_kernel[grid](x, residual, tmp, n, BLOCK_SIZE=16)\n",
       "    add_kernel[grid](x, residual, tmp, n, BLOCK_SIZE=16)\n    n = n // 2\n"),
      "a statement between the launches rebinds an argument"),
@@ -173,6 +176,9 @@ def test_the_launchers_own_dead_code_is_left_alone():
     (("    y = tl.load(y_ptr + offsets, mask=mask, other=0.0)\n", "    y = tl.load(y_ptr + offsets + 1, mask=mask, other=0.0)\n"),
      "the consumer reads a neighbour's element"),
     (("        return out\n", "        return out + y\n"), "the temporary is read after the second launch"),
+    (("        bias_relu_kernel[epilogue_grid](y, self.linear.bias, out, n, N, BLOCK_SIZE=16)\n        return out\n",
+      "        bias_relu_kernel[epilogue_grid](y, self.linear.bias, x, n, N, BLOCK_SIZE=16)\n        return x\n"),
+     "the consumer writes into the matmul's input, which other tiles still read once fused"),
 ])
 def test_no_epilogue_fusion_where_a_precondition_fails(change: tuple[str, str], why: str):
     old, new = change

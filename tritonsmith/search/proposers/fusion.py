@@ -12,6 +12,8 @@ Preconditions, each a reason the rewrite could change what the program computes:
   between them reads the temporary or reassigns a name the first launch reads;
 - the temporary is a local the launcher allocates (`torch.empty_like(...)`), passed once to
   each launch (the producer's output, the consumer's input) and not used after the second;
+- the consumer's output is a tensor the launcher allocates, not one the producer reads (fused,
+  some programs would write it while others still read it);
 - both kernels are flat and elementwise: straight-line assignments over one program axis,
   `tl.*` calls from an elementwise list only (no reductions, dots, atomics, scans, helpers,
   subscripts or control flow), so lane i of the consumer reads only what lane i of the producer
@@ -396,6 +398,8 @@ def _fuse(data: bytes, index: ModuleIndex, producer: Kernel, first: LaunchSite,
         lines.append(_reindent(_renamed(statement, names, replace), b, a.indent))
     if loads_of_tmp == 0 or _renamed(consumer_store[3], names) != expected_mask:
         return None  # the consumer stores lanes the producer did not compute
+    if not _fresh_output(launcher, bound_b.get(text(consumer_store[0])), first, second):
+        return None
 
     fused_name = _unique(_fused_name(producer.name, consumer.name), set(index.functions) | {k.name for k in index.kernels})
     nodes_a, nodes_b = _param_nodes(producer), _param_nodes(consumer)
@@ -594,7 +598,7 @@ def _fuse_epilogue(data: bytes, index: ModuleIndex, producer: Kernel, first: Lau
         if local is not None and local not in names:
             names[local] = _unique(local, taken)
         lines.append(_reindent(_renamed(statement, names, replace), b, indent))
-    if loads_of_tmp == 0:
+    if loads_of_tmp == 0 or not _fresh_output(launcher, bound_b.get(text(consumer_store[0])), first, second):
         return None
 
     fused_name = _unique(_fused_name(producer.name, consumer.name), set(index.functions) | {k.name for k in index.kernels})
@@ -671,6 +675,22 @@ def _temporary_is_local(block: Node, tmp: str, first: LaunchSite) -> bool:
     if len(assignments) != 1 or assignments[0].start_byte > first.node.start_byte:
         return False
     right = assignments[0].named_children[0].child_by_field_name("right")
+    function = right.child_by_field_name("function") if right is not None and right.type == "call" else None
+    return function is not None and re.fullmatch(r"torch\.(empty|empty_like|zeros|zeros_like|empty_strided)", text(function)) is not None
+
+
+def _fresh_output(block: Node, argument: Node | None, first: LaunchSite, second: LaunchSite) -> bool:
+    """The consumer writes a tensor the launcher allocates before the second launch and does not
+    pass to the producer: fused, some programs would otherwise write what others still read (a
+    consumer storing into the matmul's input while other tiles load it)."""
+    if argument is None or argument.type != "identifier":
+        return False
+    name = text(argument)
+    if name in _names_in(first.node):
+        return False
+    assignments = [s for s in block.named_children if s.type == "expression_statement" and _assigned(s) == name
+                   and s.start_byte < second.node.start_byte]
+    right = _right(assignments[-1]) if len(assignments) == 1 else None
     function = right.child_by_field_name("function") if right is not None and right.type == "call" else None
     return function is not None and re.fullmatch(r"torch\.(empty|empty_like|zeros|zeros_like|empty_strided)", text(function)) is not None
 
