@@ -3,10 +3,10 @@ blocks it may tune, what it keys on, and the tiles a matmul gets."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from rewritten import compile_reports, verify_on_cpu
 
 from tritonsmith.search.proposers.autotune import insert_autotune
 
@@ -64,24 +64,11 @@ def test_no_autotune_where_a_precondition_fails(source: str, kernel: str, why: s
 @pytest.mark.compiler
 @pytest.mark.timeout(900)
 def test_every_config_of_the_matmul_space_compiles_for_sm90_and_the_first_verifies_on_the_cpu(tmp_path: Path):
-    pytest.importorskip("triton")
-    from tritonsmith.evaluator.pool import WorkerPool
-    from tritonsmith.evaluator.reports import compile_file
-    from tritonsmith.evaluator.specs import detect_kernelbench
-    from tritonsmith.evaluator.verify import verify_spec
 
     out = insert_autotune(LINEAR, "matmul_kernel")
     assert out is not None
-    with WorkerPool(1) as pool:
-        reports = compile_file(pool, out, path="linear_bias_relu.py", targets=["sm_90"], kernels=["matmul_kernel"])
+    reports = compile_reports(out, "linear_bias_relu.py", kernels=["matmul_kernel"])
     [report] = reports
     assert report.ok, report.error
     assert len([r for r in report.results if r.get("ok")]) == 7, report.results
-    path = tmp_path / "linear_bias_relu.py"
-    path.write_text(out)
-    spec = detect_kernelbench(path)
-    assert spec is not None
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    with WorkerPool(1, env=env) as reference, WorkerPool(1, env=env) as candidate:
-        verdict = verify_spec(spec, mode="interpreter", pools=(reference, candidate), time_it=False)
-    assert verdict.ok, verdict.summary()
+    verify_on_cpu(out, tmp_path / "linear_bias_relu.py")

@@ -3,11 +3,11 @@ engineer makes, and each precondition that keeps it from changing what the launc
 
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
 
 import pytest
+from rewritten import verify_on_cpu
 
 from tritonsmith.analysis import Document, index_module
 from tritonsmith.search.model import StepContext, Task
@@ -200,19 +200,8 @@ def test_the_regeneration_fuses_first_and_then_transforms_the_fused_kernel():
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("name", TWO_KERNEL_PROBLEMS)
 def test_the_fused_problem_verifies_on_the_cpu(name: str, tmp_path: Path):
-    pytest.importorskip("triton")
-    from tritonsmith.evaluator.pool import WorkerPool
-    from tritonsmith.evaluator.specs import detect_kernelbench
-    from tritonsmith.evaluator.verify import verify_spec
 
     fused = fuse_elementwise((PROBLEMS / f"{name}.py").read_text())
     assert fused is not None
-    path = tmp_path / f"{name}.py"
-    path.write_text(fused)
-    spec = detect_kernelbench(path)
-    assert spec is not None
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    with WorkerPool(1, env=env) as reference, WorkerPool(1, env=env) as candidate:
-        verdict = verify_spec(spec, mode="interpreter", pools=(reference, candidate), time_it=False)
-    assert verdict.ok, verdict.summary()
+    verify_on_cpu(fused, tmp_path / f"{name}.py")
     assert len(launches(fused)) == 1

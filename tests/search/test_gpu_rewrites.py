@@ -4,10 +4,10 @@ when a GPU times the candidates, and each compiling for sm_90 and verifying on t
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from rewritten import compile_reports, verify_on_cpu
 
 from tritonsmith.search.proposers.matmul import dot_tf32, group_m
 from tritonsmith.search.proposers.offline import GPU_ONLY, transformations
@@ -80,25 +80,12 @@ def test_gpu_only_rewrites_are_not_offered_when_the_interpreter_times_candidates
 @pytest.mark.compiler
 @pytest.mark.timeout(600)
 def test_the_swizzled_matmul_compiles_for_sm90_and_verifies_on_the_cpu(tmp_path: Path):
-    pytest.importorskip("triton")
-    from tritonsmith.evaluator.pool import WorkerPool
-    from tritonsmith.evaluator.reports import compile_file
-    from tritonsmith.evaluator.specs import detect_kernelbench
-    from tritonsmith.evaluator.verify import verify_spec
 
     out = group_m(LINEAR, "matmul_kernel")
     assert out is not None
-    with WorkerPool(1) as pool:
-        reports = compile_file(pool, out, path="linear_bias_relu.py", targets=["sm_90"])
+    reports = compile_reports(out, "linear_bias_relu.py")
     assert reports and all(r.ok for r in reports), [(r.kernel, r.error) for r in reports]
-    path = tmp_path / "linear_bias_relu.py"
-    path.write_text(out)
-    spec = detect_kernelbench(path)
-    assert spec is not None
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    with WorkerPool(1, env=env) as reference, WorkerPool(1, env=env) as candidate:
-        verdict = verify_spec(spec, mode="interpreter", pools=(reference, candidate), time_it=False)
-    assert verdict.ok, verdict.summary()
+    verify_on_cpu(out, tmp_path / "linear_bias_relu.py")
 
 
 GLU = (PROBLEMS / "glu.py").read_text()
@@ -123,23 +110,10 @@ def test_persistent_programs_loop_over_the_tiles_with_a_grid_of_a_few_programs_p
 @pytest.mark.compiler
 @pytest.mark.timeout(600)
 def test_the_persistent_kernel_compiles_for_sm90_and_verifies_on_the_cpu(tmp_path: Path):
-    pytest.importorskip("triton")
-    from tritonsmith.evaluator.pool import WorkerPool
-    from tritonsmith.evaluator.reports import compile_file
-    from tritonsmith.evaluator.specs import detect_kernelbench
-    from tritonsmith.evaluator.verify import verify_spec
     from tritonsmith.search.proposers.persistent import persistent_programs
 
     out = persistent_programs(GLU, "glu_kernel")
     assert out is not None
-    with WorkerPool(1) as pool:
-        reports = compile_file(pool, out, path="glu.py", targets=["sm_90"])
+    reports = compile_reports(out, "glu.py")
     assert reports and all(r.ok for r in reports), [(r.kernel, r.error) for r in reports]
-    path = tmp_path / "glu.py"
-    path.write_text(out)
-    spec = detect_kernelbench(path)
-    assert spec is not None
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    with WorkerPool(1, env=env) as reference, WorkerPool(1, env=env) as candidate:
-        verdict = verify_spec(spec, mode="interpreter", pools=(reference, candidate), time_it=False)
-    assert verdict.ok, verdict.summary()
+    verify_on_cpu(out, tmp_path / "glu.py")

@@ -3,10 +3,10 @@ become one pass, and a load the row already made is not made again."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from rewritten import verify_on_cpu
 
 from tritonsmith.search.proposers.single_pass import single_pass
 
@@ -92,22 +92,11 @@ def test_no_single_pass_where_a_precondition_fails(change: tuple[str, str], why:
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("name", ["softmax", "layer_norm", "rms_norm"])
 def test_the_single_pass_problem_verifies_on_the_cpu(name: str, tmp_path: Path):
-    pytest.importorskip("triton")
     from tritonsmith.adapt.run import first_kernel
-    from tritonsmith.evaluator.pool import WorkerPool
-    from tritonsmith.evaluator.specs import detect_kernelbench
-    from tritonsmith.evaluator.verify import verify_spec
 
     source = (PROBLEMS / f"{name}.py").read_text()
     kernel = first_kernel(source)
     assert kernel is not None
     out = single_pass(source, kernel)
     assert out is not None
-    path = tmp_path / f"{name}.py"
-    path.write_text(out)
-    spec = detect_kernelbench(path)
-    assert spec is not None
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    with WorkerPool(1, env=env) as reference, WorkerPool(1, env=env) as candidate:
-        verdict = verify_spec(spec, mode="interpreter", pools=(reference, candidate), time_it=False)
-    assert verdict.ok, verdict.summary()
+    verify_on_cpu(out, tmp_path / f"{name}.py")

@@ -27,7 +27,7 @@ from tree_sitter import Node, Query, QueryCursor
 
 from .document import PY_LANGUAGE, Document
 from .index import LaunchSite, ModuleIndex
-from .syntax import call_args, string_value, text, unparen
+from .syntax import call_args, enclosing, string_value, text, unparen
 
 __all__ = ["ArgType", "LaunchTyper", "triton_type", "TORCH_DTYPES"]
 
@@ -297,7 +297,7 @@ class LaunchTyper:
     def _self_assignments(self, node: Node, attr: str) -> Iterator[tuple[Node, Node | None]]:
         """Values assigned to `self.<attr>` in the class holding `node` (and `register_buffer`/
         `register_parameter` of that name), with the method they are in."""
-        cls = _enclosing(node, "class_definition")
+        cls = enclosing(node, "class_definition")
         if cls is None:
             return
         for current in _descendants(cls, scopes=True):
@@ -307,14 +307,14 @@ class LaunchTyper:
                 if left is not None and right is not None and left.type == "attribute" and \
                         text(left.child_by_field_name("object")) == "self" and \
                         text(left.child_by_field_name("attribute")) == attr:
-                    yield right, _enclosing(current, "function_definition")
+                    yield right, enclosing(current, "function_definition")
             elif current.type == "call":
                 function = current.child_by_field_name("function")
                 if function is not None and function.type == "attribute" and \
                         text(function.child_by_field_name("attribute")) in ("register_buffer", "register_parameter"):
                     positional, _ = call_args(current)
                     if len(positional) >= 2 and string_value(positional[0]) == attr:
-                        yield positional[1], _enclosing(current, "function_definition")
+                        yield positional[1], enclosing(current, "function_definition")
 
     def _self_attribute(self, node: Node, attr: str, depth: int, seen: frozenset[int]) -> _Value | None:
         for value, _ in self._self_assignments(node, attr):
@@ -465,7 +465,7 @@ class LaunchTyper:
     # -- names ---------------------------------------------------------------------------
 
     def _name(self, node: Node, name: str, depth: int, seen: frozenset[int]) -> _Value | None:
-        scope = _enclosing(node, "function_definition")
+        scope = enclosing(node, "function_definition")
         if scope is not None:
             assigned = self._last_assignment(scope, name, node.start_byte)
             if assigned is not None:
@@ -547,7 +547,7 @@ class LaunchTyper:
         `forward`, `F_inputs()` for a harness launcher `F`, else its default."""
         index, default, pname, annotation = parameter
         name = text(scope.child_by_field_name("name"))
-        cls = _enclosing(scope, "class_definition")
+        cls = enclosing(scope, "class_definition")
         offset = 1 if cls is not None else 0  # `self`
         if cls is not None and name == "forward":
             inputs = self._returned_elements("get_inputs")
@@ -591,7 +591,7 @@ class LaunchTyper:
         if definition is not None and definition.type == "decorated_definition":
             definition = definition.child_by_field_name("definition")
         if definition is None or definition.type != "function_definition" or \
-                _enclosing(definition, "class_definition") is not None:
+                enclosing(definition, "class_definition") is not None:
             return None
         for current in _descendants(definition):
             if current.type == "return_statement" and current.named_children:
@@ -618,8 +618,8 @@ class LaunchTyper:
         if cls is None:
             return list(self._calls.get(name, []))
         return [c for c in self._calls.get("." + name, [])
-                if _enclosing(c, "class_definition") is not None and
-                _enclosing(c, "class_definition").id == cls.id]  # type: ignore[union-attr]
+                if enclosing(c, "class_definition") is not None and
+                enclosing(c, "class_definition").id == cls.id]  # type: ignore[union-attr]
 
     def _default_float(self) -> str:
         """torch's default float dtype for this file: float32 unless it calls
@@ -673,15 +673,6 @@ _CALLS_SOURCE = """
 def _calls_query() -> Query:
     """Compiled on first use (compiling a query costs tens of milliseconds of server start)."""
     return Query(PY_LANGUAGE, _CALLS_SOURCE)
-
-
-def _enclosing(node: Node, kind: str) -> Node | None:
-    current = node.parent
-    while current is not None:
-        if current.type == kind:
-            return current
-        current = current.parent
-    return None
 
 
 def _in_branch(assignment: Node, use: int) -> bool:

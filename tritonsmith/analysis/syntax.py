@@ -11,6 +11,7 @@ __all__ = [
     "argument_list",
     "call_args",
     "dotted_name",
+    "enclosing",
     "iter_descendants",
     "line_span",
     "operator_of",
@@ -38,6 +39,16 @@ def line_span(data: bytes, node: Node) -> tuple[int, int]:
     start = data.rfind(b"\n", 0, node.start_byte) + 1
     end = data.find(b"\n", node.end_byte)
     return start, (len(data) if end < 0 else end + 1)
+
+
+def enclosing(node: Node, kind: str) -> Node | None:
+    """The nearest ancestor of a type (`function_definition`), or None."""
+    current = node.parent
+    while current is not None:
+        if current.type == kind:
+            return current
+        current = current.parent
+    return None
 
 
 def operator_of(node: Node | None) -> str:

@@ -27,8 +27,9 @@ import re
 from tree_sitter import Node
 
 from ...analysis import Document, index_module
-from ...analysis.index import Kernel, LaunchSite
+from ...analysis.index import Kernel
 from ...analysis.syntax import text, walk
+from .grids import grid_lambda
 
 __all__ = ["insert_autotune"]
 
@@ -63,7 +64,8 @@ def insert_autotune(source: str, kernel_name: str) -> str | None:
         # A config may change a block only where the grid follows it: with a fixed grid, a
         # smaller block would leave elements unprocessed, and the autotuner checks nothing.
         # The other blocks (a matmul's BLOCK_K) stay at the launch.
-        grid = _grid_text(site)
+        expression, _ = grid_lambda(site, kernel_name)
+        grid = text(expression) if expression is not None else ""
         found = {n: v for n, v in literals.items() if v is not None
                  and (n in OPTIONS or re.search(rf"meta\[[\"']{n}[\"']\]", grid))}
         if not set(found) - set(OPTIONS):
@@ -96,21 +98,6 @@ def insert_autotune(source: str, kernel_name: str) -> str | None:
     for begin, end, new in sorted(edits, reverse=True):
         out = out[:begin] + new + out[end:]
     return out.decode("utf-8")
-
-
-def _grid_text(site: LaunchSite) -> str:
-    """The grid at the launch, and the lambda a local name holds when it names one."""
-    grid = site.grid
-    if grid is None:
-        return ""
-    if grid.type != "identifier":
-        return text(grid)
-    function = grid
-    while function.parent is not None and function.type != "function_definition":
-        function = function.parent
-    assigned = [text(n.child_by_field_name("right")) for n in walk(function) if n.type == "assignment"
-                and text(n.child_by_field_name("left")) == text(grid)]
-    return " ".join(assigned)
 
 
 def _configs(chosen: dict[str, int]) -> list[tuple[dict[str, int], dict[str, int]]]:

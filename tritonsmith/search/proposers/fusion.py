@@ -52,7 +52,7 @@ from tree_sitter import Node
 
 from ...analysis import Document, index_module
 from ...analysis.index import Kernel, LaunchSite, ModuleIndex
-from ...analysis.syntax import line_span, text, walk
+from ...analysis.syntax import enclosing, line_span, text, walk
 
 __all__ = ["FlatBody", "flat_body", "flat_preamble", "fuse_elementwise"]
 
@@ -696,9 +696,7 @@ def _fresh_output(block: Node, argument: Node | None, first: LaunchSite, second:
 
 
 def _used_after(block: Node, tmp: str, second: LaunchSite) -> bool:
-    function = block
-    while function.parent is not None and function.type != "function_definition":
-        function = function.parent
+    function = enclosing(block, "function_definition") or block
     return any(n.start_byte >= second.node.end_byte and text(n) == tmp for n in _identifiers(function))
 
 
@@ -743,9 +741,7 @@ def _rewrite(data: bytes, producer: Kernel, consumer: Kernel, first: LaunchSite,
     edits: list[tuple[int, int, bytes]] = []
     edits.append((*line_span(data, first_statement), b""))
     edits.append((second.node.start_byte, second.node.end_byte, launch.encode()))
-    function = block
-    while function.parent is not None and function.type != "function_definition":
-        function = function.parent
+    function = enclosing(block, "function_definition") or block
     before = _references(function)
     # The fused kernel after the later of the two definitions.
     last = max(producer.outer, consumer.outer, key=lambda n: n.end_byte)
@@ -798,9 +794,7 @@ def _drop_dead_locals(data: bytes, fused_name: str, before: dict[str, int]) -> b
         kernel = index_module(document.root).kernel(fused_name)
         if kernel is None or not kernel.launches:
             return data
-        function = kernel.launches[0].node
-        while function.parent is not None and function.type != "function_definition":
-            function = function.parent
+        function = enclosing(kernel.launches[0].node, "function_definition") or document.root
         body = function.child_by_field_name("body")
         after = _references(function)
         dead = [s for s in (body.named_children if body is not None else ())

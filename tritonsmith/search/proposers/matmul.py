@@ -29,6 +29,7 @@ from tree_sitter import Node
 from ...analysis import Document, index_module
 from ...analysis.index import Kernel, LaunchSite
 from ...analysis.syntax import line_span, text, walk
+from .grids import grid_lambda
 
 __all__ = ["dot_tf32", "group_m"]
 
@@ -124,26 +125,11 @@ def _grid_sizes(site: LaunchSite, kernel_name: str) -> tuple[tuple[str, str], tu
     """((M, BLOCK_M), (N, BLOCK_N)) of a 2-D `cdiv` grid, what to rewrite, and whether that is a
     named lambda's body (a local that only this kernel's launches use) rather than the grid at
     the launch."""
+    expression, own = grid_lambda(site, kernel_name)
     grid = site.grid
-    if grid is None:
+    if expression is None or grid is None:
         return None
-    expression, named = grid, False
-    if grid.type == "identifier":
-        function = site.node
-        while function.parent is not None and function.type != "function_definition":
-            function = function.parent
-        assigned = [n.child_by_field_name("right") for n in walk(function) if n.type == "assignment"
-                    and text(n.child_by_field_name("left")) == text(grid) and n.start_byte < site.node.start_byte]
-        if len(assigned) != 1 or assigned[0] is None:
-            return None
-        expression = assigned[0]
-        # Rewrite the lambda itself when every other use of its name is a launch of this kernel.
-        uses = [n for n in walk(function) if n.type == "identifier" and text(n) == text(grid)
-                and not (n.parent is not None and n.parent.type == "assignment" and n.parent.child_by_field_name("left") == n)]
-        named = all(u.parent is not None and u.parent.type == "subscript" and u.parent.child_by_field_name("subscript") == u
-                    and text(u.parent.child_by_field_name("value")) == kernel_name for u in uses)
-    if expression.type != "lambda":
-        return None
+    named = own and grid.type == "identifier"  # else the grid at the launch becomes a new lambda
     body = expression.child_by_field_name("body")
     match = _GRID_2D.fullmatch(re.sub(r"\s+", "", text(body)))
     if match is None or body is None:

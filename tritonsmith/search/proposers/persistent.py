@@ -22,8 +22,9 @@ from __future__ import annotations
 import re
 
 from ...analysis import Document, index_module
-from ...analysis.syntax import line_span, text, walk
+from ...analysis.syntax import line_span, text
 from .fusion import flat_body, flat_preamble
+from .grids import grid_lambda
 
 __all__ = ["persistent_programs"]
 
@@ -58,20 +59,8 @@ def persistent_programs(source: str, kernel_name: str) -> str | None:
         grid = site.grid
         if grid is None or not site.positional or site.positional[0].type != "identifier":
             return None
-        expression, target = grid, grid
-        if grid.type == "identifier":
-            function = site.node
-            while function.parent is not None and function.type != "function_definition":
-                function = function.parent
-            assigned = [n.child_by_field_name("right") for n in walk(function) if n.type == "assignment"
-                        and text(n.child_by_field_name("left")) == text(grid)]
-            uses = [n for n in walk(function) if n.type == "identifier" and text(n) == text(grid)
-                    and n.parent is not None and n.parent.type == "subscript"]
-            if len(assigned) != 1 or assigned[0] is None or any(text(u.parent.child_by_field_name("value")) != kernel_name
-                                                               for u in uses if u.parent is not None):
-                return None
-            expression = assigned[0]
-        if expression.type != "lambda":
+        expression, own = grid_lambda(site, kernel_name)
+        if expression is None or (grid.type == "identifier" and not own):
             return None
         lambda_body = expression.child_by_field_name("body")
         match = _GRID_1D.fullmatch(re.sub(r"\s+", "", text(lambda_body)))
@@ -80,13 +69,9 @@ def persistent_programs(source: str, kernel_name: str) -> str | None:
         device = text(site.positional[0])
         programs = (f'(min(triton.cdiv({match["n"]}, meta["{match["block"]}"]), '
                     f"{PROGRAMS_PER_SM} * torch.cuda.get_device_properties({device}.device).multi_processor_count),)")
-        if grid.type == "identifier":
-            target = lambda_body
-            if any(start == target.start_byte for start, _, _ in edits):
-                continue  # one lambda, several launches
-            edits.append((target.start_byte, target.end_byte, programs.encode()))
-        else:
-            edits.append((target.start_byte, target.end_byte, f"lambda meta: {programs}".encode()))
+        if any(start == lambda_body.start_byte for start, _, _ in edits):
+            continue  # one lambda, several launches
+        edits.append((lambda_body.start_byte, lambda_body.end_byte, programs.encode()))
     # The kernel: the preamble's program id becomes the loop's, the rest its body.
     indent = body.indent
     pid_statement = statements[pid]
