@@ -20,6 +20,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .errors import TritonsmithError, UsageError
@@ -28,6 +29,9 @@ from .rules import Rule
 from .rules.fixes import apply_fixes
 from .settings import Settings, find_workspace_root, read_pyproject
 from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from .evaluator.verify import Spec, Verdict
 
 __all__ = ["main"]
 
@@ -300,6 +304,21 @@ def _tolerances(values: list[str]) -> dict[str, float]:
     return out
 
 
+def _predict(verdicts: list[Verdict], specs: list[Spec], source: str, path: Path, target: str) -> None:
+    """Without a GPU: each verified spec's predicted `target` time, into its verdict's summary."""
+    from .evaluator.pool import WorkerPool
+    from .evaluator.predicted import predict_spec
+
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    for verdict, spec in zip(verdicts, specs, strict=False):
+        if not verdict.ok:
+            continue
+        with WorkerPool(1, env=env) as reference, WorkerPool(1, env=env) as candidate, WorkerPool(1) as compiler:
+            predicted = predict_spec(spec, source, path=str(path), target=target, pools=(reference, candidate),
+                                     compile_pool=compiler)
+        verdict.details["predicted"] = predicted.to_json()
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     """Compile each kernel for each target in sandboxed workers and report per config; then
     check each spec in the file (KernelBench problem or in-file harness) against its reference,
@@ -346,6 +365,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     ] if not blockers else skipped_verdicts(specs, blockers, mode)
     # Compile again with the argument types recorded at the launches where they differ from the
     # assumed ones; a failure inside Triton's interpreter of a kernel that compiles is said so.
+    if mode == "interpreter" and not args.no_predict:
+        _predict(verdicts, specs, source, path, targets[0])
     reports = settle_reports(reports, verdicts, source=source, path=str(path), targets=targets, rules=learned)
     record_compile(failure_log, str(path), source, [r for r in reports if r.recompiled])
     compiled = all(r.ok for r in reports)  # vacuously, when no kernel is launched: the static checks say so
@@ -421,12 +442,14 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         path=path, kernel=args.kernel, device=mode, proposer=args.proposer, steps=args.steps,
         wall_time_s=args.time_limit, concurrency=args.concurrency, seed=args.seed, allow_upload=args.allow_upload,
         model=args.model, base_url=args.base_url, spending_cap_usd=args.spending_cap, target=args.target,
-        ray_address=args.ray,
+        ray_address=args.ray, objective=args.objective,
     )
     console = Console(stderr=True, highlight=False)
     cancel = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: cancel.set())  # Ctrl-C: stop cleanly, resumable
-    unit = "GPU time" if mode == "gpu" else "interpreter time (not a GPU figure)"
+    predicted = mode != "gpu" and args.objective != "interpreter" and not args.ray
+    unit = "GPU time" if mode == "gpu" else (
+        f"predicted {args.target} time" if predicted else "interpreter time (not a GPU figure)")
     try:
         status = console.status("starting: evaluating the original kernel")
         with status:
@@ -446,14 +469,19 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGINT, previous)
     leaders = result.leaders()
     table = Table(title=f"fastest verified candidates in screening ({unit}; unconfirmed, a few calls each)")
-    for column in ("node", "step", "screening", "spread", "ms", "proposer"):
+    columns = ("node", "step", "screening", "spread") + (("predicted µs",) if predicted else ()) + (
+        ("interpreter ms" if mode != "gpu" else "ms"), "proposer")
+    for column in columns:
         table.add_column(column)
     for node in leaders:
         ev = node.evaluation
         assert ev is not None
         spread = f"{ev.spread[0]:.2f}–{ev.spread[1]:.2f}" if ev.spread else ""
-        table.add_row(str(node.id), node.kind.value, f"{ev.speedup:.2f}×", spread,
-                      f"{ev.time_ms:.4g}" if ev.time_ms is not None else "", node.proposer or "original")
+        cells = [str(node.id), node.kind.value, f"{ev.speedup:.2f}×", spread]
+        if predicted:
+            cells.append(f"{ev.predicted_s * 1e6:.4g}" if ev.predicted_s is not None else "")
+        cells += [f"{ev.time_ms:.4g}" if ev.time_ms is not None else "", node.proposer or "original"]
+        table.add_row(*cells)
     if args.format == "text":
         console.print(table)
     aside = result.set_aside
@@ -475,19 +503,22 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         best = result.best
         print(json.dumps({
             "searchId": result.search_id, "stopped": result.stopped, "improved": result.improved,
-            "measuredOn": mode, "result": result.outcome_text(), "speedup": result.speedup,
+            "measuredOn": mode, "measured": result.task.measured, "result": result.outcome_text(),
+            "speedup": result.speedup,
             "confirmation": result.confirmation.to_json() if result.confirmation is not None else None,
             "confirmations": [{"node": n, **c.to_json()} for n, c in result.confirmations],
             "best": best.id if best is not None else None, "candidates": result.tree.evaluated_count - 1,
             "setAside": aside, "patch": str(out) if out is not None else None, "costUsd": result.cost_usd,
             "screening": [{"node": n.id, "kind": n.kind.value, "speedup": n.evaluation.speedup if n.evaluation else None,
-                           "timeMs": n.evaluation.time_ms if n.evaluation else None} for n in leaders],
+                           "timeMs": n.evaluation.time_ms if n.evaluation else None,
+                           "predictedS": n.evaluation.predicted_s if n.evaluation else None} for n in leaders],
         }, indent=2))
     if not result.improved or out is None:
         console.print(f"{result.outcome_text()} ({unit}): no patch written")
         return 1
     assert result.best is not None
-    console.print(f"best: #{result.best.id}, {result.outcome_text()} ({unit}); patch written to {out} (git apply {out})")
+    measured = "" if result.confirmation is not None and result.confirmation.predicted else f" ({unit})"
+    console.print(f"best: #{result.best.id}, {result.outcome_text()}{measured}; patch written to {out} (git apply {out})")
     return 0
 
 
@@ -514,7 +545,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     suite = run_suite(folder, steps=args.steps, device=mode, proposer=args.proposer, protocol=args.protocol,
                       seed=args.seed, max_problems=args.max_problems, allow_upload=args.allow_upload,
-                      progress=progress, ray_address=args.ray)
+                      progress=progress, ray_address=args.ray, objective=args.objective)
     files = write_report(suite, Path(args.out))
     m = suite.metrics
     ran = [p for p in suite.problems if not p.error]
@@ -586,6 +617,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(auto: the GPU when there is one)")
     verify.add_argument("--rounds", type=int, default=10, help="GPU timing rounds (10 timed runs each)")
     verify.add_argument("--no-timing", action="store_true", help="check correctness only, even on a GPU")
+    verify.add_argument("--no-predict", action="store_true",
+                        help="without a GPU, skip the predicted time on the first target (a profiled run and a compile)")
     verify.add_argument("--torch-ops", metavar="POLICY",
                         help="PyTorch compute allowed on the inputs: auto (default: none for a single-operator "
                              "task, any for a fusion task), none, any, or operators, e.g. convolution,addmm")
@@ -616,6 +649,9 @@ def build_parser() -> argparse.ArgumentParser:
     optimize.add_argument("--spending-cap", type=float, default=10.0, metavar="USD", help="stop spending above this")
     optimize.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
     optimize.add_argument("--target", default="sm_90", help="the GPU target candidates compile for")
+    optimize.add_argument("--objective", choices=("auto", "predicted", "interpreter"), default="auto",
+                          help="without a GPU, what candidates are ranked by: their predicted time on --target "
+                          "(auto, predicted) or interpreter time; with a GPU, always GPU time")
     optimize.add_argument("--concurrency", type=int, default=1, help="candidates evaluated at once")
     optimize.add_argument("--seed", type=int, default=0)
     optimize.add_argument("--resume", metavar="ID", help="continue a search from its journal")
@@ -634,6 +670,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
     bench.add_argument("--protocol", choices=("tritonsmith", "kernelbench", "adaexplore"), default="tritonsmith",
                        help="verification tolerances, trials and timing to match a published protocol")
+    bench.add_argument("--objective", choices=("auto", "predicted", "interpreter"), default="auto",
+                       help="without a GPU, what candidates are ranked and claimed by (as for optimize)")
     bench.add_argument("--max-problems", type=int, metavar="N")
     bench.add_argument("--seed", type=int, default=0)
     bench.add_argument("--ray", metavar="ADDRESS", help="evaluate on a Ray cluster, one actor per GPU (needs tritonsmith[ray])")

@@ -338,8 +338,10 @@ def test_a_second_search_gets_the_first_ones_demonstrations(tmp_path: Path, monk
     mul.write_text(add.read_text().replace("return x + y", "return x * y").replace("x + y, mask", "x * y, mask"))
 
     def search(path: Path) -> setup.OpenSearch:
+        # Interpreter time: the scripted evaluator reads only BLOCK_SIZE, not the warps moves
+        # the predicted objective adds.
         return setup.open_search(setup.SearchRequest(path=path, kernel="add_kernel", device="interpreter",
-                                                     proposer="offline", steps=6, seed=0))
+                                                     proposer="offline", steps=6, seed=0, objective="interpreter"))
 
     with search(add) as first:
         assert first.search.options.demonstrations == ()  # an empty memory

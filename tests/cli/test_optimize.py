@@ -45,14 +45,20 @@ def test_without_a_spec_the_error_says_how_to_add_one(tmp_path: Path) -> None:
 
 
 @pytest.mark.compiler
-def test_optimize_writes_a_patch_that_git_applies(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("objective", "measured"), [("auto", "predicted sm_90 time"),
+                                                     ("interpreter", "interpreter time")])
+def test_optimize_writes_a_patch_that_git_applies(tmp_path: Path, objective: str, measured: str) -> None:
+    """Without a GPU the search ranks and claims by predicted sm_90 time unless asked for
+    interpreter time; either way the patch widens the block and applies."""
     pytest.importorskip("triton")
     pytest.importorskip("numpy")
     path = _workspace(tmp_path)
     run = _optimize(str(path), "--kernel", "add_kernel", "--steps", "3", "--device", "cpu", "--proposer", "offline",
-                    "--out", "best.patch", cwd=tmp_path)
+                    "--objective", objective, "--out", "best.patch", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
-    assert "interpreter time" in run.stderr and "fastest verified candidates" in run.stderr
+    assert measured in run.stderr and "fastest verified candidates" in run.stderr
+    if objective == "auto":  # the confirmation predicts both again and says it is an estimate
+        assert "both predicted again in fresh workers" in run.stderr and "a model estimate" in run.stderr
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     subprocess.run(["git", "apply", "best.patch"], cwd=tmp_path, check=True)
     assert "BLOCK_SIZE=16" not in path.read_text()

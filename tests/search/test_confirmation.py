@@ -218,6 +218,17 @@ def test_hint_only_changes_are_the_same_kernel_under_the_interpreter_not_on_a_gp
     assert equivalence_key(_variants(source)["comment and rename"], "gpu") == equivalence_key(source, "gpu")
 
 
+def test_under_the_predicted_objective_compile_options_count_and_cache_hints_do_not() -> None:
+    """The predicted time reads warps and stages (through the compile); it has no term for cache
+    and eviction hints or vectorisation hints, so those are the same kernel there."""
+    source = SLOW_ADD.read_text()
+    variants = _variants(source)
+    for name in ("num_warps", "num_stages and num_ctas"):
+        assert equivalence_key(variants[name], "predicted") != equivalence_key(source, "predicted"), name
+    for name in ("eviction", "cache modifier and volatile", "vector hints", "inline hint", "comment and rename"):
+        assert equivalence_key(variants[name], "predicted") == equivalence_key(source, "predicted"), name
+
+
 def test_changes_that_can_change_the_time_are_not_the_same_kernel() -> None:
     source = SLOW_ADD.read_text()
     for variant in (source.replace("BLOCK_SIZE=16", "BLOCK_SIZE=32"),  # fewer programs

@@ -126,3 +126,13 @@ def test_streaming_loads_leave_alone_a_load_that_other_programs_read_again():
     assert hinted is not None
     assert 'x = tl.load(x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_first")' in hinted
     assert "b = tl.load(bias_ptr + offsets % features, mask=mask, other=0.0)\n" in hinted
+
+
+def test_warps_move_under_the_predicted_objective_and_cache_hints_do_not():
+    """The predicted time sees num_warps (registers, occupancy, instructions issued); the
+    interpreter does not; neither has a term for eviction hints."""
+    predicted = _moves(TWO_KERNELS, "scale_kernel", "predicted")
+    interpreter = _moves(TWO_KERNELS, "scale_kernel", "interpreter")
+    assert any("num_warps" in d for d in predicted) and not any("num_warps" in d for d in interpreter)
+    assert not any("eviction_policy" in d for d in predicted)
+    assert any("eviction_policy" in d for d in _moves(TWO_KERNELS, "scale_kernel", "gpu"))

@@ -408,6 +408,11 @@ async def test_save_verifies_a_harnessed_launcher_with_a_lens_and_details_on_hov
         await asyncio.sleep(0.2)
     assert verified and verified[0].range.start.line == launcher_row
     assert "· also at N_ELEMENTS=" in verified[0].command.title  # the odd-size trial ran
+    # Without a GPU: the predicted sm_90 time, on the verdict and next to the kernel's resources.
+    assert "predicted sm_90 time" in verified[0].command.title
+    kernel_lens = [lens for lens in lenses if lens.command.title.startswith("compiled")]
+    assert kernel_lens and "regs" in kernel_lens[0].command.title
+    assert "predicted sm_90 " in kernel_lens[0].command.title
     hover = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(launcher_row, 5)))
     assert hover is not None and "add: verified (interpreter)" in hover.contents.value

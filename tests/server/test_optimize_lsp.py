@@ -230,7 +230,7 @@ async def test_optimize_reports_progress_and_offers_the_faster_kernel_for_review
     messages = [r.message for r in reports]
     steps_done = [m for m in messages if "confirming" not in m]
     assert [m.split(" · ")[0] for m in steps_done] == ["step 0/3", "step 1/3", "step 2/3", "step 3/3"], messages
-    assert "best so far" in steps_done[-1] and "unconfirmed" in steps_done[-1] and "interpreter time" in steps_done[-1]
+    assert "best so far" in steps_done[-1] and "unconfirmed" in steps_done[-1] and "predicted sm_90 time" in steps_done[-1]
     confirming = messages[len(steps_done):]  # then the winner is re-timed against the original
     assert confirming and all(m.startswith("step 3/3 · confirming #") for m in confirming), messages
     assert reports[-1].percentage == 100

@@ -33,7 +33,7 @@ def _markdown(suite: SuiteResult) -> str:
     lines = [
         f"# tritonsmith bench: {Path(suite.folder).name}", "",
         f"{len(suite.problems)} problems, {suite.steps} steps each, proposer {suite.proposer}, "
-        f"{'GPU' if suite.device == 'gpu' else 'CPU interpreter'}; speedups {suite.unit}.",
+        f"{'GPU' if suite.device == 'gpu' else 'CPU'}; speedups {suite.unit}.",
         f"Protocol `{suite.protocol.name}`: {suite.protocol.description}."
         + ("" if suite.device == "gpu" else " Without a GPU only its correctness part applies; screening is "
            "interpreter time (2 rounds × 3 calls per side), for the search's relative comparisons."),
@@ -70,7 +70,8 @@ def _plots(suite: SuiteResult, out: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    unit = "GPU, vs PyTorch" if suite.device == "gpu" else "interpreter, vs start"
+    unit = "GPU, vs PyTorch" if suite.device == "gpu" else (
+        "predicted sm_90, vs start" if suite.objective == "predicted" else "interpreter, vs start")
     paths = []
     speedups = [p.speedup for p in suite.problems if p.speedup is not None]
     figure, axis = plt.subplots(figsize=(6, 3.5))

@@ -99,6 +99,7 @@ class SuiteResult:
     problems: list[ProblemResult]
     environment: dict[str, object] = field(default_factory=dict)
     seconds: float = 0.0
+    objective: str = "time"  # "predicted": a CPU run ranked and claimed by predicted sm_90 time
 
     @property
     def metrics(self) -> Aggregate:
@@ -106,8 +107,11 @@ class SuiteResult:
 
     @property
     def unit(self) -> str:
-        return "against the PyTorch reference (GPU time)" if self.device == "gpu" else \
-            "against the starting kernel (interpreter time, not a GPU figure)"
+        if self.device == "gpu":
+            return "against the PyTorch reference (GPU time)"
+        if self.objective == "predicted":
+            return "against the starting kernel (predicted sm_90 time, a model's estimate, not a measurement)"
+        return "against the starting kernel (interpreter time, not a GPU figure)"
 
 
 def find_problems(folder: Path) -> list[Path]:
@@ -125,7 +129,7 @@ def _kernel(source: str) -> str | None:
 
 def run_problem(path: Path, *, steps: int, device: str, proposer: str, protocol: Protocol, seed: int,
                 allow_upload: bool = False, cancel: threading.Event | None = None,
-                ray_address: str | None = None) -> ProblemResult:
+                ray_address: str | None = None, objective: str = "auto") -> ProblemResult:
     began = time.perf_counter()
     source = path.read_text(encoding="utf-8")
     kernel = _kernel(source)
@@ -143,7 +147,8 @@ def run_problem(path: Path, *, steps: int, device: str, proposer: str, protocol:
         request = SearchRequest(path=copy, kernel=kernel, device=device, proposer=proposer, steps=steps, seed=seed,
                                 allow_upload=allow_upload, trials=protocol.trials, tolerances=protocol.tolerances,
                                 rounds=protocol.rounds if device == "gpu" else None,
-                                runs=protocol.runs if device == "gpu" else None, ray_address=ray_address)
+                                runs=protocol.runs if device == "gpu" else None, ray_address=ray_address,
+                                objective=objective)
         try:
             with open_search(request, cancel=cancel) as opened:
                 search = opened.search.run()
@@ -189,11 +194,13 @@ def run_problem(path: Path, *, steps: int, device: str, proposer: str, protocol:
 def run_suite(folder: Path, *, steps: int, device: str, proposer: str = "offline", protocol: str = "tritonsmith",
               seed: int = 0, max_problems: int | None = None, allow_upload: bool = False,
               progress: Callable[[ProblemResult], None] | None = None,
-              cancel: threading.Event | None = None, ray_address: str | None = None) -> SuiteResult:
+              cancel: threading.Event | None = None, ray_address: str | None = None,
+              objective: str = "auto") -> SuiteResult:
     """Search every problem of `folder` in turn; never raises for a bad problem (its row says why)."""
     chosen = PROTOCOLS[protocol]
     began = time.perf_counter()
-    suite = SuiteResult(folder=str(folder), device=device, protocol=chosen, steps=steps, proposer=proposer, problems=[])
+    suite = SuiteResult(folder=str(folder), device=device, protocol=chosen, steps=steps, proposer=proposer, problems=[],
+                        objective="predicted" if device != "gpu" and objective in ("auto", "predicted") else "time")
     if device != "gpu":  # a GPU's environment comes from its timings; here, what the interpreter ran on
         suite.environment = {"python": platform.python_version(), "cpus": os.cpu_count() or 0,
                              "load average before": _load()}
@@ -201,7 +208,8 @@ def run_suite(folder: Path, *, steps: int, device: str, proposer: str = "offline
         if cancel is not None and cancel.is_set():
             break
         problem = run_problem(path, steps=steps, device=device, proposer=proposer, protocol=chosen, seed=seed,
-                              allow_upload=allow_upload, cancel=cancel, ray_address=ray_address)
+                              allow_upload=allow_upload, cancel=cancel, ray_address=ray_address,
+                              objective=objective)
         suite.problems.append(problem)
         if progress is not None:
             progress(problem)

@@ -353,6 +353,21 @@ def _settled(scenarios: list[_Scenario], recorded: dict[str, Any]) -> list[_Scen
     return out
 
 
+def _profiled(scenarios: list[_Scenario], launches: list[dict[str, Any]],
+              constexpr_flags: dict[str, bool]) -> list[_Scenario]:
+    """One scenario per profiled launch: its constexprs and options as it ran, typed by the
+    source's first launch (the caller passes the recorded types as `arg_types`)."""
+    base = scenarios[0] if scenarios else None
+    out = []
+    for launch in launches:
+        values = {**(base.constexprs if base else {}), **dict(launch.get("constexprs") or {})}
+        missing = [name for name, is_constexpr in constexpr_flags.items() if is_constexpr and name not in values]
+        options = {k: int(v) for k, v in dict(launch.get("options") or {}).items() if k in _OPTION_KEYS}
+        out.append(_Scenario(str(launch.get("key") or "as profiled"), None, base.origin if base else None,
+                             values, options, missing, base.launch if base else None))
+    return out
+
+
 def _typed(constexpr_flags: dict[str, bool], scenario: _Scenario, typer: LaunchTyper,
            pointers: set[str], recorded: dict[str, str]) -> _Typed:
     """The runtime parameters' types for one scenario: as recorded at a launch of the check run
@@ -789,6 +804,8 @@ def _compile_in(payload: dict[str, Any], scratch: Path) -> dict[str, Any]:
         typer = LaunchTyper(document, index)
         recorded = {str(k): str(v) for k, v in (payload.get("arg_types") or {}).items()}
         scenarios = _settled(scenarios, payload.get("constexpr_values") or {})
+        if payload.get("launches"):  # exactly the launches a profiled run made (predict.py)
+            scenarios = _profiled(scenarios, list(payload["launches"]), constexpr_flags)
         typed = [_typed(constexpr_flags, scenario, typer, pointers, recorded) for scenario in scenarios]
         report_dir = Path(os.environ["TRITON_CACHE_DIR"]) / "tritonsmith-resources"
         where = _Where(extracted, str(module_path), str(payload.get("path") or "the file"))
@@ -811,6 +828,8 @@ def _compile_in(payload: dict[str, Any], scratch: Path) -> dict[str, Any]:
                     fn, triton, GPUTarget(backend, arch, warp_size), target, scenario, constexpr_flags,
                     types, where, source_lines, version, report_dir, bool(payload.get("frontend_only")),
                 ))
+                if payload.get("launches"):
+                    result["results"][-1]["launch_key"] = scenario.label
     if not result["results"] and not result["skipped"]:
         result["notes"].append("no target compiled")
     # Configs skipped because a constexpr is known only at run time are not failures: the

@@ -36,6 +36,7 @@ import shutil
 import statistics
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack, nullcontext
 from dataclasses import replace
@@ -50,7 +51,11 @@ from .specs import HarnessSpec, Spec
 from .stats import SIDES, Confirmation, ConfirmationError, RoundPolicy, confirm
 from .verify import DEFAULT_TOLERANCES, _size_plan, _sources, gpu_lock
 
-__all__ = ["GPU_POLICY", "INTERPRETER_POLICY", "confirm_speedup"]
+__all__ = ["GPU_POLICY", "INTERPRETER_POLICY", "PREDICTION_MARGIN", "confirm_predicted", "confirm_speedup"]
+
+PREDICTION_MARGIN = 0.05
+"""A predicted speedup is claimed only above 1 + this: the model's figures are estimates, and a
+change it barely sees (a hint, a reordering) is not worth a patch."""
 
 INTERPRETER_POLICY = RoundPolicy(min_rounds=3, max_rounds=12, target=0.05, runs=3, side_s=0.5, budget_s=90.0)
 GPU_POLICY = RoundPolicy(min_rounds=6, max_rounds=30, target=0.02, runs=10, side_s=2.0, budget_s=300.0)
@@ -179,3 +184,33 @@ def confirm_speedup(
             return confirmation
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def confirm_predicted(spec: Spec, original_source: str, candidate_source: str, *, path: str, target: str,
+                      env: Mapping[str, str] | None = None, cancel: threading.Event | None = None) -> Confirmation:
+    """Predict both again in fresh workers (predicted.py) and claim the candidate when its
+    predicted time is below the original's by more than `PREDICTION_MARGIN`. The prediction is
+    deterministic (the same sampled programs, the same compile), so the interval is the point:
+    what this rules out is a figure that came from a stale worker, not noise."""
+    from .predicted import predict_spec
+
+    measured = f"predicted {target} time"
+    worker_env = dict(os.environ if env is None else env)
+    worker_env["TRITON_INTERPRET"] = "1"
+    began = time.perf_counter()
+    with WorkerPool(1, env=worker_env) as reference, WorkerPool(1, env=worker_env) as candidate, \
+            WorkerPool(1, env={k: v for k, v in worker_env.items() if k != "TRITON_INTERPRET"}) as compiler:
+        both = [predict_spec(spec, text, path=path, target=target, pools=(reference, candidate),
+                             compile_pool=compiler, cancel=cancel) for text in (original_source, candidate_source)]
+    seconds = time.perf_counter() - began
+    nan = float("nan")
+    failed = next((p for p in both if p.seconds is None), None)
+    if failed is not None:
+        return Confirmation(speedup=nan, low=nan, high=nan, noise_floor=PREDICTION_MARGIN, rounds=0, claimed=False,
+                            stopped="failed", measured=measured, error=failed.summary(), seconds=seconds)
+    original_s, candidate_s = float(both[0].seconds or nan), float(both[1].seconds or nan)
+    ratio = original_s / candidate_s if candidate_s > 0 else nan
+    return Confirmation(speedup=ratio, low=ratio, high=ratio, noise_floor=PREDICTION_MARGIN, rounds=1,
+                        claimed=ratio > 1.0 + PREDICTION_MARGIN, stopped="tight", measured=measured,
+                        original_ms=(original_s * 1e3,), candidate_ms=(candidate_s * 1e3,), seconds=seconds,
+                        details={"original": both[0].to_json(), "candidate": both[1].to_json()})

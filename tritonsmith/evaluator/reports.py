@@ -93,10 +93,29 @@ def _assumed(results: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def lens_title(report: KernelReport) -> str:
+def predicted_for(verdicts: Sequence[Verdict], kernel: str) -> str | None:
+    """"predicted sm_90 14.4 µs": the kernel's launches' predicted time in the last check's
+    forward pass (evaluator/predicted.py), or None when none was predicted."""
+    from .predict import format_seconds
+
+    for verdict in verdicts:
+        predicted = verdict.details.get("predicted") or {}
+        prediction = predicted.get("prediction") if isinstance(predicted, dict) else None
+        if not prediction:
+            continue
+        launches = [launch for launch in prediction.get("launches") or [] if launch.get("kernel") == kernel]
+        if launches:
+            seconds = sum(float(launch.get("seconds") or 0.0) for launch in launches)
+            calls = f" ({len(launches)} launches)" if len(launches) > 1 else ""
+            return f"predicted {prediction.get('target')} {format_seconds(seconds)}{calls}"
+    return None
+
+
+def lens_title(report: KernelReport, predicted: str | None = None) -> str:
     """The code lens above a kernel: its status, the resources of its first compiled config,
-    and the argument types the compile assumed ("compiled · sm_90 · launch at line 30: 24 regs,
-    ... · assuming x_ptr: *fp32")."""
+    the argument types the compile assumed, and its predicted time when the last check made one
+    ("compiled · sm_90 · launch at line 30: 24 regs, ... · predicted sm_90 14.4 µs · assuming
+    x_ptr: *fp32")."""
     compiled = [e for e in report.results if e.get("ok")]
     if not report.ok:
         title = "compile failed"
@@ -108,6 +127,8 @@ def lens_title(report: KernelReport) -> str:
         title += f" · {resource_summary(compiled[0])}"
         if len(compiled) > 1:
             title += f" (+{len(compiled) - 1} more)"
+    if predicted:
+        title += f" · {predicted}"
     if report.assumed:
         title += f" · assuming {', '.join(report.assumed)}"
     return title
@@ -360,6 +381,7 @@ def compile_file(
     launch_types: dict[str, dict[str, str]] | None = None,
     launch_constexprs: dict[str, dict[str, Any]] | None = None,
     frontend_only: bool = False,
+    profiled: dict[str, list[dict[str, Any]]] | None = None,
 ) -> list[KernelReport]:
     """Compile every launched kernel of `source` (or the named ones) for every target. Errors
     are labelled with the codes of the builtin rules whose signatures match (in the worker) and
@@ -369,7 +391,9 @@ def compile_file(
     override the types read from the source; `launch_constexprs` (kernel -> name -> value, as
     recorded there) fill the constexprs the source does not settle. `frontend_only`: Triton's
     code generator only (the type, shape and constexpr errors, in a fraction of a compile's
-    time; no binary, so no resources): what the editor runs while the user types."""
+    time; no binary, so no resources): what the editor runs while the user types. `profiled`
+    (kernel -> launches, `predict.launches_to_compile`) compiles exactly those launches, each
+    result carrying its `launch_key`, for the predicted time."""
     document = Document(source)
     index = index_module(document.root)
     chosen = kernels_to_compile(index, kernels)
@@ -380,7 +404,10 @@ def compile_file(
                               **({"arg_types": launch_types[kernel.name]}
                                  if launch_types and kernel.name in launch_types else {}),
                               **({"constexpr_values": launch_constexprs[kernel.name]}
-                                 if launch_constexprs and kernel.name in launch_constexprs else {})}))
+                                 if launch_constexprs and kernel.name in launch_constexprs else {}),
+                              **({"launches": profiled[kernel.name],
+                                  "arg_types": profiled[kernel.name][0].get("types") or {}}
+                                 if profiled and kernel.name in profiled else {})}))
         for kernel in chosen
     ]
     # One job per kernel, as many at once as the pool has workers (compiles are independent).

@@ -944,7 +944,7 @@ def _block_position(node: Node) -> bool:
 
 
 def plan_sizes(source: str, readers: Iterable[str] = KERNELBENCH_INPUTS, *, gpu: bool = False,
-               blocks_from: str | None = None) -> SizePlan:
+               blocks_from: str | None = None, budget: tuple[int, int] | None = None) -> SizePlan:
     """The sizes for the trials of the spec whose reference is `source` (module docstring).
 
     Args:
@@ -952,12 +952,14 @@ def plan_sizes(source: str, readers: Iterable[str] = KERNELBENCH_INPUTS, *, gpu:
         gpu: use the GPU budgets.
         blocks_from: the text whose block sizes are in play (default `source`). Give the user's
             file, not a search's variant, so that every variant is checked at the same sizes.
+        budget: (elements, work) in place of the GPU's or the interpreter's.
     """
     problem = _Problem(source, readers)
     knobs = _knobs(problem)
     blocks = blocks_from if blocks_from is not None else source
     block = block_exponent(blocks)
-    budget = (GPU_ELEMENT_BUDGET, GPU_WORK_BUDGET) if gpu else interpreter_budget(blocks)
+    if budget is None:
+        budget = (GPU_ELEMENT_BUDGET, GPU_WORK_BUDGET) if gpu else interpreter_budget(blocks)
     return _plan(problem, knobs, _shrink(problem, knobs, budget, block), budget)
 
 

@@ -303,8 +303,15 @@ class Confirmation:
     def within_noise(self) -> bool:
         return not self.claimed and self.low <= 1.0 + self.noise_floor
 
+    @property
+    def predicted(self) -> bool:
+        """A ratio of predicted times (confirm.confirm_predicted): a model's estimate, no interval."""
+        return self.measured.startswith("predicted")
+
     def interval(self) -> str:
         """"95% CI 1.21–1.44×"."""
+        if self.predicted:
+            return f"{self.measured}, a model estimate"
         return f"95% CI {_ratio(self.low)}–{_ratio(self.high)}×"
 
     def text(self) -> str:
@@ -312,6 +319,11 @@ class Confirmation:
         0.97–1.10×, within noise)" — never a single figure."""
         if self.error:
             return f"not confirmed: {self.error}"
+        if self.predicted:
+            if self.claimed:
+                return f"{self.speedup:.2f}× ({self.interval()})"
+            return (f"no improvement (best {self.speedup:.2f}× in {self.measured}, not above the "
+                    f"{percent(self.noise_floor)} margin)")
         if self.claimed:
             return f"{self.speedup:.2f}× ({self.interval()}, noise floor {percent(self.noise_floor)})"
         why = "within noise" if self.within_noise else "not confirmed"
@@ -322,6 +334,8 @@ class Confirmation:
 
     def how(self) -> str:
         """"8 alternating rounds in fresh workers (3 timed calls per side and round, 21 s), interpreter time"."""
+        if self.predicted:
+            return f"both predicted again in fresh workers ({self.seconds:.0f} s), {self.measured}"
         return (f"{self.rounds} alternating rounds in fresh workers ({self.runs} timed calls per side and round, "
                 f"{self.seconds:.0f} s), {self.measured}")
 

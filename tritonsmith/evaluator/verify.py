@@ -165,6 +165,9 @@ class Verdict:
         elif self.timing is not None:  # the search's relative measure; against PyTorch it means nothing
             text += (f" · interpreter time {self.timing.candidate_median:.4g} ms (median of "
                      f"{self.timing.runs}; not a GPU figure)")
+        predicted = self.details.get("predicted")
+        if isinstance(predicted, dict) and predicted.get("summary"):  # predicted.py, without a GPU
+            text += f" · {predicted['summary']}"
         return text
 
     def to_json(self) -> dict[str, Any]:
@@ -726,3 +729,40 @@ def verify_spec(
 def verify_kernelbench(spec: KernelBenchSpec, **options: Any) -> Verdict:
     """`verify_spec` for a KernelBench problem (kept for callers of the first version)."""
     return verify_spec(spec, **options)
+
+
+PROFILE_BUDGET = (1 << 26, 1 << 34)
+"""(elements, work) a profiled forward pass runs as written (`predict.py`): sampled programs keep
+the kernels cheap at any size, but the inputs are allocated on the CPU and PyTorch's own
+operators in the forward pass run in full."""
+
+
+def profile_spec(spec: Spec, *, pools: tuple[WorkerPool, WorkerPool], candidate_source: str | None = None,
+                 seed: int = 42, timeout_s: float = 300.0, memory_mb: int | None = None,
+                 cancel: threading.Event | None = None) -> tuple[dict[str, Any] | None, dict[str, tuple[int, int]], str | None]:
+    """One forward pass of the candidate with each launch running a sample of its programs
+    (`profile.py`), at the sizes as written when they fit `PROFILE_BUDGET`, else scaled to it.
+
+    Returns (the profile job's result, the sizes used, None) or (None, sizes, what failed). The
+    pools must run the interpreter (`TRITON_INTERPRET=1`); the candidate's outputs are not
+    checked here (the verification does that)."""
+    sources = _sources(spec, candidate_source)
+    plan = plan_sizes(sources.reference, sources.readers, blocks_from=_blocks_from(spec), budget=PROFILE_BUDGET)
+    work = Path(tempfile.mkdtemp(prefix="tritonsmith-profile-", dir=runs_dir())).resolve()
+    try:
+        run = _Run(spec, sources, work, "interpreter", seed, dict(DEFAULT_TOLERANCES), timeout_s,
+                   memory_mb or default_memory_mb(), pools, cancel)
+        folder, paths = run.files("profile", plan.main)
+        init = run.reference_pool.run(run.job("verify_inputs", folder, reference=str(paths["reference"]), trials=0),
+                                      cancel)
+        if not init.ok:
+            return None, plan.main, f"the reference failed at the profiled sizes: {run.failure(init)}"
+        # Which programs run is drawn here, where the candidate cannot see it (profile.py).
+        result = run.candidate_pool.run(run.job("profile", folder, candidate=str(paths["candidate"]),
+                                                inputs_file=str(paths["inputs"]),
+                                                sample_seed=random.SystemRandom().randrange(2**31)), cancel)
+        if not result.ok:
+            return None, plan.main, f"the profiled run failed: {run.failure(result)}"
+        return dict(result.payload), plan.main, None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

@@ -128,6 +128,7 @@ HANDLERS: dict[str, Handler] = {
     "ping": _ping,
     "preload": _preload,
     "run_python": _run_python,
+    "profile": _lazy("profile", "handle_profile"),
     "time_check": _lazy("timing", "handle_time_check"),
     "time_round": _lazy("timing", "handle_time_round"),
     "verify_candidate": _lazy("correctness", "handle_candidate"),

@@ -149,6 +149,7 @@ class RayEvaluator:
         self.retries = retries
         self.wait_s = wait_s
         self.baseline_ms: float | None = None  # the root's time, set by its evaluation
+        self.baseline_predicted_s: float | None = None  # unused: Ray evaluates GPU time (open_search)
         resources = ray.cluster_resources()
         gpus = int(resources.get("GPU", 0))
         self.per_actor = {"num_gpus": 1} if gpus else {"num_cpus": 1}

@@ -61,6 +61,7 @@ __all__ = ["Evaluator", "Guardian", "Progress", "Search", "SearchOptions", "Sear
 
 class Evaluator(Protocol):
     baseline_ms: float | None  # the original's time, which screening speedups are against
+    baseline_predicted_s: float | None  # the original's predicted time (Task.objective "predicted")
 
     def evaluate(self, source: str) -> Evaluation: ...
 
@@ -102,9 +103,10 @@ class Progress:
     best_speedup: float | None
     cost_usd: float
     last: str  # one line about the step just finished
+    measured: str = ""  # what the speedups are ratios of (`Task.measured`)
 
     def message(self, device: str) -> str:
-        unit = "interpreter time" if device != "gpu" else "GPU time"
+        unit = self.measured or ("interpreter time" if device != "gpu" else "GPU time")
         if self.last.startswith("confirming"):
             return f"step {self.step}/{self.steps} · {self.last} ({unit})"
         best = (f"best so far {self.best_speedup:.2f}× in screening, unconfirmed ({unit})" if self.best_speedup
@@ -226,12 +228,14 @@ class Search:
             if node.evaluation is not None and node.source and node.evaluation.same_as is None:
                 self._remember(node.id, node.source, node.evaluation)
         self._lock = threading.Lock()
-        self._root_key = equivalence_key(self.task.source, self.task.device)
+        self._root_key = equivalence_key(self.task.source, self._measure)
         self._stop = threading.Event()  # the proposer cannot go on: no new steps (in-flight ones finish)
         self.stop_reason = ""  # why the proposer stopped the search, if it did
         baseline = self._root()
         if baseline is not None and baseline.evaluation is not None and baseline.evaluation.time_ms:
             self.evaluator.baseline_ms = baseline.evaluation.time_ms  # resumed: speedups against the same time
+        if baseline is not None and baseline.evaluation is not None and baseline.evaluation.predicted_s:
+            self.evaluator.baseline_predicted_s = baseline.evaluation.predicted_s
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -334,7 +338,7 @@ class Search:
             if checked is None:
                 return source, Evaluation(Outcome.NOT_COMPILED, message=f"guardian: {note}"), seconds, note
             source = checked
-        digest, key = _digest(source), equivalence_key(source, self.task.device)
+        digest, key = _digest(source), equivalence_key(source, self._measure)
         with self._lock:
             exact, same = self._seen.get(digest), self._same.get(key)
         if exact is not None:  # the same file again: its measurement stands
@@ -343,23 +347,30 @@ class Search:
                                    seconds=0.0), seconds, note
         if same is not None:  # the same kernel for the timing: not re-timed, and it cannot win
             known_id, known = same
-            hints = ("hints that cannot change interpreter time (num_warps, num_stages, eviction_policy, "
-                     "cache_modifier, max_contiguous, multiple_of, …)" if self.task.device != "gpu"
-                     else "names, comments and layout")
+            hints = {"interpreter": "hints that cannot change interpreter time (num_warps, num_stages, eviction_policy, "
+                                    "cache_modifier, max_contiguous, multiple_of, …)",
+                     "predicted": "hints the predicted time has no term for (eviction_policy, cache_modifier, "
+                                  "max_contiguous, multiple_of, …)",
+                     }.get(self._measure, "names, comments and layout")
             return source, replace(known, message=(f"the same kernel as #{known_id} up to {hints}: not re-timed; "
                                                    "its measurement stands: " + known.message),
                                    same_as=known_id, seconds=0.0), seconds, note
         evaluation = self.evaluator.evaluate(source)
         return source, evaluation, seconds, note
 
+    @property
+    def _measure(self) -> str:
+        """What equivalence keys are for: "gpu", "interpreter" or "predicted" (equivalence.py)."""
+        return "predicted" if self.task.objective == "predicted" else self.task.device
+
     def _key(self, node: Node) -> str:
         key = self._keys.get(node.id)
         if key is None:
-            key = self._keys[node.id] = equivalence_key(node.source, self.task.device)
+            key = self._keys[node.id] = equivalence_key(node.source, self._measure)
         return key
 
     def _remember(self, node_id: int, source: str, evaluation: Evaluation) -> None:
-        key = equivalence_key(source, self.task.device)
+        key = equivalence_key(source, self._measure)
         self._keys[node_id] = key
         self._seen.setdefault(_digest(source), (node_id, evaluation))
         self._same.setdefault(key, (node_id, evaluation))
@@ -395,7 +406,7 @@ class Search:
             elif evaluation.message:
                 line += f" ({evaluation.message.splitlines()[0][:100]})"
             self.progress(Progress(self.search_id, self.tree.evaluated_count - 1, self.options.steps, speed,
-                                   self.proposer.cost_usd, line))
+                                   self.proposer.cost_usd, line, self.task.measured))
 
     # -- the result -----------------------------------------------------------------------
 
@@ -443,7 +454,7 @@ class Search:
         def report(line: str) -> None:
             if self.progress is not None:
                 self.progress(Progress(self.search_id, self.tree.evaluated_count - 1, self.options.steps,
-                                       screening, self.proposer.cost_usd, line))
+                                       screening, self.proposer.cost_usd, line, self.task.measured))
 
         report(f"confirming #{node.id} against the original in fresh workers "
                f"(screening said {screening or 0.0:.2f}×)")

@@ -21,6 +21,12 @@ these hints stripped:
   cannot time its Configs and keeps the first (evaluator/cuda_shim.py), so an edit to another
   Config changes nothing that runs.
 
+Under the predicted objective (`device="predicted"`, a search without a GPU ranking by predicted
+time) the options the compile for the target sees (`num_warps`, `num_stages`, `num_ctas`,
+`maxnreg`, `tl.range`'s options) are kept: they change registers, occupancy and the instructions
+issued, which the prediction reads. Cache and eviction hints and the `tl.multiple_of` family are
+still set aside: the model has no term for them, so crediting them would credit noise.
+
 The interpreter runs every program with NumPy and none of these reach it. On a GPU each of them
 can change the binary, so there the key is the canonical form alone (all hints kept). The
 compile results (evaluator/compile.py) expose no hash of the compiled binary, which would be the
@@ -48,6 +54,12 @@ HINT_KEYWORDS = frozenset({
 })
 """Keyword arguments that change what a GPU compiles, never what the interpreter computes or
 how long it takes."""
+
+COMPILE_OPTIONS = frozenset({
+    "num_warps", "num_stages", "num_ctas", "maxnreg", "loop_unroll_factor", "warp_specialize",
+    "disallow_acc_multi_buffer",
+})
+"""The hints a predicted time reads (through the compile's resources and the warps issued)."""
 
 HINT_CALLS = frozenset({"max_contiguous", "multiple_of", "max_constancy"})
 """`tl.<name>(x, n)` tells the compiler about `x` and returns it unchanged."""
@@ -78,11 +90,11 @@ def _unwrapped(node: Node) -> Node:
     return node
 
 
-def _hint_keyword(node: Node) -> bool:
+def _hint_keyword(node: Node, keep: frozenset[str] = frozenset()) -> bool:
     if node.type != "keyword_argument":
         return False
     name = node.child_by_field_name("name")
-    return name is not None and text(name) in HINT_KEYWORDS
+    return name is not None and text(name) in HINT_KEYWORDS and text(name) not in keep
 
 
 def _self_assignment(statement: Node) -> bool:
@@ -124,10 +136,14 @@ def _untimed_configs(node: Node) -> bool:
 
 
 class _HintBlind(Canonicaliser):
-    """The canonical form with the interpreter-irrelevant hints left out."""
+    """The canonical form with the hints the measure cannot see left out (`keep`: those it can)."""
+
+    def __init__(self, root: Node, keep: frozenset[str] = frozenset()) -> None:
+        super().__init__(root)
+        self.keep = keep
 
     def emit(self, node: Node, scope: Scope) -> None:
-        if _hint_keyword(node) or _self_assignment(node):
+        if _hint_keyword(node, self.keep) or _self_assignment(node):
             return
         if _untimed_configs(node):
             first = [c for c in node.named_children if c.type != "comment"][:1]
@@ -140,7 +156,7 @@ class _HintBlind(Canonicaliser):
             self.emit(_unwrapped(node), scope)
             return
         if node.type == "argument_list":
-            kept = [c for c in node.named_children if c.type != "comment" and not _hint_keyword(c)]
+            kept = [c for c in node.named_children if c.type != "comment" and not _hint_keyword(c, self.keep)]
             self.tokens += ["(argument_list", "("]
             for i, child in enumerate(kept):
                 if i:
@@ -153,9 +169,13 @@ class _HintBlind(Canonicaliser):
 
 def normalised(source: str, device: str) -> str:
     """The form two candidates share when they are the same kernel for `device`'s timing
-    ("interpreter": hints stripped; "gpu": the canonical form alone)."""
+    ("interpreter": hints stripped; "predicted": hints but the compile's options stripped; "gpu":
+    the canonical form alone)."""
     root = Document(source).root
-    canon = _HintBlind(root) if device != "gpu" else Canonicaliser(root)
+    if device == "gpu":
+        canon = Canonicaliser(root)
+    else:
+        canon = _HintBlind(root, COMPILE_OPTIONS if device == "predicted" else frozenset())
     canon.emit(root, canon.module)
     return " ".join(canon.tokens)
 

@@ -2,9 +2,11 @@
 spec's reference, and time it; the evaluator's sandboxed workers do the work.
 
 The speedup of a candidate is against the kernel the search started from (the root), both
-timed the same way: on a GPU, CUDA-event time at the sizes as written; without one, interpreter
-time at the checked sizes, which the search minimises and labels as such (DESIGN.md, "What a
-CPU search optimises"). The reference is always the spec's own (the harness's function or
+measured the same way: on a GPU, CUDA-event time at the sizes as written; without one, the
+predicted time on the target GPU (`Task.objective == "predicted"`: evaluator/predict.py, from a
+profiled forward pass and the compile for the target), with interpreter time at the checked sizes
+kept as a secondary figure, or interpreter time alone when asked for (`--objective interpreter`)
+or when the original cannot be predicted (DESIGN.md, "What a CPU search optimises"). The reference is always the spec's own (the harness's function or
 KernelBench's `Model`) from the file as it was when the search started: a variant can change
 the kernel, never what it is checked against.
 
@@ -23,8 +25,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..evaluator.confirm import confirm_speedup
+from ..evaluator.confirm import confirm_predicted, confirm_speedup
 from ..evaluator.pool import WorkerPool
+from ..evaluator.predicted import predict_spec
 from ..evaluator.reports import KernelReport, compile_file, correctness_blockers, settle_reports
 from ..evaluator.stats import Confirmation, RoundPolicy
 from ..evaluator.verify import Spec, verify_spec
@@ -65,6 +68,8 @@ class CandidateEvaluator:
         self._compile_pool = WorkerPool(1)
         self._verify_pools = (WorkerPool(1, env=env), WorkerPool(1, env=env))
         self.baseline_ms: float | None = None  # the root's time, set by its evaluation
+        self.baseline_predicted_s: float | None = None  # the root's predicted time (objective "predicted")
+        self.objective = task.objective  # "time" from the start when the original cannot be predicted
 
     def evaluate(self, source: str) -> Evaluation:
         """Compile, verify and time `source` (a whole file); never raises for a bad candidate."""
@@ -115,6 +120,8 @@ class CandidateEvaluator:
         time_ms = timing.candidate_median  # few runs under the interpreter: the median is robust
         if self.baseline_ms is None:
             self.baseline_ms = time_ms
+        if self.objective == "predicted":
+            return self._predicted(source, verdict.summary(), time_ms, resources)
         rounds = timing.candidate_rounds or (time_ms,)
         speedup = self.baseline_ms / max(time_ms, 1e-12)
         spread = (self.baseline_ms / max(max(rounds), 1e-12), self.baseline_ms / max(min(rounds), 1e-12))
@@ -122,11 +129,37 @@ class CandidateEvaluator:
                           message=verdict.summary(), resources=resources,
                           reference_speedup=timing.speedup if task.device == "gpu" else None)
 
+    def _predicted(self, source: str, summary: str, time_ms: float, resources: list[dict[str, Any]]) -> Evaluation:
+        """A correct candidate ranked by its predicted target time (interpreter time kept)."""
+        task = self.task
+        predicted = predict_spec(self.spec, source, path=task.path, target=task.target, pools=self._verify_pools,
+                                 compile_pool=self._compile_pool, cancel=self.cancel)
+        seconds = predicted.seconds
+        if seconds is None or not seconds < float("inf"):
+            if self.baseline_predicted_s is None:  # the original itself: fall back to interpreter time
+                self.objective = "time"
+                message = f"{summary} · {predicted.summary()}; the search ranks by interpreter time"
+                return Evaluation(Outcome.CORRECT, speedup=1.0, spread=(1.0, 1.0), time_ms=time_ms,
+                                  message=message, resources=resources)
+            return Evaluation(Outcome.CORRECT, speedup=None, time_ms=time_ms,
+                              message=f"{summary} · {predicted.summary()}", resources=resources)
+        if self.baseline_predicted_s is None:
+            self.baseline_predicted_s = seconds
+        speedup = self.baseline_predicted_s / max(seconds, 1e-15)
+        resources = resources + [{"kernel": e.kernel, "config": "as profiled", "target": task.target,
+                                  "predicted": e.to_json()} for e in predicted.prediction.launches] \
+            if predicted.prediction is not None else resources
+        return Evaluation(Outcome.CORRECT, speedup=speedup, spread=(speedup, speedup), time_ms=time_ms,
+                          message=f"{summary} · {predicted.summary()}", resources=resources, predicted_s=seconds)
+
     def confirm(self, original: str, candidate: str,
                 progress: Callable[[int, Confirmation], None] | None = None) -> Confirmation:
         """Re-time `candidate` against `original` in alternating rounds in fresh workers until
         the speedup's interval is tight (evaluator/confirm.py); the search's own workers idle
-        meanwhile."""
+        meanwhile. With the predicted objective, both are predicted again in fresh workers."""
+        if self.objective == "predicted":
+            return confirm_predicted(self.spec, original, candidate, path=self.task.path, target=self.task.target,
+                                     env=self._env, cancel=self.cancel)
         return confirm_speedup(self.spec, original, candidate, mode="gpu" if self.task.device == "gpu" else "interpreter",
                                policy=self.confirm_policy, env=self._env, cancel=self.cancel, progress=progress,
                                tolerances=self.tolerances)

@@ -57,7 +57,7 @@ class Journal:
             "resources": json.dumps(evaluation.resources, default=str), "seconds": evaluation.seconds,
             "proposer": node.proposer, "cost_usd": node.cost_usd, "propose_seconds": node.propose_seconds,
             "created": node.created, "reference_speedup": finite(evaluation.reference_speedup),
-            "same_as": evaluation.same_as,
+            "same_as": evaluation.same_as, "predicted_s": finite(evaluation.predicted_s),
         })
 
     def record_confirmation(self, search_id: str, node_id: int, confirmation: Confirmation) -> None:
@@ -110,6 +110,7 @@ class Journal:
                 seconds=values["seconds"],
                 reference_speedup=values["reference_speedup"],
                 same_as=values["same_as"],
+                predicted_s=values["predicted_s"],
             )
             tree.add(
                 parent, StepKind(values["kind"]), values["source"], evaluation,

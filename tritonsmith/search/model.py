@@ -80,6 +80,14 @@ class Task:
     device: str  # "gpu" | "interpreter"
     target: str = "sm_90"
     target_facts: str = ""  # e.g. "NVIDIA H200, 132 SMs, 228 KB shared memory per SM"
+    objective: str = "time"  # "time" (GPU or interpreter time, per `device`) | "predicted" (predicted target time)
+
+    @property
+    def measured(self) -> str:
+        """What a speedup is a ratio of: "GPU time", "interpreter time" or "predicted sm_90 time"."""
+        if self.objective == "predicted":
+            return f"predicted {self.target} time"
+        return "GPU time" if self.device == "gpu" else "interpreter time"
 
 
 @dataclass
@@ -95,6 +103,7 @@ class Evaluation:
     seconds: float = 0.0  # how long the evaluation took
     reference_speedup: float | None = None  # on a GPU: against the spec's PyTorch reference (KernelBench's sense)
     same_as: int | None = None  # the evaluated node this one is identical to for the timing (search/equivalence.py)
+    predicted_s: float | None = None  # the predicted target time (evaluator/predict.py), when the objective is it
 
     def feedback(self) -> str:
         """Execution feedback for the next prompt: one short paragraph."""
@@ -103,7 +112,9 @@ class Evaluation:
                     f"aside: not re-timed ({self.outcome.value})")
         elif self.outcome is Outcome.CORRECT and self.speedup is not None:
             text = f"correct; {self.speedup:.2f}x against the original"
-            if self.time_ms is not None:
+            if self.predicted_s is not None:
+                text += f" (predicted {self.predicted_s * 1e6:.4g} µs on the target GPU)"
+            elif self.time_ms is not None:
                 text += f" ({self.time_ms:.4g} ms)"
         elif self.outcome is Outcome.WRONG:
             text = f"compiled but wrong: {self.message}"

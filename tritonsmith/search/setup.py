@@ -60,6 +60,7 @@ class SearchRequest:
     base_url: str | None = None
     spending_cap_usd: float | None = 10.0
     target: str = "sm_90"
+    objective: str = "auto"  # auto | predicted | interpreter: what a search without a GPU ranks by
     source: str | None = None  # the buffer's text, when it differs from the file on disk
     # The verification and timing protocol (tritonsmith bench can match a published one).
     trials: int = 3
@@ -180,8 +181,10 @@ def open_search(request: SearchRequest, *, resume: str | None = None,
         source = request.source if request.source is not None else path.read_text(encoding="utf-8")
     spec = pick_spec(path, source, request.kernel)
     kind = f"harness:{spec.launcher}" if isinstance(spec, HarnessSpec) else "kernelbench"
+    objective = "predicted" if (request.device != "gpu" and request.ray_address is None
+                                and request.objective in ("auto", "predicted")) else "time"
     task = Task(path=str(path), kernel=request.kernel, source=source, spec=kind, device=request.device,
-                target=request.target)
+                target=request.target, objective=objective)
     rng = random.Random(request.seed)
     proposer, repair = _proposer(request, rng)
     log = FailureLog(root)

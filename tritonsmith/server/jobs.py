@@ -34,6 +34,7 @@ from pygls.uris import to_fs_path
 
 from ..analysis.document import Document
 from ..evaluator.pool import WorkerPool, compile_workers
+from ..evaluator.predicted import predict_spec
 from ..evaluator.reports import (
     compile_file,
     correctness_blockers,
@@ -336,12 +337,23 @@ class CompileJobs:
             if token is not None:
                 self.server.work_done_progress.report(
                     token, types.WorkDoneProgressReport(message=f"checking {spec.name} against its reference"))
-            verdicts.append(await asyncio.to_thread(
+            verdict = await asyncio.to_thread(
                 verify_spec, spec, pools=self.verify_pools(), cancel=cancel,
                 torch_ops=None if settings.torch_ops == "auto" else settings.torch_ops,
                 # A hang or a memory hog ends in seconds (sandbox.py); a newer save sets `cancel`,
                 # which kills the running worker within the pool's poll.
-                hang_s=settings.verify_timeout, memory_mb=settings.memory_limit_mb))
+                hang_s=settings.verify_timeout, memory_mb=settings.memory_limit_mb)
+            verdicts.append(verdict)
+            if verdict.ok and verdict.mode == "interpreter" and not cancel.is_set():
+                # Without a GPU, what the kernel would take on the first target (the lens shows it).
+                if token is not None:
+                    self.server.work_done_progress.report(
+                        token, types.WorkDoneProgressReport(message=f"predicting {spec.name}'s time"))
+                target = (list(settings.targets) or ["sm_90"])[0]
+                predicted = await asyncio.to_thread(predict_spec, spec, source, path=path, target=target,
+                                                    pools=self.verify_pools(), compile_pool=self.pool, cancel=cancel)
+                verdict.details["predicted"] = predicted.to_json()
+                log.info("%s: %s", spec.name, predicted.summary())
         return verdicts
 
     async def _begin_progress(self, title: str) -> str | None:

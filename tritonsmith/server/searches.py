@@ -376,7 +376,7 @@ class Searches:
         return result.stopped == "cancelled"
 
     def _summary(self, search: _Search, result: SearchResult) -> str:
-        unit = "GPU time" if search.device == "gpu" else "interpreter time"
+        unit = result.task.measured
         count = max(0, result.tree.evaluated_count - 1)
         if self._cancelled(search, result):
             return f"cancelled after {count} candidates"

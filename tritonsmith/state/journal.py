@@ -27,7 +27,7 @@ from .db import connect, migrate, write
 
 __all__ = ["NODE_COLUMNS", "SCHEMA_VERSION", "JournalStore", "SearchSummary"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _VERSION_KEY = "search_schema_version"  # the failure log owns `schema_version`
 
 _MIGRATIONS = {
@@ -84,12 +84,14 @@ _MIGRATIONS = {
                PRIMARY KEY (search_id, node_id)
            )""",
     ],
+    # Without a GPU, the predicted target time a search ranks by (evaluator/predict.py).
+    4: ["ALTER TABLE search_nodes ADD COLUMN predicted_s REAL"],
 }
 
 NODE_COLUMNS = (
     "node_id", "parent_id", "kind", "source", "outcome", "reward", "speedup", "spread_low",
     "spread_high", "time_ms", "message", "resources", "seconds", "proposer", "cost_usd",
-    "propose_seconds", "created", "reference_speedup", "same_as",
+    "propose_seconds", "created", "reference_speedup", "same_as", "predicted_s",
 )
 
 

@@ -306,7 +306,9 @@ def config_moves(source: str, kernel: str, device: str = "gpu") -> list[Move]:
 
 def _kernel_moves(site: _Site, device: str) -> list[Move]:
     moves = [*_launch_moves(site), *_config_moves(site, device), *_hint_moves(site)]
-    if device != "gpu":  # warps, stages and hints never reach the interpreter (search/equivalence.py)
+    if device == "predicted":  # warps and stages reach the predicted time (the compile); cache hints do not
+        moves = [m for m in moves if "eviction_policy" not in m.description]
+    elif device != "gpu":  # warps, stages and hints never reach the interpreter (search/equivalence.py)
         moves = [m for m in moves if not _HINT_MOVE.search(m.description)]
     return moves
 
@@ -467,7 +469,8 @@ class OfflineProposer:
         if not context.chain:
             raise ProposalError("nothing to refine")
         base = context.chain[-1][0]
-        moves = config_moves(base, context.task.kernel, context.task.device)
+        measure = "predicted" if context.task.objective == "predicted" else context.task.device
+        moves = config_moves(base, context.task.kernel, measure)
         self.rng.shuffle(moves)
         for move in moves:
             edits = [Edit(move.edit.old, move.edit.new, move.description)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ...evaluator.reports import lens_title
+from ...evaluator.reports import lens_title, predicted_for
 from ..server import TritonsmithServer
 
 __all__ = ["VERIFY_COMMAND", "register"]
@@ -29,7 +29,7 @@ def register(server: TritonsmithServer) -> None:
             where = types.Range(types.Position(row, 0), types.Position(row, 0))
             report = reports.get(kernel.name)
             # The status, with any argument types the compile had to assume, and the resources.
-            title = "Compile now" if report is None else lens_title(report)
+            title = "Compile now" if report is None else lens_title(report, predicted_for(state.verdicts, kernel.name))
             lenses.append(
                 types.CodeLens(
                     range=where,

@@ -1,0 +1,239 @@
+"""The predicted GPU time: the model (pure, fast) and the profiled run it reads (interpreter)."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import pytest
+
+from tritonsmith.evaluator.predict import H100_SXM, launch_key, launches_to_compile, predict
+
+ROOT = Path(__file__).resolve().parents[2]
+N = 1 << 24  # 16M fp32 elements
+
+
+def _add(block: int, n: int = N, warps: int = 4, name: str = "add_kernel") -> dict:
+    """A vector add's profile as profile.py reports it: two loads and a store per element."""
+    programs = -(-n // block)
+    return {
+        "kernel": name, "grid": [programs, 1, 1], "programs": programs, "num_warps": warps, "num_stages": None,
+        "constexprs": {"BLOCK": block}, "load_bytes": 8.0 * n, "store_bytes": 4.0 * n, "atomic_bytes": 0.0,
+        "memory_ops": 3.0 * programs, "warp_instructions": 8.0 * programs * warps * max(1, block // (32 * warps)),
+        "dot_flops": {}, "lane_utilisation": 1.0,
+        "tensors": [{"name": "x", "bytes": 4 * n, "read": 4.0 * n, "written": 0.0},
+                    {"name": "y", "bytes": 4 * n, "read": 4.0 * n, "written": 0.0},
+                    {"name": "out", "bytes": 4 * n, "read": 0.0, "written": 4.0 * n}],
+    }
+
+
+def _resources(blocks_per_sm: int = 16, spills: int = 0, num_stages: int = 3) -> dict:
+    return {"blocks_per_sm": blocks_per_sm, "spills": spills, "spill_loads": spills, "num_stages": num_stages}
+
+
+def test_a_wide_memory_bound_launch_takes_its_bytes_at_dram_bandwidth():
+    launch = _add(1024)
+    prediction = predict({"launches": [launch]}, {launch_key("add_kernel", {"BLOCK": 1024}, 4, None): _resources()})
+    expected = 12.0 * N / H100_SXM.dram_bytes_s + H100_SXM.launch_s
+    assert prediction.seconds == pytest.approx(expected, rel=0.01)
+    assert prediction.launches[0].bound == "memory" and prediction.launches[0].memory_efficiency == 1.0
+    assert prediction.label().startswith("predicted sm_90 time")
+
+
+def test_a_16_element_block_keeps_too_little_in_flight_to_use_the_bandwidth():
+    small, wide = _add(16), _add(1024)
+    keys = {launch_key("add_kernel", {"BLOCK": b}, 4, None): _resources() for b in (16, 1024)}
+    slow = predict({"launches": [small]}, keys).seconds
+    fast = predict({"launches": [wide]}, keys).seconds
+    assert slow > 5 * fast
+
+
+def test_occupancy_from_the_compile_changes_the_prediction():
+    launch = _add(128)
+    key = launch_key("add_kernel", {"BLOCK": 128}, 4, None)
+    many = predict({"launches": [launch]}, {key: _resources(blocks_per_sm=16)}).seconds
+    one = predict({"launches": [launch]}, {key: _resources(blocks_per_sm=1)}).seconds
+    assert one > 2 * many
+
+
+def test_spills_cost_local_memory_traffic():
+    launch = _add(1024)
+    key = launch_key("add_kernel", {"BLOCK": 1024}, 4, None)
+    clean = predict({"launches": [launch]}, {key: _resources()}).seconds
+    spilled = predict({"launches": [launch]}, {key: _resources(spills=64)}).seconds
+    assert spilled > 1.2 * clean
+
+
+def test_a_launch_over_the_shared_memory_limit_is_never_the_fastest():
+    launch = _add(1024)
+    prediction = predict({"launches": [launch]}, {launch_key("add_kernel", {"BLOCK": 1024}, 4, None):
+                                                  _resources(blocks_per_sm=0)})
+    assert math.isinf(prediction.seconds) and prediction.launches[0].bound == "cannot launch"
+
+
+def test_two_launches_and_a_round_trip_cost_more_than_one_fused_launch():
+    first, second = _add(1024, name="scale_kernel"), _add(1024, name="relu_kernel")
+    fused = _add(1024, name="fused_kernel")
+    resources = {launch_key(k, {"BLOCK": 1024}, 4, None): _resources()
+                 for k in ("scale_kernel", "relu_kernel", "fused_kernel")}
+    assert predict({"launches": [first, second]}, resources).seconds > 1.8 * predict({"launches": [fused]},
+                                                                                      resources).seconds
+
+
+def test_reads_beyond_a_tensors_size_are_reuse_served_by_l2():
+    launch = _add(1024)
+    launch["tensors"][0]["read"] = 40.0 * N  # x read ten times over
+    launch["load_bytes"] += 36.0 * N
+    estimate = predict({"launches": [launch]}, {}).launches[0]
+    assert estimate.dram_bytes == pytest.approx(12.0 * N)
+    assert estimate.l2_bytes == pytest.approx(36.0 * N)
+
+
+def test_dot_flops_run_at_their_input_types_rate():
+    def matmul(kind: str) -> dict:
+        launch = _add(1024, n=1 << 20)
+        launch.update(kernel="mm", dot_flops={kind: 2.0 * 4096**3}, num_stages=3)
+        return launch
+
+    tf32 = predict({"launches": [matmul("tf32")]}, {})
+    ieee = predict({"launches": [matmul("fp32")]}, {})
+    fp16 = predict({"launches": [matmul("fp16")]}, {})
+    assert tf32.launches[0].bound == "tensor cores"
+    assert ieee.seconds > 5 * tf32.seconds > 5 * fp16.seconds / 2.5
+
+
+def test_pytorch_work_between_kernels_is_not_free():
+    launch = _add(1024)
+    alone = predict({"launches": [launch]}, {}).seconds
+    with_torch = predict({"launches": [launch], "torch_ops": {"add": {"calls": 1, "bytes": 12.0 * N, "flops": 0}}}, {})
+    assert with_torch.seconds > 1.9 * alone and any("PyTorch add" in note for note in with_torch.notes)
+
+
+def test_a_launch_without_compile_resources_is_said_so():
+    prediction = predict({"launches": [_add(1024)]}, {})
+    assert any("no compile resources for add_kernel" in note for note in prediction.notes)
+
+
+def test_each_distinct_launch_is_compiled_once():
+    profile = {"launches": [_add(1024), _add(1024), _add(16)]}
+    wanted = launches_to_compile(profile)
+    assert [entry["constexprs"] for entry in wanted["add_kernel"]] == [{"BLOCK": 1024}, {"BLOCK": 16}]
+
+
+def test_program_samples_stand_for_the_whole_axis_and_include_the_tail():
+    pytest.importorskip("numpy")
+    from tritonsmith.evaluator.profile import program_sample
+
+    for n in (1, 5, 6, 7, 100, 1_000_003):
+        sample = program_sample(n, 6)
+        assert sum(weight for _, weight in sample) == pytest.approx(n)
+        assert sample[-1][0] == n - 1 and len(sample) <= 6
+        assert len({index for index, _ in sample}) == len(sample)
+
+
+# -- the profiled run, under the interpreter --------------------------------------------------
+
+
+def _pools():
+    from tritonsmith.evaluator.pool import WorkerPool
+
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    return WorkerPool(1, env=env), WorkerPool(1, env=env), WorkerPool(1)
+
+
+def _predicted(path: Path, sources: list[str]) -> list:
+    pytest.importorskip("triton")
+    from tritonsmith.evaluator.predicted import predict_spec
+    from tritonsmith.evaluator.specs import detect_specs
+
+    spec = detect_specs(path)[0]
+    reference, candidate, compiler = _pools()
+    with reference, candidate, compiler:
+        return [predict_spec(spec, text, path=str(path), target="sm_90", pools=(reference, candidate),
+                             compile_pool=compiler) for text in sources]
+
+
+@pytest.mark.slow
+def test_a_profiled_add_counts_every_byte_and_a_wider_block_is_predicted_faster(tmp_path: Path):
+    source = (ROOT / "tests/search/fixtures/slow_add.py").read_text().replace("N_ELEMENTS = 98_432",
+                                                                              "N_ELEMENTS = 1_048_576")
+    path = tmp_path / "slow_add.py"
+    path.write_text(source)
+    hinted = source.replace("tl.load(x_ptr + offsets, mask=mask)",
+                            "tl.load(x_ptr + offsets, mask=mask, eviction_policy='evict_first')")
+    wide = source.replace("BLOCK_SIZE=16)", "BLOCK_SIZE=1024)")
+    slow, slow_hinted, fast = _predicted(path, [source, hinted, wide])
+    assert slow.prediction is not None, slow.error
+    launch = slow.prediction.launches[0]
+    n = 1_048_576
+    assert launch.programs == n // 16 and launch.resources_known
+    assert launch.dram_bytes == pytest.approx(12.0 * n)  # sampled programs, extrapolated exactly
+    assert slow.sizes_text() == "as written" and "predicted sm_90 time" in slow.summary()
+    assert slow_hinted.seconds == pytest.approx(slow.seconds)  # a hint the model has no term for: no credit
+    assert fast.seconds is not None and slow.seconds > 3 * fast.seconds
+
+
+@pytest.mark.slow
+def test_fusing_a_two_kernel_launcher_is_predicted_faster(tmp_path: Path):
+    from tritonsmith.search.proposers.fusion import fuse_elementwise
+
+    source = (ROOT / "bench/problems/scale_bias_relu.py").read_text()
+    fused = fuse_elementwise(source)
+    assert fused is not None
+    path = tmp_path / "scale_bias_relu.py"
+    path.write_text(source)
+    before, after = _predicted(path, [source, fused])
+    assert before.prediction is not None and after.prediction is not None, (before.error, after.error)
+    assert len(before.prediction.launches) == 2 and len(after.prediction.launches) == 1
+    assert before.seconds > 1.3 * after.seconds
+
+
+@pytest.mark.slow
+def test_pytorch_work_in_the_forward_pass_is_counted(tmp_path: Path):
+    source = (ROOT / "tests/search/fixtures/slow_add.py").read_text()
+    torch_side = source.replace("    add_kernel[grid](x, y, out, n, BLOCK_SIZE=16)\n    return out",
+                                "    add_kernel[grid](x, y, out, n, BLOCK_SIZE=16)\n    return out + 0.0")
+    assert torch_side != source
+    path = tmp_path / "slow_add.py"
+    path.write_text(source)
+    plain, extra = _predicted(path, [source, torch_side])
+    assert plain.prediction is not None and extra.prediction is not None
+    assert extra.prediction.torch_seconds > 0 and extra.seconds > plain.seconds
+    assert any(note.startswith("PyTorch add") for note in extra.prediction.notes)
+
+
+@pytest.mark.slow
+def test_a_kernel_that_leaves_its_work_to_one_program_is_profiled_whole(tmp_path: Path):
+    """An attack on sampling: one program (not the first, not the last) does the whole add while
+    the others return. The sample sees nearly nothing written, so every program runs, and the
+    prediction is that of a single program walking the whole vector: far slower, not faster."""
+    source = (ROOT / "tests/search/fixtures/slow_add.py").read_text().replace("N_ELEMENTS = 98_432",
+                                                                              "N_ELEMENTS = 262_144")
+    honest = source.replace("BLOCK_SIZE=16)", "BLOCK_SIZE=1024)")
+    kernel = source[source.index("@triton.jit"):source.index("\n\n\ndef add(")]
+    lazy = honest.replace(kernel, '''@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    if tl.program_id(axis=0) == 1:
+        for start in range(0, n_elements, BLOCK_SIZE):
+            offsets = start + tl.arange(0, BLOCK_SIZE)
+            mask = offsets < n_elements
+            x = tl.load(x_ptr + offsets, mask=mask)
+            y = tl.load(y_ptr + offsets, mask=mask)
+            tl.store(out_ptr + offsets, x + y, mask=mask)''')
+    assert lazy != honest
+    path = tmp_path / "slow_add.py"
+    path.write_text(source)
+    fair, gamed = _predicted(path, [honest, lazy])
+    assert fair.prediction is not None and gamed.prediction is not None, (fair.error, gamed.error)
+    assert any("every program ran" in note for note in gamed.prediction.notes)
+    assert gamed.prediction.launches[0].dram_bytes == pytest.approx(12.0 * 262_144)
+    assert gamed.seconds > 5 * fair.seconds
+
+
+def test_one_program_walking_the_whole_vector_is_latency_bound():
+    """The same bytes and programs, but all loads in one program's chain: far slower."""
+    spread, alone = _add(1024), _add(1024)
+    spread["max_program_loads"] = 2
+    alone["max_program_loads"] = 2 * (N // 1024)
+    assert predict({"launches": [alone]}, {}).seconds > 10 * predict({"launches": [spread]}, {}).seconds

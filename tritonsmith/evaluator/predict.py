@@ -1,0 +1,257 @@
+"""Predicted GPU time: what a candidate would take on the target GPU, from what the compiler
+reports for that target and what a profiled forward pass does, without a GPU.
+
+A search without a GPU ranks its candidates by this figure, labelled "predicted sm_90 time"
+wherever it is shown; interpreter time stays a secondary figure (DESIGN.md, "What a CPU search
+optimises"). The model, per launch (`profile.py` counts the inputs at the profiled sizes):
+
+- **Occupancy.** Programs resident per SM are the compiler's `blocks_per_sm` (registers, shared
+  memory, threads: compile.py); a launch runs in `waves` of `SMs × blocks_per_sm` programs.
+- **Memory.** Each tensor's first pass comes from DRAM (bytes read up to its size, and bytes
+  written up to its size); what is read again is reuse served by L2 at L2 bandwidth; register
+  spills go to local memory (L2) on every program. Bandwidth is reached only with enough bytes
+  in flight (Little's law): resident programs × the bytes one memory instruction moves (× the
+  pipeline stages of a loop with `tl.dot`), against bandwidth × latency. A 16-element block
+  keeps too little in flight to use HBM, however many programs there are. And each wave lasts
+  at least its longest program's chain of loads × latency: one program walking a whole vector
+  alone is latency-bound, whatever the average program does.
+- **Compute.** `tl.dot` FLOPs at the tensor-core rate for their input type (IEEE fp32 at the FMA
+  rate); warp instructions (every operation on every warp, `profile.py`) at four per SM per
+  clock. Both are quantised by waves at SM granularity: the busiest SM runs `ceil(P / SMs)`
+  programs.
+- **Launch.** A fixed cost per launch; PyTorch operators between kernels cost their bytes at
+  DRAM bandwidth (and matrix products their FLOPs) plus a launch each.
+
+A launch takes the largest of its memory, instruction and tensor-core times (they overlap) plus
+its launch cost. The figures are an H100 SXM's datasheet numbers; `bench/gpu_search.sh`
+measures how well the ranking agrees with real timings when a GPU is lent (Spearman ρ).
+
+Nothing here imports torch or triton.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["GPU_MODELS", "GpuModel", "LaunchEstimate", "Prediction", "gpu_model", "launch_key", "predict"]
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    """A GPU as the predictor sees it (datasheet figures; dense tensor-core rates)."""
+
+    name: str
+    sms: int
+    dram_bytes_s: float
+    l2_bytes_s: float
+    clock_hz: float
+    fma_flops: float  # fp32 FMA pipes, FLOP/s
+    tensor_flops: Mapping[str, float]  # input kind -> FLOP/s
+    launch_s: float = 2.5e-6
+    latency_s: float = 650e-9  # DRAM round trip a load waits
+    max_blocks_per_sm: int = 32
+    threads_per_sm: int = 2048
+
+
+H100_SXM = GpuModel(
+    name="H100 SXM", sms=132, dram_bytes_s=3.35e12, l2_bytes_s=5.5e12, clock_hz=1.755e9, fma_flops=67e12,
+    tensor_flops={"tf32": 494e12, "fp16": 989e12, "bf16": 989e12, "fp8": 1979e12, "int8": 1979e12},
+)
+A100_SXM = GpuModel(
+    name="A100 SXM", sms=108, dram_bytes_s=2.04e12, l2_bytes_s=4.0e12, clock_hz=1.41e9, fma_flops=19.5e12,
+    tensor_flops={"tf32": 156e12, "fp16": 312e12, "bf16": 312e12, "fp8": 312e12, "int8": 624e12},
+)
+GPU_MODELS: dict[str, GpuModel] = {"sm_90": H100_SXM, "sm_80": A100_SXM}
+
+
+def gpu_model(target: str) -> GpuModel:
+    """The model for `target`; the nearest older NVIDIA model for others (sm_89 -> sm_80)."""
+    if target in GPU_MODELS:
+        return GPU_MODELS[target]
+    digits = "".join(ch for ch in target if ch.isdigit())
+    arch = int(digits) if digits else 90
+    return H100_SXM if arch >= 90 else A100_SXM
+
+
+def launch_key(kernel: str, constexprs: Mapping[str, Any], num_warps: int | None,
+               num_stages: int | None) -> str:
+    """One compile of a kernel: its name, constexprs and launch options, as a stable string."""
+    shown = ",".join(f"{k}={constexprs[k]!r}" for k in sorted(constexprs))
+    return f"{kernel}[{shown}]w{num_warps or 4}s{num_stages if num_stages is not None else '-'}"
+
+
+@dataclass
+class LaunchEstimate:
+    """One launch's predicted time and what bounds it."""
+
+    kernel: str
+    seconds: float
+    bound: str  # "memory", "instructions", "tensor cores", "launch"
+    programs: int
+    waves: float
+    blocks_per_sm: int
+    memory_efficiency: float  # share of DRAM bandwidth the bytes in flight can use
+    dram_bytes: float
+    l2_bytes: float
+    flops: float
+    lane_utilisation: float
+    resources_known: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: (round(v, 9) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
+
+
+@dataclass
+class Prediction:
+    """A forward pass's predicted time on `gpu` for `target`."""
+
+    target: str
+    gpu: str
+    seconds: float
+    launches: list[LaunchEstimate] = field(default_factory=list)
+    torch_seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def microseconds(self) -> float:
+        return self.seconds * 1e6
+
+    def label(self) -> str:
+        """"predicted sm_90 time 41.2 µs"."""
+        return f"predicted {self.target} time {format_seconds(self.seconds)}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"target": self.target, "gpu": self.gpu, "seconds": self.seconds,
+                "launches": [launch.to_json() for launch in self.launches],
+                "torch_seconds": self.torch_seconds, "notes": self.notes}
+
+
+def format_seconds(seconds: float) -> str:
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds * 1e6:.3g} µs"
+
+
+def _blocks_per_sm(gpu: GpuModel, resources: Mapping[str, Any] | None, num_warps: int) -> tuple[int, bool]:
+    """Resident programs per SM: the compiler's figure, or the thread limit alone."""
+    if resources and resources.get("blocks_per_sm") is not None:  # 0: the launch fails
+        return int(resources["blocks_per_sm"]), True
+    return max(1, min(gpu.max_blocks_per_sm, gpu.threads_per_sm // (32 * max(1, num_warps)))), False
+
+
+def _memory_traffic(launch: Mapping[str, Any]) -> tuple[float, float]:
+    """(DRAM bytes, L2 bytes): each tensor's first pass from DRAM, the rest from L2."""
+    dram = l2 = 0.0
+    counted = 0.0
+    for tensor in launch.get("tensors") or []:
+        size = float(tensor.get("bytes") or 0.0)
+        for moved in (float(tensor.get("read") or 0.0), float(tensor.get("written") or 0.0)):
+            first = min(moved, size)
+            dram += first
+            l2 += moved - first
+            counted += moved
+    total = float(launch.get("load_bytes") or 0.0) + float(launch.get("store_bytes") or 0.0) \
+        + float(launch.get("atomic_bytes") or 0.0)
+    if total > counted:  # addresses outside every tensor argument (a pointer from elsewhere)
+        dram += total - counted
+    l2 += float(launch.get("atomic_bytes") or 0.0)  # atomics resolve in L2
+    return dram, l2
+
+
+def _estimate(gpu: GpuModel, launch: Mapping[str, Any], resources: Mapping[str, Any] | None) -> LaunchEstimate:
+    programs = max(0, int(launch.get("programs") or 0))
+    num_warps = int(launch.get("num_warps") or 4)
+    blocks, known = _blocks_per_sm(gpu, resources, num_warps)
+    if programs == 0:
+        return LaunchEstimate(str(launch.get("kernel")), gpu.launch_s, "launch", 0, 0.0, blocks, 1.0,
+                              0.0, 0.0, 0.0, 1.0, known)
+    if blocks <= 0:  # the launch fails (shared memory over the limit): never the fastest
+        return LaunchEstimate(str(launch.get("kernel")), math.inf, "cannot launch", programs, math.inf, 0, 0.0,
+                              0.0, 0.0, 0.0, 1.0, known)
+    slots = gpu.sms * blocks
+    waves = programs / slots
+    dram, l2 = _memory_traffic(launch)
+    spill_bytes = float((resources or {}).get("spills") or 0) + float((resources or {}).get("spill_loads") or 0)
+    l2 += spill_bytes * 32 * num_warps * programs  # per thread, every program
+    memory_ops = float(launch.get("memory_ops") or 0.0)
+    moved = float(launch.get("load_bytes") or 0.0) + float(launch.get("store_bytes") or 0.0)
+    per_op = moved / memory_ops if memory_ops else 0.0
+    flops = dict(launch.get("dot_flops") or {})
+    stages = int(launch.get("num_stages") or (resources or {}).get("num_stages") or 1) if flops else 1
+    in_flight = min(programs, slots) * per_op * max(1, stages)
+    needed = gpu.dram_bytes_s * gpu.latency_s
+    efficiency = min(1.0, in_flight / needed) if needed else 1.0
+    memory_s = (dram / gpu.dram_bytes_s + l2 / gpu.l2_bytes_s) / max(efficiency, 1e-3)
+    # Latency: each wave of resident programs lasts as long as its longest chain of loads (a
+    # loop's loads wait in turn; `num_stages` keeps that many in flight in a tl.dot loop).
+    chain = int(launch.get("max_program_loads") or 0) / max(1, stages)
+    memory_s = max(memory_s, math.ceil(programs / slots) * chain * gpu.latency_s)
+    busiest = math.ceil(programs / gpu.sms) * gpu.sms / programs  # wave quantisation at SM granularity
+    issue_s = float(launch.get("warp_instructions") or 0.0) / (gpu.sms * 4 * gpu.clock_hz) * busiest
+    tensor_s = sum(count / (gpu.fma_flops if kind == "fp32" else gpu.tensor_flops.get(kind, gpu.fma_flops))
+                   for kind, count in flops.items()) * busiest
+    bound, seconds = max((("memory", memory_s), ("instructions", issue_s), ("tensor cores", tensor_s)),
+                         key=lambda pair: pair[1])
+    if seconds < gpu.launch_s:
+        bound = "launch"
+    return LaunchEstimate(
+        kernel=str(launch.get("kernel")), seconds=seconds + gpu.launch_s, bound=bound, programs=programs,
+        waves=waves, blocks_per_sm=blocks, memory_efficiency=efficiency, dram_bytes=dram, l2_bytes=l2,
+        flops=float(sum(flops.values())), lane_utilisation=float(launch.get("lane_utilisation") or 1.0),
+        resources_known=known,
+    )
+
+
+def predict(profile: Mapping[str, Any], resources: Mapping[str, Mapping[str, Any]], target: str = "sm_90") -> Prediction:
+    """The predicted time of the profiled forward pass on `target`.
+
+    Args:
+        profile: the `profile` job's result (`launches`, `torch_ops`).
+        resources: `launch_key(...)` -> the compile's resources for that launch (compile.py);
+            a launch without them is predicted from its thread count alone, and a note says so.
+    """
+    gpu = gpu_model(target)
+    estimates: list[LaunchEstimate] = []
+    notes: list[str] = []
+    for launch in profile.get("launches") or []:
+        key = launch_key(str(launch.get("kernel")), launch.get("constexprs") or {}, launch.get("num_warps"),
+                         launch.get("num_stages"))
+        estimates.append(_estimate(gpu, launch, resources.get(key)))
+    unknown = sorted({e.kernel for e in estimates if not e.resources_known})
+    if unknown:
+        notes.append(f"no compile resources for {', '.join(unknown)}: occupancy from the thread count alone")
+    torch_s = 0.0
+    for name, op in sorted((profile.get("torch_ops") or {}).items()):
+        calls = float(op.get("calls") or 0.0)
+        op_s = float(op.get("bytes") or 0.0) / gpu.dram_bytes_s + float(op.get("flops") or 0.0) / gpu.fma_flops
+        torch_s += op_s + calls * gpu.launch_s
+        notes.append(f"PyTorch {name} ×{int(calls)}: {format_seconds(op_s + calls * gpu.launch_s)}")
+    total = sum(e.seconds for e in estimates) + torch_s
+    return Prediction(target=target, gpu=gpu.name, seconds=total, launches=estimates, torch_seconds=torch_s,
+                      notes=notes)
+
+
+def launches_to_compile(profile: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Kernel -> the distinct (constexprs, options) its profiled launches used, for compile.py."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    seen: set[str] = set()
+    for launch in profile.get("launches") or []:
+        kernel = str(launch.get("kernel"))
+        key = launch_key(kernel, launch.get("constexprs") or {}, launch.get("num_warps"), launch.get("num_stages"))
+        if key in seen:
+            continue
+        seen.add(key)
+        options = {"num_warps": int(launch.get("num_warps") or 4)}
+        if launch.get("num_stages") is not None:
+            options["num_stages"] = int(launch["num_stages"])
+        out.setdefault(kernel, []).append({"constexprs": dict(launch.get("constexprs") or {}), "options": options,
+                                           "key": key, "types": dict(launch.get("types") or {})})
+    return out
+
+
+def keyed_resources(results: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """`launch_key` -> resources, from compile results that carry their key (`launch_key` field)."""
+    return {str(r["launch_key"]): r["resources"] for r in results if r.get("launch_key") and r.get("resources")}

@@ -1,0 +1,458 @@
+"""Worker side of the predicted GPU time: the `profile` job counts what one forward pass of the
+candidate does, at the sizes it is predicted for, under Triton's interpreter.
+
+The interpreter runs every program of a grid; at real sizes that is millions of them. Here each
+launch runs a *sample* of its programs (per grid axis: a few drawn at random under a seed the
+parent picks, and the last, which holds the tail), with the real grid's size and `program_id`s,
+and every count is weighted by how many programs the sample stands for. A kernel that leaves its
+work to programs the sample would skip is caught by coverage: when the sampled programs, scaled
+up, wrote less than half of an output the forward pass returns, the pass runs again with every
+program (exact, and as slow as the interpreter is). What is counted, per launch:
+
+- bytes loaded and stored by the lanes a mask lets through, and the lanes issued (utilisation),
+  attributed to the tensor argument each address falls in (a tensor read twice is reuse that the
+  L2 cache may serve; read once, it comes from DRAM), and the most loads one program made (each
+  waits for memory: a program that walks a whole row alone is latency-bound however wide);
+- `tl.dot` FLOPs by input type and precision (tensor cores, or FMA for IEEE fp32);
+- elementwise operations, as warp instructions for the launch's `num_warps` (a 16-element block
+  on 4 warps still issues one instruction per warp), transcendental ones at a quarter rate;
+- the launch's grid, `num_warps`, `num_stages` and constexprs (to find its compile resources).
+
+PyTorch operators the forward pass runs outside kernels are recorded too (bytes in and out;
+FLOPs of matrix products), so moving work from a kernel to PyTorch is not free in the prediction.
+
+The outputs of a sampled run are wrong by design (most programs never ran); nothing here
+checks them. Imported lazily by the worker: imports torch and Triton and runs user code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .correctness import _load, _prepare, _to, import_file, load_problem, written
+
+__all__ = ["handle_profile", "program_sample"]
+
+SAMPLES_PER_AXIS = (8, 3, 2)
+"""Programs run per grid axis (x, y, z) at most; the product bounds the interpreter's work."""
+
+_SFU = frozenset({"create_exp", "create_exp2", "create_log", "create_log2", "create_sin", "create_cos",
+                  "create_sqrt", "create_precise_sqrt", "create_rsqrt", "create_erf", "create_fdiv",
+                  "create_precise_divf", "create_frem", "create_sdiv", "create_udiv", "create_srem",
+                  "create_urem", "create_idiv"})
+"""Operations the special-function units (or a multi-instruction sequence) run: a quarter rate."""
+_ALU = frozenset({"create_fadd", "create_fmul", "create_fsub", "create_fneg", "create_mul", "create_add",
+                  "create_sub", "create_shl", "create_lshr", "create_ashr", "create_minsi", "create_minui",
+                  "create_minimumf", "create_minnumf", "create_maxsi", "create_maxui", "create_maximumf",
+                  "create_maxnumf", "create_icmp", "create_fcmp", "create_and", "create_xor", "create_or",
+                  "create_select", "create_fma", "create_fabs", "create_iabs", "create_floor", "create_ceil",
+                  "create_clampf", "create_umulhi", "create_si_to_fp", "create_ui_to_fp", "create_fp_to_si",
+                  "create_fp_to_ui", "create_fp_ext", "create_fp_trunc", "create_int_cast", "create_fp_to_fp",
+                  "create_approx_divf", "create_extern_elementwise"})
+_VIEWS = frozenset({"empty", "empty_like", "empty_strided", "zeros", "zeros_like", "view", "_unsafe_view",
+                    "reshape", "as_strided", "expand", "permute", "transpose", "t", "unsqueeze", "squeeze",
+                    "select", "slice", "detach", "alias", "lift_fresh", "set_", "new_empty", "new_empty_strided",
+                    "size", "stride", "sym_size", "sym_stride", "is_contiguous", "_local_scalar_dense",
+                    "resize_", "split", "chunk", "unbind", "numel", "dim", "item"})
+"""PyTorch operators that move no data on a GPU (allocations, views, metadata)."""
+_MATMULS = frozenset({"mm", "addmm", "bmm", "baddbmm", "matmul", "linear"})
+
+
+def program_sample(n: int, limit: int | None, rng: random.Random | None = None) -> list[tuple[int, float]]:
+    """Which of `n` programs of one axis run, and how many each stands for: `limit - 1` drawn
+    at random from the first `n - 1` (by `rng`; evenly spread without one), sharing them
+    equally, and the last, standing for itself (it holds the tail a size that is no multiple of
+    the block leaves). Every program when `limit` is None or `n <= limit`."""
+    if limit is None or n <= limit:
+        return [(i, 1.0) for i in range(n)]
+    spread = limit - 1
+    if rng is not None:
+        picks = sorted(rng.sample(range(n - 1), spread))
+    else:
+        picks = [round(i * (n - 2) / max(1, spread - 1)) for i in range(spread)]
+    weight = (n - 1) / spread
+    return [(p, weight) for p in picks] + [(n - 1, 1.0)]
+
+
+@dataclass
+class _Launch:
+    kernel: str
+    num_warps: int
+    num_stages: int | None
+    constexprs: dict[str, Any]
+    args: list[tuple[int, int, str]]  # (address, bytes, name) of each tensor argument
+    types: dict[str, str] = field(default_factory=dict)  # runtime parameter -> signature type
+    grid: tuple[int, int, int] = (1, 1, 1)
+    sampled: int = 0
+    load_bytes: float = 0.0
+    store_bytes: float = 0.0
+    atomic_bytes: float = 0.0
+    lanes: float = 0.0  # lanes issued by loads and stores
+    active: float = 0.0  # lanes a mask let through
+    memory_ops: float = 0.0  # load and store instructions (per program, weighted)
+    program_loads: int = 0  # loads of the program running now
+    max_program_loads: int = 0  # the most loads one sampled program waited for, in sequence
+    warp_instructions: float = 0.0
+    dot_flops: dict[str, float] = field(default_factory=dict)
+    per_arg: dict[str, list[float]] = field(default_factory=dict)  # name -> [read, written]
+
+    def to_json(self) -> dict[str, Any]:
+        programs = self.grid[0] * self.grid[1] * self.grid[2]
+        return {
+            "kernel": self.kernel, "grid": list(self.grid), "programs": programs, "sampled": self.sampled,
+            "num_warps": self.num_warps, "num_stages": self.num_stages,
+            "constexprs": {k: v for k, v in self.constexprs.items() if isinstance(v, (int, float, str, bool))},
+            "load_bytes": self.load_bytes, "store_bytes": self.store_bytes, "atomic_bytes": self.atomic_bytes,
+            "lane_utilisation": self.active / self.lanes if self.lanes else 1.0,
+            "memory_ops": self.memory_ops, "warp_instructions": self.warp_instructions,
+            "max_program_loads": max(self.max_program_loads, self.program_loads),
+            "dot_flops": self.dot_flops, "types": self.types,
+            "tensors": [{"name": name, "bytes": size, "read": self.per_arg.get(name, [0.0, 0.0])[0],
+                         "written": self.per_arg.get(name, [0.0, 0.0])[1]} for _, size, name in self.args],
+        }
+
+
+class _Counter:
+    """Counts for the launch running now (`current`), weighted by the sampled program's share."""
+
+    def __init__(self) -> None:
+        self.launches: list[_Launch] = []
+        self.torch_ops: dict[str, dict[str, float]] = {}
+        self.current: _Launch | None = None
+        self.weight = 1.0
+        self.plan: list[list[tuple[int, float]]] = []
+        self.in_kernel = 0
+        self.rng: random.Random | None = None
+        self.limits: tuple[int | None, ...] = SAMPLES_PER_AXIS  # (None,) * 3: every program
+
+    def memory(self, pointers: Any, mask: Any, itemsize: int, write: bool, atomic: bool = False) -> None:
+        import numpy as np
+
+        launch = self.current
+        if launch is None:
+            return
+        w = self.weight
+        lanes = int(np.size(pointers))
+        active_mask = np.broadcast_to(np.asarray(mask, dtype=bool), np.shape(pointers))
+        active = int(active_mask.sum())
+        moved = active * itemsize * w
+        launch.lanes += lanes * w
+        launch.active += active * w
+        launch.memory_ops += w
+        if not write and not atomic:
+            launch.program_loads += 1
+        launch.warp_instructions += w * _warp_instructions(lanes, launch.num_warps)
+        if atomic:
+            launch.atomic_bytes += moved
+        elif write:
+            launch.store_bytes += moved
+        else:
+            launch.load_bytes += moved
+        if active and launch.args:
+            addresses = np.asarray(pointers, dtype=np.uint64)[active_mask]
+            starts = np.array([a for a, _, _ in launch.args], dtype=np.uint64)
+            order = np.argsort(starts)
+            slot = np.searchsorted(starts[order], addresses, side="right") - 1
+            counts = np.bincount(slot[slot >= 0], minlength=len(order))
+            for k, count in enumerate(counts):
+                if count:
+                    address, size, name = launch.args[int(order[k])]
+                    entry = launch.per_arg.setdefault(name, [0.0, 0.0])
+                    entry[1 if write or atomic else 0] += float(count) * itemsize * w
+                    if atomic:
+                        entry[0] += float(count) * itemsize * w
+
+    def elementwise(self, name: str, elements: int) -> None:
+        launch = self.current
+        if launch is None:
+            return
+        cost = _warp_instructions(elements, launch.num_warps) * (4 if name in _SFU else 1)
+        launch.warp_instructions += self.weight * cost
+
+    def dot(self, m: int, n: int, k: int, kind: str) -> None:
+        if self.current is not None:
+            flops = self.current.dot_flops
+            flops[kind] = flops.get(kind, 0.0) + 2.0 * m * n * k * self.weight
+
+
+def _warp_instructions(elements: int, num_warps: int) -> float:
+    """Warp instructions one operation on `elements` lanes issues on `num_warps` warps: each
+    thread holds ceil(elements / threads) of them, and every warp issues."""
+    threads = 32 * max(1, num_warps)
+    return float(max(1, math.ceil(elements / threads)) * max(1, num_warps))
+
+
+def _dot_kind(a: Any, precision: Any) -> str:
+    """"fp16", "bf16", "fp8", "int8", "tf32" or "fp32" (IEEE: no tensor cores)."""
+    name = str(getattr(a.dtype, "name", a.dtype))
+    if "fp8" in name:
+        return "fp8"
+    if name in ("fp16", "bf16"):
+        return name
+    if name.startswith(("int8", "i8", "uint8", "u8")):
+        return "int8"
+    text = str(precision).lower()
+    return "fp32" if "ieee" in text else "tf32"
+
+
+@contextlib.contextmanager
+def counting(counter: _Counter) -> Iterator[None]:
+    """Patch the interpreter's builder and grid loop (restored on exit) so launches run a
+    sample of their programs and report what they do to `counter`."""
+    import numpy as np
+    import triton.runtime.interpreter as interpreter
+
+    builder = interpreter.interpreter_builder
+    executor = interpreter.GridExecutor
+    patched: dict[str, Any] = {}
+
+    def patch(name: str, wrapper: Any) -> None:
+        patched[name] = builder.__dict__.get(name, _MISSING)
+        setattr(builder, name, wrapper)
+
+    original = {name: getattr(builder, name) for name in dir(builder) if name.startswith("create_")}
+
+    def masked_load(ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any:
+        counter.memory(ptrs.data, mask.data, _itemsize(ptrs), write=False)
+        return original["create_masked_load"](ptrs, mask, other, *rest)
+
+    def masked_store(ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
+        counter.memory(ptrs.data, mask.data, _itemsize(ptrs), write=True)
+        return original["create_masked_store"](ptrs, value, mask, *rest)
+
+    def atomic_rmw(op: Any, ptr: Any, val: Any, mask: Any, *rest: Any) -> Any:
+        counter.memory(ptr.data, mask.data, _itemsize(ptr), write=True, atomic=True)
+        return original["create_atomic_rmw"](op, ptr, val, mask, *rest)
+
+    def atomic_cas(ptr: Any, *rest: Any) -> Any:
+        counter.memory(ptr.data, np.ones(np.shape(ptr.data), dtype=bool), _itemsize(ptr), write=True, atomic=True)
+        return original["create_atomic_cas"](ptr, *rest)
+
+    def dot(a: Any, b: Any, d: Any, precision: Any, *rest: Any) -> Any:
+        shape_a, shape_b = np.shape(a.data), np.shape(b.data)
+        batch = int(np.prod(shape_a[:-2])) if len(shape_a) > 2 else 1
+        counter.dot(batch * shape_a[-2], shape_b[-1], shape_a[-1], _dot_kind(a, precision))
+        return original["create_dot"](a, b, d, precision, *rest)
+
+    def elementwise(name: str) -> Any:
+        function = original[name]
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            result = function(*args, **kwargs)
+            counter.elementwise(name, int(np.size(getattr(result, "data", 0))))
+            return result
+        return wrapper
+
+    def set_grid_dim(*_: Any) -> Any:
+        launch = counter.current
+        grid = launch.grid if launch is not None else (1, 1, 1)
+        return original_grid_dim(*grid)
+
+    def set_grid_idx(x: int, y: int, z: int) -> Any:
+        plan = counter.plan
+        picks = [plan[0][x], plan[1][y], plan[2][z]]
+        counter.weight = picks[0][1] * picks[1][1] * picks[2][1]
+        launch = counter.current
+        if launch is not None:
+            launch.sampled += 1
+            launch.max_program_loads = max(launch.max_program_loads, launch.program_loads)
+            launch.program_loads = 0
+        return original_grid_idx(picks[0][0], picks[1][0], picks[2][0])
+
+    original_grid_dim, original_grid_idx = builder.set_grid_dim, builder.set_grid_idx
+    original_call = executor.__call__
+
+    def call(self: Any, *args_dev: Any, **kwargs: Any) -> Any:
+        launch = _Launch(kernel=getattr(self.fn, "__name__", "kernel"), num_warps=int(kwargs.get("num_warps") or 4),
+                         num_stages=kwargs.get("num_stages"), constexprs={},
+                         args=_tensor_args(self.arg_names, args_dev, kwargs))
+        names = list(self.arg_names)
+        for i, value in enumerate(args_dev):
+            if i < len(names) and names[i] in self.constexprs:
+                launch.constexprs[names[i]] = value
+        launch.constexprs.update({k: v for k, v in kwargs.items() if k in self.constexprs})
+        values = dict(zip(names, args_dev, strict=False)) | {k: v for k, v in kwargs.items() if k in names}
+        launch.types = {k: t for k, v in values.items() if k not in self.constexprs and (t := _signature_type(v))}
+        grid_of = self.grid
+
+        def sampled(arguments: Any) -> tuple[int, ...]:
+            real = grid_of(arguments) if callable(grid_of) else grid_of
+            real = tuple(int(g) for g in real) + (1,) * (3 - len(real))
+            launch.grid = (real[0], real[1], real[2])
+            counter.plan = [program_sample(n, limit, counter.rng) for n, limit in zip(real, counter.limits, strict=True)]
+            return tuple(len(p) for p in counter.plan)
+
+        self.grid = sampled
+        counter.current, counter.weight = launch, 1.0
+        counter.in_kernel += 1
+        try:
+            return original_call(self, *args_dev, **kwargs)
+        finally:
+            counter.in_kernel -= 1
+            self.grid = grid_of
+            counter.current = None
+            counter.launches.append(launch)
+
+    patch("create_masked_load", masked_load)
+    patch("create_masked_store", masked_store)
+    patch("create_atomic_rmw", atomic_rmw)
+    patch("create_atomic_cas", atomic_cas)
+    patch("create_dot", dot)
+    for name in original:
+        if name in _ALU or name in _SFU:
+            patch(name, elementwise(name))
+    patch("set_grid_dim", set_grid_dim)
+    patch("set_grid_idx", set_grid_idx)
+    executor.__call__ = call
+    try:
+        with _torch_ops(counter):
+            yield
+    finally:
+        executor.__call__ = original_call
+        for name, before in patched.items():
+            if before is _MISSING:
+                with contextlib.suppress(AttributeError):
+                    delattr(builder, name)
+            else:
+                setattr(builder, name, before)
+
+
+_MISSING = object()
+_TORCH_TYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64", "int8": "i8",
+                "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "bool": "i1",
+                "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5"}
+
+
+def _signature_type(value: Any) -> str | None:
+    """The compile signature's type of a launch argument, as Triton's launcher would type it."""
+    if type(value).__name__ == "TensorWrapper":
+        return "*" + _TORCH_TYPES.get(str(value.dtype).removeprefix("torch."), "fp32")
+    if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
+        return "*" + _TORCH_TYPES.get(str(value.dtype).removeprefix("torch."), "fp32")
+    if isinstance(value, bool):
+        return "i1"
+    if isinstance(value, int):
+        return "i32" if -(2**31) <= value < 2**31 else "i64"
+    if isinstance(value, float):
+        return "fp32"
+    return None
+
+
+def _itemsize(pointers: Any) -> int:
+    element = pointers.get_element_ty()
+    bits = int(getattr(element, "primitive_bitwidth", 32) or 32)
+    return max(1, bits // 8)
+
+
+def _tensor_args(names: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[int, int, str]]:
+    """(address, bytes, name) of each tensor argument: the storage it may reach from its offset."""
+    found: list[tuple[int, int, str]] = []
+    pairs = list(zip(list(names), args, strict=False)) + list(kwargs.items())
+    for name, value in pairs:
+        base = value.base if type(value).__name__ == "TensorWrapper" else value  # tl.reinterpret's wrapper
+        if hasattr(base, "data_ptr") and hasattr(base, "untyped_storage"):
+            storage = base.untyped_storage()
+            start = int(base.data_ptr())
+            end = int(storage.data_ptr()) + int(storage.nbytes())
+            if end > start:
+                found.append((start, end - start, str(name)))
+    return found
+
+
+@contextlib.contextmanager
+def _torch_ops(counter: _Counter) -> Iterator[None]:
+    """Record PyTorch operators outside kernels: name -> calls, bytes in and out, FLOPs."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    def nbytes(values: Any) -> int:
+        total = 0
+        for value in values if isinstance(values, (list, tuple)) else [values]:
+            if isinstance(value, torch.Tensor):
+                total += value.numel() * value.element_size()
+            elif isinstance(value, (list, tuple)):
+                total += nbytes(value)
+        return total
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            result = func(*args, **(kwargs or {}))
+            if counter.in_kernel:
+                return result
+            name = func.overloadpacket.__name__.rstrip("_") or func.overloadpacket.__name__
+            if name in _VIEWS or name.removesuffix("_") in _VIEWS:
+                return result
+            entry = counter.torch_ops.setdefault(name, {"calls": 0.0, "bytes": 0.0, "flops": 0.0})
+            entry["calls"] += 1
+            entry["bytes"] += nbytes(list(args)) + nbytes(result)
+            if name in _MATMULS:
+                tensors = [a for a in args if isinstance(a, torch.Tensor)]
+                if len(tensors) >= 2 and isinstance(result, torch.Tensor) and tensors[-1].dim() >= 2:
+                    k = tensors[-1].shape[-2]
+                    entry["flops"] += 2.0 * result.numel() * int(k)
+            return result
+
+    with Recorder():
+        yield
+
+
+def handle_profile(payload: dict[str, Any]) -> dict[str, Any]:
+    """profile: build the candidate as the timing worker does, draw one set of inputs, run one
+    forward pass with sampled programs, and return what each launch and PyTorch did."""
+    import torch
+
+    from .progress import progress
+
+    device = _prepare(payload)
+    module = import_file(payload["candidate"], "candidate", written(payload, payload["candidate"]))
+    problem = load_problem(module, payload)
+    inputs_problem = load_problem(import_file(payload["inputs_file"], "inputs",
+                                              written(payload, payload["inputs_file"])), payload)
+    init = _load(Path(payload["data_dir"]) / "init.pt")
+    seed = int(payload.get("seed", 42))
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        model = problem.model("candidate", _to(init["init_inputs"], device))
+    torch.manual_seed(seed)
+    inputs = _to(inputs_problem.inputs(device), device)
+    counter = _Counter()
+    counter.rng = random.Random(int(payload.get("sample_seed", 0)))
+    progress("built")
+    with torch.no_grad(), counting(counter):
+        output = model(*inputs)
+    uncovered = _uncovered(counter, output)
+    if uncovered:  # the work is not where the sample looked: every program, exactly
+        counter = _Counter()
+        counter.limits = (None, None, None)
+        with torch.no_grad(), counting(counter):
+            model(*inputs)
+    return {"launches": [launch.to_json() for launch in counter.launches],
+            "torch_ops": counter.torch_ops, "every_program": bool(uncovered), "uncovered": uncovered}
+
+
+def _uncovered(counter: _Counter, output: Any) -> str | None:
+    """Why the sample cannot stand for the launches: an output a kernel writes of which the
+    sampled programs, scaled up, wrote under half. None when every such output is covered."""
+    import torch
+
+    for tensor in output if isinstance(output, (list, tuple)) else [output]:
+        if not isinstance(tensor, torch.Tensor) or tensor.numel() == 0:
+            continue
+        start = int(tensor.data_ptr())
+        size = tensor.numel() * tensor.element_size()
+        written, touched = 0.0, False
+        for launch in counter.launches:
+            for address, extent, name in launch.args:
+                if address < start + size and start < address + extent:  # the argument reaches the output
+                    touched = True
+                    written += launch.per_arg.get(name, [0.0, 0.0])[1]
+        if touched and written < 0.5 * size:
+            return (f"the sampled programs wrote {written:.0f} of the {size} bytes of an output: the work is "
+                    "not spread over the programs, so every program ran")
+    return None
