@@ -199,6 +199,24 @@ def compare(predicted_file: Path, measured_file: Path) -> dict[str, Any]:
             "pairs": len(both)}
 
 
+def table_rows(data: dict[str, Any], run: str) -> list[str]:
+    """The docs/benchmarks.md rows of one `predict` run: per problem, the start's predicted time
+    and what bounds it, the fastest verified variant and its predicted speedup."""
+    rows = []
+    for problem in sorted({r["problem"] for r in data["rows"]}):
+        mine = [r for r in data["rows"] if r["problem"] == problem]
+        start = next(r for r in mine if r["variant"] == "start")
+        ranked = [r for r in mine if r.get("predicted_s") and r is not start]
+        if not start.get("predicted_s") or not ranked:
+            continue
+        best = min(ranked, key=lambda r: r["predicted_s"])
+        bound = "+".join(sorted({launch["bound"] for launch in start.get("launches") or []}))
+        rows.append(f"| {problem} | {run} | {len(mine)} ({sum(1 for r in mine if r['verified'])}) | "
+                    f"{start['predicted_s'] * 1e6:.3g} µs ({bound}) | {best['variant']} | "
+                    f"{best['predicted_s'] * 1e6:.3g} µs | {start['predicted_s'] / best['predicted_s']:.2f}× |")
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -212,7 +230,13 @@ def main() -> int:
     both = commands.add_parser("compare")
     both.add_argument("predicted", type=Path)
     both.add_argument("measured", type=Path)
+    shown = commands.add_parser("table", help="the docs/benchmarks.md rows of predict runs")
+    shown.add_argument("runs", nargs="+", type=Path)
     args = parser.parse_args()
+    if args.command == "table":
+        for i, run in enumerate(args.runs, 1):
+            print("\n".join(table_rows(json.loads(run.read_text()), str(i))))
+        return 0
     if args.command == "compare":
         print(json.dumps(compare(args.predicted, args.measured), indent=2))
         return 0

@@ -489,7 +489,7 @@ try {
   const nodeCount = await treeFrame.locator('svg.tree g.node').count();
   const header = norm(await treeFrame.locator('header h1').innerText()).trim();
   log(`search view: "${header}", ${nodeCount} nodes`);
-  if (!/interpreter time/.test(header)) throw new Error(`the search view does not say "interpreter time": ${header}`);
+  if (!/predicted sm_90 time/.test(header)) throw new Error(`the search view does not say "predicted sm_90 time": ${header}`);
   await treeFrame.locator('svg.tree g.node.best').first().click();
   const details = norm(await treeFrame.locator('#details').innerText()).trim();
   log(`clicked the best node: ${details.replace(/\s+/g, ' ')}`);

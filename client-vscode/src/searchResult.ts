@@ -65,6 +65,8 @@ export interface SearchResult {
     readonly result?: string;
     /** "interpreter" or "gpu". */
     readonly measuredOn: string;
+    /** What the speedups are ratios of: "predicted sm_90 time", "interpreter time", "GPU time" (newer servers). */
+    readonly measured?: string;
     readonly stopped: string;
     readonly costUsd: number;
     readonly diff: string;
@@ -123,6 +125,7 @@ export function withProgress(previous: SearchResult | undefined, update: SearchP
         speedup: best?.speedup ?? null,
         spread: null,
         measuredOn: previous?.measuredOn ?? measuredOn,
+        measured: previous?.measured,
         stopped: `step ${update.step}/${update.steps}`,
         costUsd: previous?.costUsd ?? 0,
         diff: '',
@@ -200,6 +203,7 @@ export function parseSearchResult(value: unknown): SearchResult | undefined {
         confirmation: parseConfirmation(value.confirmation),
         result: str(value.result),
         measuredOn: str(value.measuredOn, 'interpreter'),
+        measured: str(value.measured) || undefined,
         stopped: str(value.stopped),
         costUsd: num(value.costUsd) ?? 0,
         diff: str(value.diff),
@@ -208,8 +212,14 @@ export function parseSearchResult(value: unknown): SearchResult | undefined {
     };
 }
 
-/** "interpreter time" or "GPU time": how a speedup was measured (never call an interpreter speedup a GPU one). */
-export function measuredLabel(measuredOn: string): string {
+/**
+ * "predicted sm_90 time", "interpreter time" or "GPU time": how a speedup was measured, as the
+ * server says (never call an interpreter speedup or a prediction a GPU one).
+ */
+export function measuredLabel(measuredOn: string, measured?: string): string {
+    if (measured) {
+        return measured;
+    }
     return measuredOn === 'gpu' ? 'GPU time' : 'interpreter time';
 }
 
@@ -247,12 +257,12 @@ export function summarize(result: SearchResult): string {
             ? 'no correct candidate'
             : `best ${formatSpeedup(result.speedup)}`;
         return (
-            `${result.kernel}: no faster verified variant (${best}, ${measuredLabel(result.measuredOn)}), ` +
+            `${result.kernel}: no faster verified variant (${best}, ${measuredLabel(result.measuredOn, result.measured)}), ` +
             `${candidates} candidate${candidates === 1 ? '' : 's'}${cost}`
         );
     }
     return (
-        `${result.kernel}: ${formatClaim(result)} faster (${measuredLabel(result.measuredOn)}), ` +
+        `${result.kernel}: ${formatClaim(result)} faster (${measuredLabel(result.measuredOn, result.measured)}), ` +
         `${candidates} candidate${candidates === 1 ? '' : 's'}${cost}`
     );
 }

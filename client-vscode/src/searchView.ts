@@ -110,7 +110,9 @@ export function renderSearchHtml(state: ViewState, nonce: string, cspSource: str
             })
             .join('');
         const claim = result.confirmation
-            ? `${escapeHtml(result.confirmation.text)}, confirmed over ${result.confirmation.rounds} alternating rounds in fresh workers,`
+            ? result.measured?.startsWith('predicted')
+                ? `${escapeHtml(result.confirmation.text)}, confirmed by predicting both again in fresh workers,`
+                : `${escapeHtml(result.confirmation.text)}, confirmed over ${result.confirmation.rounds} alternating rounds in fresh workers,`
             : result.spread
             ? `${formatSpeedup(result.speedup)} (spread ${result.spread[0].toFixed(2)}–${result.spread[1].toFixed(2)}×)`
             : result.live
@@ -123,8 +125,10 @@ export function renderSearchHtml(state: ViewState, nonce: string, cspSource: str
             : `<span class="decided">${escapeHtml(state.outcome ?? 'decided')}</span> `;
         body =
             `<header><h1>${escapeHtml(summarize(result))}</h1>` +
-            `<p>${claim} measured in <b>${measuredLabel(result.measuredOn)}</b>` +
-            `${result.measuredOn === 'gpu' ? '' : ' (the Triton interpreter on the CPU: not a GPU speedup)'}; ` +
+            `<p>${claim} measured in <b>${measuredLabel(result.measuredOn, result.measured)}</b>` +
+            `${result.measuredOn === 'gpu' ? '' : result.measured?.startsWith('predicted')
+                ? " (a model's estimate from a run profiled on the CPU: not a GPU measurement)"
+                : ' (the Triton interpreter on the CPU: not a GPU speedup)'}; ` +
             `mode ${escapeHtml(result.mode)}; stopped: ${escapeHtml(result.stopped)}` +
             (result.journalId ? `; journal <code>${escapeHtml(result.journalId)}</code>` : '') +
             '</p>' +
@@ -145,14 +149,14 @@ export function renderSearchHtml(state: ViewState, nonce: string, cspSource: str
             `<span><i class="ring" style="border-color:${COLORS.best}"></i>best</span>` +
             `<span><b style="color:${COLORS.refine}">──</b> refine</span>` +
             `<span><b style="color:${COLORS.regenerate}">- -</b> regenerate</span>` +
-            `<span>node speedups: screening, ${measuredLabel(result.measuredOn)}</span></p>` +
+            `<span>node speedups: screening, ${measuredLabel(result.measuredOn, result.measured)}</span></p>` +
             '<section id="details" class="details">Click a node for its details.</section>';
     }
     const data = result
         ? {
               nodes: result.tree,
               bestId: result.bestId,
-              measured: measuredLabel(result.measuredOn),
+              measured: measuredLabel(result.measuredOn, result.measured),
               confirmation: result.confirmation?.text ?? null,
           }
         : { nodes: [], bestId: null, measured: '', confirmation: null };

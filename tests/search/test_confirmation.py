@@ -36,7 +36,7 @@ from tritonsmith.evaluator.stats import (
     summarize,
 )
 from tritonsmith.search.engine import Search, SearchOptions
-from tritonsmith.search.equivalence import equivalence_key
+from tritonsmith.search.equivalence import equivalence_key, without_unmeasured
 from tritonsmith.search.journal import Journal
 from tritonsmith.search.model import (
     Edit,
@@ -227,6 +227,22 @@ def test_under_the_predicted_objective_compile_options_count_and_cache_hints_do_
         assert equivalence_key(variants[name], "predicted") != equivalence_key(source, "predicted"), name
     for name in ("eviction", "cache modifier and volatile", "vector hints", "inline hint", "comment and rename"):
         assert equivalence_key(variants[name], "predicted") == equivalence_key(source, "predicted"), name
+
+
+def test_a_patch_carries_only_what_the_measure_saw() -> None:
+    """A candidate that widened the block and also picked up hints: the patch keeps the block
+    (and, where the predicted time reads it, num_warps on the same line) and drops the hints."""
+    source = SLOW_ADD.read_text()
+    variants = _variants(source)
+    candidate = variants["vector hints"].replace("x = tl.load(x_ptr + offsets, mask=mask)",
+                                                 "x = tl.load(x_ptr + offsets, mask=mask, eviction_policy='evict_first')")
+    candidate = candidate.replace("BLOCK_SIZE=16)", "BLOCK_SIZE=64)")
+    for measure in ("interpreter", "predicted"):
+        patched = without_unmeasured(source, candidate, measure)
+        assert patched == source.replace("BLOCK_SIZE=16)", "BLOCK_SIZE=64)"), measure
+    assert without_unmeasured(source, candidate, "gpu") == candidate  # on a GPU every hint can matter
+    commented = source.replace("    mask = offsets < n_elements\n", "    mask = offsets < n_elements  # the tail\n")
+    assert without_unmeasured(source, commented, "gpu") == source
 
 
 def test_changes_that_can_change_the_time_are_not_the_same_kernel() -> None:

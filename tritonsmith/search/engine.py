@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..evaluator.stats import Confirmation
-from .equivalence import equivalence_key
+from .equivalence import equivalence_key, measure_of, without_unmeasured
 from .journal import Journal
 from .model import (
     Evaluation,
@@ -126,6 +126,7 @@ class SearchResult:
     best: Node | None = None  # the confirmed candidate; else the fastest new one by screening
     improved: bool = False  # `best`'s speedup is confirmed (`confirmation.claimed`)
     diff: str = ""  # unified diff of the improvement against the starting file ("" when none)
+    patched: str = ""  # the file the diff makes: `best` without the edits the measure cannot see
     cost_usd: float = 0.0
     confirmation: Confirmation | None = None  # `best`'s confirmation, when one ran
     confirmations: list[tuple[int, Confirmation]] = field(default_factory=list)  # every one that ran, in order
@@ -360,8 +361,7 @@ class Search:
 
     @property
     def _measure(self) -> str:
-        """What equivalence keys are for: "gpu", "interpreter" or "predicted" (equivalence.py)."""
-        return "predicted" if self.task.objective == "predicted" else self.task.device
+        return measure_of(self.task)
 
     def _key(self, node: Node) -> str:
         key = self._keys.get(node.id)
@@ -444,7 +444,9 @@ class Search:
                 result.best, result.confirmation = node, confirmation
             if confirmation.claimed:
                 result.improved = True
-                result.diff = unified_diff(self.task.source, node.source, self.relative_path)
+                # Only what was measured goes into the patch (equivalence.without_unmeasured).
+                result.patched = without_unmeasured(self.task.source, node.source, self._measure)
+                result.diff = unified_diff(self.task.source, result.patched, self.relative_path)
                 break
         return result
 

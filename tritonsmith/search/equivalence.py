@@ -38,6 +38,7 @@ Pure Python over tree-sitter: nothing here imports torch or triton.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 
 from tree_sitter import Node
@@ -45,8 +46,9 @@ from tree_sitter import Node
 from ..analysis import Document
 from ..analysis.canonical import Canonicaliser, Scope
 from ..analysis.syntax import text
+from .model import Task
 
-__all__ = ["HINT_CALLS", "HINT_KEYWORDS", "equivalence_key", "normalised"]
+__all__ = ["HINT_CALLS", "HINT_KEYWORDS", "equivalence_key", "normalised", "without_unmeasured"]
 
 HINT_KEYWORDS = frozenset({
     "num_warps", "num_stages", "num_ctas", "maxnreg", "eviction_policy", "cache_modifier", "volatile",
@@ -188,3 +190,27 @@ def equivalence_key(source: str, device: str) -> str:
     except Exception:  # a candidate tree-sitter reads oddly: compare it as text
         form = "text:" + source
     return hashlib.sha256(form.encode("utf-8")).hexdigest()
+
+
+def measure_of(task: Task) -> str:
+    """What a task's equivalence keys are for: "gpu", "interpreter" or "predicted"."""
+    return "predicted" if task.objective == "predicted" else task.device
+
+
+def without_unmeasured(original: str, candidate: str, measure: str) -> str:
+    """`candidate` with each changed block of lines that the measure cannot see put back as in
+    `original` (a cache hint, a `tl.multiple_of`, under the interpreter a `num_warps`): what a
+    patch should carry, since a search credits only what it measured. A block goes back only
+    when the candidate keeps its `equivalence_key` without it; on a GPU, where every hint can
+    change the binary, only what the canonical form ignores (comments, layout) goes back."""
+    target = equivalence_key(candidate, measure)
+    before, after = original.splitlines(keepends=True), candidate.splitlines(keepends=True)
+    blocks = [op for op in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes() if op[0] != "equal"]
+    kept = list(after)
+    # From the last block back, so earlier blocks' line numbers in `after` stay valid.
+    for _, i1, i2, j1, j2 in reversed(blocks):
+        trial = kept[:j1] + before[i1:i2] + kept[j2:]
+        text = "".join(trial)
+        if equivalence_key(text, measure) == target:
+            kept = trial
+    return "".join(kept)

@@ -465,7 +465,7 @@ class Searches:
                        f"no faster verified variant of {search.kernel} found: {result.outcome_text()} "
                        f"({count} candidates)")
             return
-        best_source = result.best.source
+        best_source = result.patched or result.best.source
         self.finished[search.id] = _Finished(search, best_source)
         while len(self.finished) > _KEEP_FINISHED:
             self.finished.popitem(last=False)
@@ -492,11 +492,12 @@ class Searches:
             "journalId": result.search_id,
             "mode": search.mode,
             "original": search.original,
-            "best": best.source if best is not None else "",
+            "best": (result.patched or best.source) if best is not None else "",
             "bestId": best.id if best is not None else None,
             **_claim(result.confirmation, evaluation),
             "result": result.outcome_text(),
             "measuredOn": search.device,
+            "measured": result.task.measured,
             "stopped": result.stopped,
             "costUsd": result.cost_usd,
             "diff": result.diff,
@@ -754,6 +755,7 @@ def step_diff(before: str, after: str) -> str:
 def search_tree(roots: list[Path], journal_id: str) -> dict[str, Any] | None:
     """A journaled search as a `tritonsmith/searchResult` payload (without `edit`), so that a
     view draws a past search as it draws one that just ended."""
+    from ..search.equivalence import measure_of, without_unmeasured
     from ..search.model import Outcome, StepKind
 
     loaded = _load(roots, journal_id)
@@ -773,9 +775,11 @@ def search_tree(roots: list[Path], journal_id: str) -> dict[str, Any] | None:
     improved = claimed is not None and best is not None and best.source != task.source
     summary = next((s for s in list_searches(roots) if s["id"] == journal_id), None)
     diff = ""
+    patched = best.source if best is not None else ""
     if best is not None and improved:
         name = Path(task.path).name
-        diff = "".join(difflib.unified_diff(task.source.splitlines(keepends=True), best.source.splitlines(keepends=True),
+        patched = without_unmeasured(task.source, best.source, measure_of(task))  # as the engine wrote it
+        diff = "".join(difflib.unified_diff(task.source.splitlines(keepends=True), patched.splitlines(keepends=True),
                                             f"a/{name}", f"b/{name}"))
     return {
         "uri": from_fs_path(task.path) or task.path,
@@ -784,11 +788,12 @@ def search_tree(roots: list[Path], journal_id: str) -> dict[str, Any] | None:
         "journalId": journal_id,
         "mode": str(settings.get("mode", "auto")),
         "original": task.source,
-        "best": best.source if best is not None else "",
+        "best": patched,
         "bestId": best.id if best is not None else None,
         **_claim(confirmation, best.evaluation if best is not None else None),
         "result": confirmation.text() if confirmation is not None else "no speedup confirmed",
         "measuredOn": task.device,
+        "measured": task.measured,
         "stopped": summary["status"] if summary is not None else "",
         "costUsd": max((n.cost_usd for n in nodes), default=0.0),
         "diff": diff,

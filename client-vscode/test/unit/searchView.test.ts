@@ -22,6 +22,10 @@ describe('search tree model', () => {
         assert.deepEqual(result.spread, [3.2, 3.8]);
         assert.equal(measuredLabel('interpreter'), 'interpreter time');
         assert.equal(measuredLabel('gpu'), 'GPU time');
+        // A search without a GPU ranks by the predicted time and the server says so.
+        assert.equal(measuredLabel('interpreter', 'predicted sm_90 time'), 'predicted sm_90 time');
+        const predicted = parseSearchResult({ ...payload(), measured: 'predicted sm_90 time' });
+        assert.ok(predicted && summarize(predicted).endsWith('faster (predicted sm_90 time), 2 candidates'));
         assert.equal(summarize(result), 'add_kernel: 3.50× (95% CI 3.20–3.80×, noise floor 2%) faster (interpreter time), 2 candidates');
         assert.equal(result.confirmation?.claimed, true);
         assert.equal(result.confirmation?.noiseFloor, 0.02);
