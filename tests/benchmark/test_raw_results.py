@@ -113,3 +113,21 @@ def test_the_structural_search_rows_and_confirmations_re_derive_from_their_json(
                 f"{row['block_loops_before']} → {row['block_loops_after']} | {text} | "
                 f"{'yes' if row['patch_applies'] else 'no'} |")
         assert line in PAGE, line
+
+
+def test_the_predicted_variant_rows_re_derive_from_their_json() -> None:
+    """Every row of the predicted-time table comes from predictor_rank.py's own table function
+    over the committed runs, which predicted every variant they verified."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("predictor_rank", DOCS.parent / "bench" / "predictor_rank.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for run in ("1", "2"):
+        data = _load(f"predicted-variants-{run}.json")
+        assert all(r["predicted_s"] for r in data["rows"] if r["verified"])
+        rows = module.table_rows(data, run)
+        assert len(rows) == len({r["problem"] for r in data["rows"]})
+        for line in rows:
+            assert line in PAGE, line
