@@ -181,6 +181,7 @@ class Verdict:
             "sizes_as_written": all(written == used for written, used in self.sizes.values()),
             "rejections": [str(r) for r in self.rejections], "timing": timing, "notes": self.notes,
             "work": self.work, "attribution": self.details.get("attribution"), "sandbox": self.sandbox,
+            "predicted": self.details.get("predicted"),  # predicted.py's figure without a GPU, when made
         }
 
 
