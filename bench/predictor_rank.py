@@ -30,6 +30,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,59 +82,59 @@ def _problems(only: list[str] | None) -> list[Path]:
     return [p for p in sorted(PROBLEMS.glob("*.py")) if not only or p.stem in only]
 
 
+def _each_variant(args: argparse.Namespace) -> Iterator[tuple[str, Any, Path, str, str]]:
+    """(problem, spec, path, variant name, text) for every variant of the chosen problems, each
+    problem's file copied to a fresh folder (the spec reads its reference from there)."""
+    for problem in _problems(args.only):
+        source = problem.read_text()
+        path = Path(tempfile.mkdtemp(prefix="tritonsmith-rank-")) / problem.name
+        path.write_text(source)
+        (spec,) = detect_specs(path)
+        for name, text in variants(source, args.moves):
+            yield problem.stem, spec, path, name, text
+
+
 def predict(args: argparse.Namespace) -> list[dict[str, Any]]:
     env = dict(os.environ, TRITON_INTERPRET="1")
     rows = []
     with WorkerPool(1, env=env) as reference, WorkerPool(1, env=env) as candidate, WorkerPool(1) as compiler:
-        for problem in _problems(args.only):
-            source = problem.read_text()
-            work = Path(tempfile.mkdtemp(prefix="tritonsmith-rank-"))
-            path = work / problem.name
-            path.write_text(source)
-            (spec,) = detect_specs(path)
-            for name, text in variants(source, args.moves):
-                began = time.perf_counter()
-                verdict = verify_spec(spec, mode="interpreter", candidate_source=text, pools=(reference, candidate),
-                                      time_it=False)
-                row: dict[str, Any] = {"problem": problem.stem, "variant": name, "sha256": _digest(text),
-                                       "verified": verdict.ok}
-                if verdict.ok:
-                    predicted = predict_spec(spec, text, path=str(path), target="sm_90", pools=(reference, candidate),
-                                             compile_pool=compiler)
-                    row.update(predicted_s=predicted.seconds, sizes=predicted.sizes_text(), error=predicted.error,
-                               launches=[{"kernel": e.kernel, "seconds": e.seconds, "bound": e.bound}
-                                         for e in (predicted.prediction.launches if predicted.prediction else [])])
-                else:
-                    row["error"] = verdict.summary()
-                row["seconds"] = round(time.perf_counter() - began, 2)
-                print(json.dumps({k: row.get(k) for k in ("problem", "variant", "predicted_s", "seconds")}), flush=True)
-                rows.append(row)
-                _save(args, rows)
+        for problem, spec, path, name, text in _each_variant(args):
+            began = time.perf_counter()
+            verdict = verify_spec(spec, mode="interpreter", candidate_source=text, pools=(reference, candidate),
+                                  time_it=False)
+            row: dict[str, Any] = {"problem": problem, "variant": name, "sha256": _digest(text),
+                                   "verified": verdict.ok}
+            if verdict.ok:
+                predicted = predict_spec(spec, text, path=str(path), target="sm_90", pools=(reference, candidate),
+                                         compile_pool=compiler)
+                row.update(predicted_s=predicted.seconds, sizes=predicted.sizes_text(), error=predicted.error,
+                           launches=[{"kernel": e.kernel, "seconds": e.seconds, "bound": e.bound}
+                                     for e in (predicted.prediction.launches if predicted.prediction else [])])
+            else:
+                row["error"] = verdict.summary()
+            row["seconds"] = round(time.perf_counter() - began, 2)
+            print(json.dumps({k: row.get(k) for k in ("problem", "variant", "predicted_s", "seconds")}), flush=True)
+            rows.append(row)
+            _save(args, rows)
     return rows
 
 
 def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     with WorkerPool(1) as reference, WorkerPool(1) as candidate:
-        for problem in _problems(args.only):
-            source = problem.read_text()
-            work = Path(tempfile.mkdtemp(prefix="tritonsmith-rank-"))
-            path = work / problem.name
-            path.write_text(source)
-            (spec,) = detect_specs(path)
-            for name, text in variants(source, args.moves):
-                began = time.perf_counter()
-                verdict = verify_spec(spec, mode="gpu", candidate_source=text, pools=(reference, candidate),
-                                      rounds=args.rounds, runs=args.runs, extra_shapes=False, trials=3)
-                timing = verdict.timing
-                row = {"problem": problem.stem, "variant": name, "sha256": _digest(text), "verified": verdict.ok,
-                       "gpu_ms": timing.candidate_median if verdict.ok and timing is not None else None,
-                       "reference_ms": timing.reference_median if verdict.ok and timing is not None else None,
-                       "error": None if verdict.ok else verdict.summary(),
-                       "seconds": round(time.perf_counter() - began, 2)}
-                print(json.dumps(row), flush=True)
-                rows.append(row)
-                _save(args, rows)  # a run cut short by the device's time limit keeps its rows
+        for problem, spec, _, name, text in _each_variant(args):
+            began = time.perf_counter()
+            verdict = verify_spec(spec, mode="gpu", candidate_source=text, pools=(reference, candidate),
+                                  rounds=args.rounds, runs=args.runs, extra_shapes=False, trials=3)
+            timing = verdict.timing
+            row = {"problem": problem, "variant": name, "sha256": _digest(text), "verified": verdict.ok,
+                   "gpu_ms": timing.candidate_median if verdict.ok and timing is not None else None,
+                   "reference_ms": timing.reference_median if verdict.ok and timing is not None else None,
+                   "error": None if verdict.ok else verdict.summary(),
+                   "seconds": round(time.perf_counter() - began, 2)}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+            _save(args, rows)  # a run cut short by the device's time limit keeps its rows
     return rows
 
 

@@ -55,6 +55,9 @@ from tritonsmith.search.journal import Journal  # noqa: E402
 from tritonsmith.search.model import Evaluation, Outcome, Task  # noqa: E402
 from tritonsmith.search.proposers.offline import OfflineProposer, launched_kernels  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+from search_steps import _curve  # noqa: E402  (best so far after each step, as that figure draws it)
+
 PROBLEMS = ROOT / "bench" / "problems"
 BLOCKS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 WARPS = (1, 2, 4, 8)
@@ -63,37 +66,18 @@ T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 
 """Student's t, two-sided 95%, by degrees of freedom (more than 9: 1.96 is close enough)."""
 
 
-class CachedEvaluator:
+class CachedEvaluator(CandidateEvaluator):
     """A `CandidateEvaluator` whose evaluations are remembered by the candidate's text."""
 
-    def __init__(self, inner: CandidateEvaluator) -> None:
-        self.inner = inner
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.cache: dict[str, Evaluation] = {}
-
-    @property
-    def baseline_ms(self) -> float | None:
-        return self.inner.baseline_ms
-
-    @baseline_ms.setter
-    def baseline_ms(self, value: float | None) -> None:
-        self.inner.baseline_ms = value
-
-    @property
-    def baseline_predicted_s(self) -> float | None:
-        return self.inner.baseline_predicted_s
-
-    @baseline_predicted_s.setter
-    def baseline_predicted_s(self, value: float | None) -> None:
-        self.inner.baseline_predicted_s = value
 
     def evaluate(self, source: str) -> Evaluation:
         key = hashlib.sha256(source.encode()).hexdigest()
         if key not in self.cache:
-            self.cache[key] = self.inner.evaluate(source)
+            self.cache[key] = super().evaluate(source)
         return replace(self.cache[key])
-
-    def confirm(self, original: str, candidate: str, progress: Any = None) -> Any:
-        return self.inner.confirm(original, candidate, progress)
 
 
 _LAUNCH_BLOCK = re.compile(r"(?P<kernel>\w+)\[(?P<grid>[^\]]+)\]\((?P<args>[^)]*?)\b(?P<knob>BLOCK\w*)=(?P<value>\d+)\)")
@@ -109,14 +93,6 @@ def knob_variant(source: str, kernel: str, block: int, warps: int | None) -> str
                            f"{extra})")
             return source[:match.start()] + replacement + source[match.end():]
     return None
-
-
-def _curve(speedups: list[float | None]) -> list[float]:
-    best, out = 1.0, []
-    for value in speedups:
-        best = max(best, value or 0.0)
-        out.append(best)
-    return out
 
 
 def _speedup(evaluation: Evaluation) -> float | None:
@@ -135,14 +111,13 @@ def run_problem(problem: Path, steps: int, seeds: list[int]) -> dict[str, Any]:
     task = Task(path=str(path), kernel=kernel, source=source, spec=kind, device="interpreter", objective="predicted")
     curves: dict[str, list[list[float]]] = {"tree": [], "random": [], "grid": []}
     began = time.perf_counter()
-    with CandidateEvaluator(task, spec) as inner:
-        evaluator = CachedEvaluator(inner)
+    with CachedEvaluator(task, spec) as evaluator:
         start = evaluator.evaluate(source)
         if start.outcome is not Outcome.CORRECT or start.predicted_s is None:
             return {"problem": problem.stem, "error": start.message, "curves": curves}
         for seed in seeds:
             journal = Journal(work)
-            search = Search(task, OfflineProposer(random.Random(seed)), evaluator, journal,  # type: ignore[arg-type]
+            search = Search(task, OfflineProposer(random.Random(seed)), evaluator, journal,
                             SearchOptions(steps=steps, seed=seed, confirmations=0))
             result = search.run()
             journal.close()

@@ -309,14 +309,15 @@ def _predict(verdicts: list[Verdict], specs: list[Spec], source: str, path: Path
     from .evaluator.pool import WorkerPool
     from .evaluator.predicted import predict_spec
 
+    verified = [(verdict, spec) for verdict, spec in zip(verdicts, specs, strict=False) if verdict.ok]
+    if not verified:
+        return
     env = dict(os.environ, TRITON_INTERPRET="1")
-    for verdict, spec in zip(verdicts, specs, strict=False):
-        if not verdict.ok:
-            continue
-        with WorkerPool(1, env=env) as reference, WorkerPool(1, env=env) as candidate, WorkerPool(1) as compiler:
+    with WorkerPool(1, env=env) as reference, WorkerPool(1, env=env) as candidate, WorkerPool(1) as compiler:
+        for verdict, spec in verified:
             predicted = predict_spec(spec, source, path=str(path), target=target, pools=(reference, candidate),
                                      compile_pool=compiler)
-        verdict.details["predicted"] = predicted.to_json()
+            verdict.details["predicted"] = predicted.to_json()
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

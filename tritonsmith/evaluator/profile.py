@@ -101,6 +101,13 @@ class _Launch:
     warp_instructions: float = 0.0
     dot_flops: dict[str, float] = field(default_factory=dict)
     per_arg: dict[str, list[float]] = field(default_factory=dict)  # name -> [read, written]
+    _sorted: list[tuple[int, int, str]] | None = None
+
+    def by_address(self) -> list[tuple[int, int, str]]:
+        """The tensor arguments sorted by address, for attributing an address to its tensor."""
+        if self._sorted is None:
+            self._sorted = sorted(self.args)
+        return self._sorted
 
     def to_json(self) -> dict[str, Any]:
         programs = self.grid[0] * self.grid[1] * self.grid[2]
@@ -156,13 +163,13 @@ class _Counter:
             launch.load_bytes += moved
         if active and launch.args:
             addresses = np.asarray(pointers, dtype=np.uint64)[active_mask]
-            starts = np.array([a for a, _, _ in launch.args], dtype=np.uint64)
-            order = np.argsort(starts)
-            slot = np.searchsorted(starts[order], addresses, side="right") - 1
-            counts = np.bincount(slot[slot >= 0], minlength=len(order))
+            ordered = launch.by_address()
+            starts = np.array([a for a, _, _ in ordered], dtype=np.uint64)
+            slot = np.searchsorted(starts, addresses, side="right") - 1
+            counts = np.bincount(slot[slot >= 0], minlength=len(ordered))
             for k, count in enumerate(counts):
                 if count:
-                    address, size, name = launch.args[int(order[k])]
+                    _, _, name = ordered[k]
                     entry = launch.per_arg.setdefault(name, [0.0, 0.0])
                     entry[1 if write or atomic else 0] += float(count) * itemsize * w
                     if atomic:

@@ -32,6 +32,7 @@ from ..analysis.syntax import definition_name
 from ..rules import Finding, Rule, Severity, Span, parse_version
 from ..rules.findings import Related
 from .pool import WorkerPool
+from .predict import format_seconds
 from .protocol import Job
 from .tracebacks import chained_blocks, frames
 from .verify import Verdict
@@ -96,8 +97,6 @@ def _assumed(results: list[dict[str, Any]]) -> list[str]:
 def predicted_for(verdicts: Sequence[Verdict], kernel: str) -> str | None:
     """"predicted sm_90 14.4 µs": the kernel's launches' predicted time in the last check's
     forward pass (evaluator/predicted.py), or None when none was predicted."""
-    from .predict import format_seconds
-
     for verdict in verdicts:
         predicted = verdict.details.get("predicted") or {}
         prediction = predicted.get("prediction") if isinstance(predicted, dict) else None

@@ -149,9 +149,9 @@ class CandidateEvaluator:
         if self.baseline_predicted_s is None:
             self.baseline_predicted_s = seconds
         speedup = self.baseline_predicted_s / max(seconds, 1e-15)
+        launches = predicted.prediction.launches if predicted.prediction is not None else []
         resources = resources + [{"kernel": e.kernel, "config": "as profiled", "target": task.target,
-                                  "predicted": e.to_json()} for e in predicted.prediction.launches] \
-            if predicted.prediction is not None else resources
+                                  "predicted": e.to_json()} for e in launches]
         return Evaluation(Outcome.CORRECT, speedup=speedup, spread=(speedup, speedup), time_ms=time_ms,
                           message=f"{summary} · {predicted.summary()}", resources=resources, predicted_s=seconds)
 
