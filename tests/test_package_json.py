@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonsmith.settings import PROPOSERS, Settings
+from tritonsmith.settings import OBJECTIVES, PROPOSERS, Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = json.loads((ROOT / "package.json").read_text(encoding="utf-8"))
@@ -98,7 +98,8 @@ def test_enum_settings_list_exactly_the_values_the_server_accepts():
     assert PROPERTIES["tritonsmith.device"]["enum"] == ["auto", "cuda", "cpu"]
     assert PROPERTIES["tritonsmith.proposer"]["enum"] == list(PROPOSERS)
     assert PROPERTIES["tritonsmith.verifyOnSave"]["enum"] == ["off", "compile", "verify"]
-    for key in ("tritonsmith.device", "tritonsmith.proposer", "tritonsmith.verifyOnSave"):
+    assert PROPERTIES["tritonsmith.objective"]["enum"] == list(OBJECTIVES)
+    for key in ("tritonsmith.device", "tritonsmith.proposer", "tritonsmith.verifyOnSave", "tritonsmith.objective"):
         for value in PROPERTIES[key]["enum"]:
             warnings: list[str] = []
             Settings().updated({key.split(".", 1)[1]: value}, warnings=warnings)

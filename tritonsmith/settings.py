@@ -78,6 +78,9 @@ class Settings:
     budget: int = 100
     """The number of candidate kernels a search may evaluate."""
 
+    objective: str = "auto"
+    """What a search without a GPU ranks and claims by: auto or predicted (a predicted sm_90 time from the compiler's report for the target and a profiled run under the interpreter, a model estimate), or interpreter (interpreter time). With a GPU a search always measures GPU time."""
+
     verify_timeout: int | None = None
     """Seconds one forward pass may run during verification before the kernel is reported as hung (an endless loop); default: max(30, 20 times the reference's own forward pass)."""
 
@@ -136,6 +139,7 @@ CLIENT_ONLY = frozenset({"interpreter", "trace"})
 SAVE_MODES = ("off", "compile", "verify")
 LOG_LEVELS = ("error", "warning", "info", "debug")
 PROPOSERS = ("auto", "offline", "anthropic", "openai")
+OBJECTIVES = ("auto", "predicted", "interpreter")
 _TUPLES = {"select", "ignore", "rule_packs", "targets"}
 _POSITIVE_INTS = {"budget": "budget", "verify_timeout": "verifyTimeout", "memory_limit_mb": "memoryLimitMb",
                   "max_message_mb": "maxMessageMb"}
@@ -194,6 +198,8 @@ def _coerce(key: str, value: Any) -> Any:
         raise ConfigError(f"setting 'logLevel' must be one of {', '.join(LOG_LEVELS)}, got {value!r}")
     if key == "device" and value not in ("auto", "cuda", "cpu"):
         raise ConfigError(f"setting 'device' must be auto, cuda or cpu, got {value!r}")
+    if key == "objective" and value not in OBJECTIVES:
+        raise ConfigError(f"setting 'objective' must be one of {', '.join(OBJECTIVES)}, got {value!r}")
     if key == "proposer" and value not in PROPOSERS:
         raise ConfigError(f"setting 'proposer' must be one of {', '.join(PROPOSERS)}, got {value!r}")
     if not isinstance(value, str):

@@ -339,6 +339,18 @@ async def test_a_proposer_for_one_search_overrides_the_setting_and_no_improvemen
 
 @pytest.mark.compiler
 @needs_compiler
+@pytest.mark.parametrize("client", [{"objective": "interpreter", "budget": 1}], indirect=True)
+async def test_the_objective_setting_ranks_a_search_without_a_gpu_by_interpreter_time(client: LanguageClient):
+    uri = _open(client, "slow_add.py", FIXTURE.read_text())
+    await _optimize(client, uri, "refine")
+    await _until(lambda: client.results, 120, "tritonsmith/searchResult")
+    [result] = client.results
+    assert result["measuredOn"] == "interpreter" and result["measured"] == "interpreter time"
+    assert "predicted" not in (result["result"] or "")
+
+
+@pytest.mark.compiler
+@needs_compiler
 @pytest.mark.parametrize("client", [{"budget": 50}], indirect=True)
 async def test_cancelling_the_progress_stops_the_search_and_its_workers(client: LanguageClient):
     uri = _open(client, "slow_add.py", FIXTURE.read_text())

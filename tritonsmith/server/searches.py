@@ -324,7 +324,7 @@ class Searches:
         request = SearchRequest(
             path=path, kernel=search.kernel, device=search.device, proposer=proposer, steps=settings.budget,
             mode=search.mode, allow_upload=proposer != "offline", model=settings.model or None,
-            base_url=settings.base_url or None, source=search.original,
+            base_url=settings.base_url or None, source=search.original, objective=settings.objective,
         )
         search.token = await self._begin_progress(search)
         loop = asyncio.get_running_loop()
