@@ -91,3 +91,8 @@ def test_the_summary_is_a_t_interval_over_seeds_and_a_paired_difference(stats: M
                                         summary["random"]["mean_speedup"]["per_seed"], strict=True)]
     assert summary["tree_minus_random"]["mean_speedup"][0] == pytest.approx(statistics.fmean(difference))
     assert "tree_minus_random-moves" not in summary  # not run: nothing to pair with
+    # The geometric mean is not clamped: 30x counts as 30x.
+    assert summary["tree"]["geomean"]["per_seed"][2] == pytest.approx((30.0 * 1.3) ** 0.5)
+    ratios = [t / r for t, r in zip(summary["tree"]["geomean"]["per_seed"], summary["random"]["geomean"]["per_seed"],
+                                    strict=True)]
+    assert summary["tree_minus_random"]["geomean_ratio"][0] == pytest.approx(statistics.fmean(ratios))
