@@ -245,6 +245,19 @@ def test_a_patch_carries_only_what_the_measure_saw() -> None:
     assert without_unmeasured(source, commented, "gpu") == source
 
 
+def test_a_hint_on_the_same_line_as_a_measured_change_is_trimmed_token_by_token() -> None:
+    """`BLOCK_SIZE=64, num_warps=8` on one line: the interpreter never sees the warps, so its
+    patch raises the block alone; the predicted time reads the warps, so its patch keeps both."""
+    source = SLOW_ADD.read_text()
+    assert source.count("BLOCK_SIZE=16)") == 1
+    candidate = source.replace("BLOCK_SIZE=16)", "BLOCK_SIZE=64, num_warps=8)")
+    assert without_unmeasured(source, candidate, "interpreter") == source.replace("BLOCK_SIZE=16)", "BLOCK_SIZE=64)")
+    assert without_unmeasured(source, candidate, "predicted") == candidate
+    hinted = candidate.replace("x = tl.load(x_ptr + offsets, mask=mask)",
+                               "x = tl.load(x_ptr + offsets, mask=mask, cache_modifier='.cg')")
+    assert without_unmeasured(source, hinted, "predicted") == candidate  # the hint goes, the warps stay
+
+
 def test_changes_that_can_change_the_time_are_not_the_same_kernel() -> None:
     source = SLOW_ADD.read_text()
     for variant in (source.replace("BLOCK_SIZE=16", "BLOCK_SIZE=32"),  # fewer programs

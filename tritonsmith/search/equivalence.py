@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import re
 
 from tree_sitter import Node
 
@@ -198,19 +199,52 @@ def measure_of(task: Task) -> str:
 
 
 def without_unmeasured(original: str, candidate: str, measure: str) -> str:
-    """`candidate` with each changed block of lines that the measure cannot see put back as in
-    `original` (a cache hint, a `tl.multiple_of`, under the interpreter a `num_warps`): what a
-    patch should carry, since a search credits only what it measured. A block goes back only
-    when the candidate keeps its `equivalence_key` without it; on a GPU, where every hint can
-    change the binary, only what the canonical form ignores (comments, layout) goes back."""
+    """`candidate` with each change that the measure cannot see put back as in `original` (a
+    cache hint, a `tl.multiple_of`, under the interpreter a `num_warps`): what a patch should
+    carry, since a search credits only what it measured. First whole blocks of lines, then,
+    within a line that still differs, each changed run of tokens (a `num_warps=8` next to a
+    block size it was proposed with). A change goes back only when the candidate keeps its
+    `equivalence_key` without it; on a GPU, where every hint can change the binary, only what
+    the canonical form ignores (comments, layout) goes back."""
     target = equivalence_key(candidate, measure)
     before, after = original.splitlines(keepends=True), candidate.splitlines(keepends=True)
     blocks = [op for op in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes() if op[0] != "equal"]
     kept = list(after)
     # From the last block back, so earlier blocks' line numbers in `after` stay valid.
-    for _, i1, i2, j1, j2 in reversed(blocks):
+    for tag, i1, i2, j1, j2 in reversed(blocks):
         trial = kept[:j1] + before[i1:i2] + kept[j2:]
-        text = "".join(trial)
-        if equivalence_key(text, measure) == target:
+        if equivalence_key("".join(trial), measure) == target:
             kept = trial
+        elif tag == "replace" and i2 - i1 == j2 - j1:  # line for line: try each changed run of tokens
+            for offset in range(j2 - j1):
+                kept[j1 + offset] = _line_without_unmeasured(before[i1 + offset], kept, j1 + offset, measure, target)
     return "".join(kept)
+
+
+_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+
+
+def _line_without_unmeasured(old_line: str, lines: list[str], at: int, measure: str, target: str) -> str:
+    """`lines[at]` with each run of tokens that differs from `old_line` put back where the
+    file keeps `target` as its key without it."""
+    old, new = _TOKEN.findall(old_line), _TOKEN.findall(lines[at])
+    head, tail = "".join(lines[:at]), "".join(lines[at + 1:])
+
+    def revert(i1: int, i2: int, j1: int, j2: int) -> bool:
+        nonlocal new
+        trial = new[:j1] + old[i1:i2] + new[j2:]
+        if equivalence_key(head + "".join(trial) + tail, measure) != target:
+            return False
+        new = trial
+        return True
+
+    runs = [op for op in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes() if op[0] != "equal"]
+    for _, i1, i2, j1, j2 in reversed(runs):
+        if revert(i1, i2, j1, j2) or i2 - i1 == j2 - j1:
+            continue
+        # One run that both changed and grew (`16` -> `64, num_warps=8`): the growth as written
+        # after the change, else before it, put back on its own.
+        grown = j2 - j1 - (i2 - i1)
+        if grown > 0:
+            revert(i2, i2, j2 - grown, j2) or revert(i1, i1, j1, j1 + grown)
+    return "".join(new)
