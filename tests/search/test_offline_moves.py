@@ -136,3 +136,62 @@ def test_warps_move_under_the_predicted_objective_and_cache_hints_do_not():
     assert any("num_warps" in d for d in predicted) and not any("num_warps" in d for d in interpreter)
     assert not any("eviction_policy" in d for d in predicted)
     assert any("eviction_policy" in d for d in _moves(TWO_KERNELS, "scale_kernel", "gpu"))
+
+
+def _sizes(source: str) -> dict[tuple[str, str], int]:
+    from tritonsmith.search.proposers.offline import block_sizes
+
+    return block_sizes(source)
+
+
+def test_block_sizes_are_read_where_the_launcher_sets_them():
+    assert _sizes(TWO_KERNELS) == {("scale_kernel", "BLOCK"): 256}  # next_power_of_2(n): no number
+
+
+def test_the_trend_is_the_way_a_faster_kernels_blocks_moved():
+    from tritonsmith.search.proposers.offline import block_trend
+
+    grown = TWO_KERNELS.replace("    BLOCK = 256\n", "    BLOCK = 1024\n")
+    assert block_trend(TWO_KERNELS, grown, 3.0) == {("scale_kernel", "BLOCK"): True}
+    assert block_trend(grown, TWO_KERNELS, 1.5) == {("scale_kernel", "BLOCK"): False}
+    assert block_trend(TWO_KERNELS, grown, 0.8) == {}  # slower: nothing paid
+    assert block_trend(TWO_KERNELS, grown, None) == {}
+
+
+def _first_refinement(base: str, speedup: float, seed: int) -> str:
+    import random
+
+    from tritonsmith.search.model import Evaluation, Outcome, StepContext, Task
+    from tritonsmith.search.proposers.offline import OfflineProposer
+
+    task = Task(path="k.py", kernel="scale_kernel", source=TWO_KERNELS, spec="harness:launcher", device="gpu")
+    context = StepContext(task=task, chain=((base, Evaluation(Outcome.CORRECT, speedup=speedup)),))
+    candidate, _ = OfflineProposer(random.Random(seed)).refine(context)
+    return candidate
+
+
+def test_a_refinement_mostly_pushes_a_block_further_the_way_that_paid():
+    """From a kernel whose block grew 256 -> 1024 and measured 3x faster, most first refinements
+    grow it again; from the same kernel measured slower, the block moves no more often than
+    any other knob (one draw among some twenty moves)."""
+    grown = TWO_KERNELS.replace("    BLOCK = 256\n", "    BLOCK = 1024\n")
+    seeds = range(40)
+    paid = [_sizes(_first_refinement(grown, 3.0, seed)).get(("scale_kernel", "BLOCK")) for seed in seeds]
+    unpaid = [_sizes(_first_refinement(grown, 0.9, seed)).get(("scale_kernel", "BLOCK")) for seed in seeds]
+    assert sum(1 for size in paid if size is not None and size > 1024) >= 24, paid  # about 3 in 4
+    assert sum(1 for size in unpaid if size is not None and size > 1024) <= 12, unpaid
+    assert any(size == 1024 for size in paid), "a quarter of the steps still try other knobs"
+
+
+def test_a_block_jump_goes_the_way_that_paid():
+    import random
+
+    from tritonsmith.search.proposers.offline import _block_jump
+
+    up = {("scale_kernel", "BLOCK"): True}
+    jumps = [_sizes(_block_jump(TWO_KERNELS, "scale_kernel", random.Random(seed), up) or "")
+             .get(("scale_kernel", "BLOCK")) for seed in range(40)]
+    assert set(jumps) <= {1024, 64} and jumps.count(1024) >= 28, jumps
+    plain = [_sizes(_block_jump(TWO_KERNELS, "scale_kernel", random.Random(seed)) or "")
+             .get(("scale_kernel", "BLOCK")) for seed in range(40)]
+    assert 10 <= plain.count(1024) <= 30, plain

@@ -30,6 +30,12 @@ whichever kernels the file launches:
   kernel's own (twice where four is out of range), not to a random size, with a launch's
   `num_warps` scaled by the same factor (1 to 16).
 
+Both step kinds read the rewards so far: where the kernel a step starts from measured faster
+than the original and a block size of it has moved, the step moves that block further the same
+way (three times in four, `FOLLOW_TREND`): a refinement tries those moves first and the ones
+that take the block back last, and a block jump goes that way. The rest of the time moves are
+drawn uniformly, so a search still wanders off a trend that has stopped paying.
+
 Which knob matters depends on the device: without a GPU the interpreter's time grows with the
 number of program instances, so block sizes dominate; on a GPU warps, stages and hints count
 too. The search (not this module) keeps what measures faster.
@@ -39,6 +45,7 @@ Everything here is tree-sitter and text; nothing imports torch or triton.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 import re
@@ -67,10 +74,13 @@ STAGES = (1, 2, 3, 4, 5)
 
 @dataclass(frozen=True)
 class Move:
-    """One proposed change: what it does, and the edit that does it."""
+    """One proposed change: what it does, and the edit that does it; for a block size moved at a
+    launch, which one (kernel, keyword) and whether it grows."""
 
     description: str
     edit: Edit
+    block: tuple[str, str] | None = None
+    grows: bool = False
 
 
 def _is_pow2(value: int) -> bool:
@@ -186,22 +196,24 @@ def _launch_moves(site: _Site) -> Iterator[Move]:
                 for scaled, how in ((f"{expression} * 2", "doubled"), (f"max({expression} // 2, {MIN_BLOCK})", "halved")):
                     edit = site.edit(target, scaled)
                     if edit is not None:
-                        yield Move(f"{name} {how} at the launch (was {expression})", edit)
+                        yield Move(f"{name} {how} at the launch (was {expression})", edit, (site.kernel.name, name),
+                                   how == "doubled")
                 continue
             if number is None:
                 continue
+            block = None
             if name == "num_warps":
                 choices = [w for w in WARPS if w != number]
             elif name == "num_stages":
                 choices = [s for s in STAGES if s != number]
             elif name in constexprs and BLOCK_NAME.search(name) and _is_pow2(number):
-                choices = _block_values(number)
+                choices, block = _block_values(number), (site.kernel.name, name)
             else:
                 continue
             for choice in choices:
                 edit = site.edit(target, str(choice))
                 if edit is not None:
-                    yield Move(f"{name}={choice} at the launch (was {number})", edit)
+                    yield Move(f"{name}={choice} at the launch (was {number})", edit, block, choice > number)
         arguments = launch.node.child_by_field_name("arguments")
         if arguments is not None and "num_warps" not in launch.keywords and launch.keywords:
             last = arguments.named_children[-1]
@@ -300,7 +312,8 @@ def config_moves(source: str, kernel: str, device: str = "gpu") -> list[Move]:
     moves = _kernel_moves(site, device)
     for other in site.index.kernels:
         if other.name != kernel and (other.launches or other.autotune):
-            moves += [Move(f"{other.name}: {m.description}", m.edit) for m in _kernel_moves(_Site(source, other.name), device)]
+            moves += [Move(f"{other.name}: {m.description}", m.edit, m.block, m.grows)
+                      for m in _kernel_moves(_Site(source, other.name), device)]
     return moves
 
 
@@ -311,6 +324,54 @@ def _kernel_moves(site: _Site, device: str) -> list[Move]:
     elif device != "gpu":  # warps, stages and hints never reach the interpreter (search/equivalence.py)
         moves = [m for m in moves if not _HINT_MOVE.search(m.description)]
     return moves
+
+
+def block_sizes(source: str) -> dict[tuple[str, str], int]:
+    """The block size each launched kernel's launch passes, by (kernel, keyword), where it is
+    a number (a literal, or the constant or launcher local it names); the first launch wins."""
+    try:
+        index = index_module(Document(source).root)
+    except Exception:  # a candidate tree-sitter reads oddly: no sizes, no trend
+        return {}
+    sizes: dict[tuple[str, str], int] = {}
+    for kernel in index.kernels:
+        if not kernel.launches:
+            continue
+        site = _Site(source, kernel.name)
+        for launch in kernel.launches:
+            for name, (_, value) in launch.keywords.items():
+                if name in kernel.constexpr_names and BLOCK_NAME.search(name):
+                    number = site.block_target(value, launch.node)[1]
+                    if number is not None:
+                        sizes.setdefault((kernel.name, name), number)
+    return sizes
+
+
+def block_trend(original: str, base: str, speedup: float | None) -> dict[tuple[str, str], bool]:
+    """Which way each block size moved from `original` to `base` (True: it grew), when `base`
+    measured faster than the original: the direction that paid so far. Empty otherwise."""
+    if speedup is None or not speedup > 1.0:
+        return {}
+    before, after = block_sizes(original), block_sizes(base)
+    return {knob: after[knob] > size for knob, size in before.items() if knob in after and after[knob] != size}
+
+
+FOLLOW_TREND = 0.75
+"""How often a step follows the trend (moves a block size further the way that paid) when one
+exists; otherwise, and the rest of the time, moves are drawn uniformly."""
+
+
+def _by_trend(moves: list[Move], trend: dict[tuple[str, str], bool], rng: random.Random) -> list[Move]:
+    """`moves` (already shuffled) with those that push a block further the way the trend went
+    first, and those that take it back last: most of the time, so the search still wanders."""
+    if not trend or rng.random() >= FOLLOW_TREND:
+        return moves
+
+    def rank(move: Move) -> int:
+        if move.block is None or move.block not in trend:
+            return 1
+        return 0 if move.grows == trend[move.block] else 2
+    return sorted(moves, key=rank)
 
 
 # -- regenerate: the transformation library -------------------------------------------------
@@ -356,7 +417,8 @@ def _streaming_loads(source: str, kernel: str, rng: random.Random) -> str | None
     return data.decode("utf-8")
 
 
-def _block_jump(source: str, kernel: str, rng: random.Random) -> str | None:
+def _block_jump(source: str, kernel: str, rng: random.Random,
+                trend: dict[tuple[str, str], bool] | None = None) -> str | None:
     site = _Site(source, kernel)
     edits: dict[int, tuple[Node, str]] = {}  # by start byte: a constant two launches share moves once
     constexprs = site.kernel.constexpr_names
@@ -371,7 +433,10 @@ def _block_jump(source: str, kernel: str, rng: random.Random) -> str | None:
                 [v for v in (number * 2, number // 2) if MIN_BLOCK <= v <= MAX_BLOCK]
             if not choices or target.start_byte in edits:
                 continue
-            block = rng.choice(choices)
+            # The way that paid so far, most of the time (`FOLLOW_TREND`); either way otherwise.
+            grows = (trend or {}).get((kernel, name))
+            followed = [v for v in choices if (v > number) == grows]
+            block = rng.choice(followed if grows is not None and followed and rng.random() < FOLLOW_TREND else choices)
             ratio = ratio or block / number
             edits[target.start_byte] = (target, str(block))
         warps = launch.keywords.get("num_warps")
@@ -468,10 +533,11 @@ class OfflineProposer:
     def refine(self, context: StepContext) -> tuple[str, list[Edit]]:
         if not context.chain:
             raise ProposalError("nothing to refine")
-        base = context.chain[-1][0]
+        base, evaluation = context.chain[-1]
         measure = "predicted" if context.task.objective == "predicted" else context.task.device
         moves = config_moves(base, context.task.kernel, measure)
         self.rng.shuffle(moves)
+        moves = _by_trend(moves, block_trend(context.task.source, base, evaluation.speedup), self.rng)
         for move in moves:
             edits = [Edit(move.edit.old, move.edit.new, move.description)]
             candidate = apply_edits(base, edits)
@@ -481,8 +547,11 @@ class OfflineProposer:
 
     def regenerate(self, context: StepContext) -> str:
         correct = [entry for entry in context.pool if entry.evaluation.speedup is not None]
-        base = max(correct, key=lambda e: e.evaluation.speedup or 0.0).source if correct else context.task.source
+        best = max(correct, key=lambda e: e.evaluation.speedup or 0.0) if correct else None
+        base = best.source if best is not None else context.task.source
+        trend = block_trend(context.task.source, base, best.evaluation.speedup if best is not None else None)
         library = transformations(context.task.device)
+        library["block-jump"] = functools.partial(_block_jump, trend=trend)
         fuse = library.pop("fuse-elementwise")
         rest = list(library.items())
         for _ in range(3):  # a few tries: a jump can land on a variant proposed before
