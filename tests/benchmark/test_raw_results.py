@@ -131,3 +131,24 @@ def test_the_predicted_variant_rows_re_derive_from_their_json() -> None:
         assert len(rows) == len({r["problem"] for r in data["rows"]})
         for line in rows:
             assert line in PAGE, line
+
+
+@pytest.mark.parametrize("run", ["before", "1", "2"])
+def test_the_search_statistics_re_derive_from_their_json(run: str) -> None:
+    """The tree-against-random table: each run's summary recomputed from its per-seed curves,
+    and its rows (search_stats.py's own table function) in the page."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("search_stats", DOCS.parent / "bench" / "search_stats.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("search_stats", module)
+    spec.loader.exec_module(module)
+    data = _load(f"search-stats-{run}.json")
+    problems = {path.stem for path in (DOCS.parent / "bench" / "problems").glob("*.py")}
+    assert len(data["seeds"]) >= 5 and {row["problem"] for row in data["rows"]} == problems - module.SLOW.keys()
+    at = [int(budget) for budget in data["summary"]]
+    assert json.loads(json.dumps(module.summarise(data["rows"], data["seeds"], at))) == data["summary"]
+    for line in module.table_rows(data, run):
+        assert line in PAGE, line

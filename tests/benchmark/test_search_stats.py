@@ -95,4 +95,6 @@ def test_the_summary_is_a_t_interval_over_seeds_and_a_paired_difference(stats: M
     assert summary["tree"]["geomean"]["per_seed"][2] == pytest.approx((30.0 * 1.3) ** 0.5)
     ratios = [t / r for t, r in zip(summary["tree"]["geomean"]["per_seed"], summary["random"]["geomean"]["per_seed"],
                                     strict=True)]
-    assert summary["tree_minus_random"]["geomean_ratio"][0] == pytest.approx(statistics.fmean(ratios))
+    assert summary["tree_minus_random"]["geomean_ratio"][0] == pytest.approx(statistics.geometric_mean(ratios))
+    low, high = summary["tree_minus_random"]["geomean_ratio"][1:]
+    assert 0 < low < statistics.geometric_mean(ratios) < high  # an interval of ratios, never below zero
