@@ -57,18 +57,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tritonsmith.analysis import Document, index_module  # noqa: E402
+from tritonsmith.analysis import Document  # noqa: E402
 from tritonsmith.evaluator.specs import HarnessSpec, detect_specs  # noqa: E402
 from tritonsmith.search.engine import Search, SearchOptions  # noqa: E402
 from tritonsmith.search.evaluate import CandidateEvaluator  # noqa: E402
 from tritonsmith.search.journal import Journal  # noqa: E402
 from tritonsmith.search.model import Evaluation, Outcome, StepKind, Task  # noqa: E402
-from tritonsmith.search.proposers.offline import (  # noqa: E402
-    BLOCK_NAME,
-    OfflineProposer,
-    _Site,
-    launched_kernels,
-)
+from tritonsmith.search.proposers.offline import OfflineProposer, launch_blocks, launched_kernels  # noqa: E402
 from tritonsmith.search.tree import Node, Tree  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -122,30 +117,21 @@ def knob_variant(source: str, choose: Callable[[str, int], int], warps: int | No
     (where it is written: the literal at the launch, or the constant or local it names), and
     each launch's `num_warps` set to `warps` (None: left as written); None when no launch
     writes a block size."""
-    document = Document(source)
-    index = index_module(document.root)
     edits: dict[int, tuple[int, str]] = {}  # start byte -> (end byte, new text)
-    for kernel in index.kernels:
-        if not kernel.launches:
+    for _, launch, blocks in launch_blocks(source):
+        for name, target, _ in blocks:
+            edits[target.start_byte] = (target.end_byte, str(choose(name, len(blocks))))
+        if not blocks or warps is None:
             continue
-        site = _Site(source, kernel.name)
-        for launch in kernel.launches:
-            targets = [(name, site.block_target(value, launch.node)) for name, (_, value) in launch.keywords.items()
-                       if name in kernel.constexpr_names and BLOCK_NAME.search(name)]
-            knobs = [(name, target) for name, (target, number) in targets if number is not None]
-            for name, target in knobs:
-                edits[target.start_byte] = (target.end_byte, str(choose(name, len(knobs))))
-            if not knobs or warps is None:
-                continue
-            if "num_warps" in launch.keywords:
-                value = launch.keywords["num_warps"][1]
-                edits[value.start_byte] = (value.end_byte, str(warps))
-            elif (arguments := launch.node.child_by_field_name("arguments")) is not None and arguments.named_children:
-                end = arguments.named_children[-1].end_byte
-                edits[end] = (end, f", num_warps={warps}")
+        if "num_warps" in launch.keywords:
+            value = launch.keywords["num_warps"][1]
+            edits[value.start_byte] = (value.end_byte, str(warps))
+        elif (arguments := launch.node.child_by_field_name("arguments")) is not None and arguments.named_children:
+            end = arguments.named_children[-1].end_byte
+            edits[end] = (end, f", num_warps={warps}")
     if not edits:
         return None
-    data = document.source
+    data = Document(source).source  # the bytes the tree's offsets count
     for begin, (finish, new) in sorted(edits.items(), reverse=True):
         data = data[:begin] + new.encode() + data[finish:]
     return data.decode("utf-8")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bench_scripts import load
 
 from tritonsmith.benchmark.metrics import TaskOutcome, aggregate
 from tritonsmith.evaluator.stats import Confirmation, evaluate_rounds
@@ -118,12 +119,7 @@ def test_the_structural_search_rows_and_confirmations_re_derive_from_their_json(
 def test_the_predicted_variant_rows_re_derive_from_their_json() -> None:
     """Every row of the predicted-time table comes from predictor_rank.py's own table function
     over the committed runs, which predicted every variant they verified."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("predictor_rank", DOCS.parent / "bench" / "predictor_rank.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load("predictor_rank")
     for run in ("1", "2"):
         data = _load(f"predicted-variants-{run}.json")
         assert all(r["predicted_s"] for r in data["rows"] if r["verified"])
@@ -137,14 +133,7 @@ def test_the_predicted_variant_rows_re_derive_from_their_json() -> None:
 def test_the_search_statistics_re_derive_from_their_json(run: str) -> None:
     """The tree-against-random table: each run's summary recomputed from its per-seed curves,
     and its rows (search_stats.py's own table function) in the page."""
-    import importlib.util
-    import sys
-
-    spec = importlib.util.spec_from_file_location("search_stats", DOCS.parent / "bench" / "search_stats.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("search_stats", module)
-    spec.loader.exec_module(module)
+    module = load("search_stats")
     data = _load(f"search-stats-{run}.json")
     problems = {path.stem for path in (DOCS.parent / "bench" / "problems").glob("*.py")}
     assert len(data["seeds"]) >= 5 and {row["problem"] for row in data["rows"]} == problems - module.SLOW.keys()

@@ -5,14 +5,13 @@ differences are the textbook ones."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import statistics
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from bench_scripts import load
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEMS = ROOT / "bench" / "problems"
@@ -20,12 +19,7 @@ PROBLEMS = ROOT / "bench" / "problems"
 
 @pytest.fixture(scope="module")
 def stats() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("search_stats", ROOT / "bench" / "search_stats.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["search_stats"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load("search_stats")
 
 
 def test_the_random_baseline_moves_every_launch_of_a_two_kernel_launcher(stats: ModuleType) -> None:

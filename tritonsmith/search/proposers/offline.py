@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from ...analysis import Document, index_module
-from ...analysis.index import AutotuneConfig, Kernel, ModuleIndex
+from ...analysis.index import AutotuneConfig, Kernel, LaunchSite, ModuleIndex
 from ...analysis.syntax import text, walk
 from ..model import Edit, ProposalError, StepContext, apply_edits
 from .autotune import insert_autotune
@@ -64,7 +64,8 @@ from .matmul import dot_tf32, group_m
 from .persistent import persistent_programs
 from .single_pass import single_pass
 
-__all__ = ["OfflineProposer", "config_moves", "launched_kernels", "transformations"]
+__all__ = ["OfflineProposer", "block_sizes", "block_trend", "config_moves", "launch_blocks", "launched_kernels",
+           "transformations"]
 
 BLOCK_NAME = re.compile(r"BLOCK|TILE|GROUP|SIZE|_M$|_N$|_K$", re.IGNORECASE)
 MIN_BLOCK, MAX_BLOCK = 16, 8192
@@ -326,24 +327,31 @@ def _kernel_moves(site: _Site, device: str) -> list[Move]:
     return moves
 
 
-def block_sizes(source: str) -> dict[tuple[str, str], int]:
-    """The block size each launched kernel's launch passes, by (kernel, keyword), where it is
-    a number (a literal, or the constant or launcher local it names); the first launch wins."""
-    try:
-        index = index_module(Document(source).root)
-    except Exception:  # a candidate tree-sitter reads oddly: no sizes, no trend
-        return {}
-    sizes: dict[tuple[str, str], int] = {}
+def launch_blocks(source: str) -> Iterator[tuple[Kernel, LaunchSite, list[tuple[str, Node, int]]]]:
+    """For each launch of each kernel: its block-size keywords that are numbers, as (keyword,
+    the node where the number is written: the literal, or the constant or launcher local it
+    names, the number)."""
+    index = index_module(Document(source).root)
     for kernel in index.kernels:
         if not kernel.launches:
             continue
         site = _Site(source, kernel.name)
         for launch in kernel.launches:
-            for name, (_, value) in launch.keywords.items():
-                if name in kernel.constexpr_names and BLOCK_NAME.search(name):
-                    number = site.block_target(value, launch.node)[1]
-                    if number is not None:
-                        sizes.setdefault((kernel.name, name), number)
+            targets = [(name, *site.block_target(value, launch.node)) for name, (_, value) in launch.keywords.items()
+                       if name in kernel.constexpr_names and BLOCK_NAME.search(name)]
+            yield kernel, launch, [(name, target, number) for name, target, number in targets if number is not None]
+
+
+def block_sizes(source: str) -> dict[tuple[str, str], int]:
+    """The block size each launched kernel's launch passes, by (kernel, keyword), where it is
+    a number; the first launch wins."""
+    sizes: dict[tuple[str, str], int] = {}
+    try:
+        for kernel, _, blocks in launch_blocks(source):
+            for name, _, number in blocks:
+                sizes.setdefault((kernel.name, name), number)
+    except Exception:  # a candidate tree-sitter reads oddly: no sizes, no trend
+        return {}
     return sizes
 
 
