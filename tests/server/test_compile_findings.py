@@ -121,3 +121,17 @@ def launch_first(x):
     assert sorted(severities) == [types.DiagnosticSeverity.Error, types.DiagnosticSeverity.Hint]
     # The secondary finding survives being moved by an edit above it.
     assert secondary[0].shifted(2, 10).secondary
+
+
+def test_a_finding_at_the_launch_goes_with_its_kernel_and_moves_with_the_launcher():
+    """Shared memory over the limit is reported at the launch: it belongs to the kernel it was
+    compiled for (a compile of that kernel while typing recomputes it), is hidden when the
+    launch changes and follows the launcher when lines are added above it."""
+    row = LAUNCHED.splitlines().index("    first[(1,)](x, BLOCK=100)")
+    anchored = anchor(LAUNCHED, [("first", [_finding("shared-memory-exceeded", row, 4)])])
+    assert [item.kernel for item in anchored] == ["first"]
+    assert _now(LAUNCHED, anchored) == [("shared-memory-exceeded", row)]
+    assert _now(LAUNCHED.replace("BLOCK=100", "BLOCK=128"), anchored) == []
+    # Lines added between the kernel and its launcher move only the launcher.
+    moved = LAUNCHED.replace("\n\ndef launch_first", "\n\n# launches\n# here\n\ndef launch_first")
+    assert _now(moved, anchored) == [("shared-memory-exceeded", row + 3)]

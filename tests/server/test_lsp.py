@@ -369,6 +369,68 @@ async def test_typing_at_the_launch_hides_the_compile_finding_and_a_pause_compil
     assert [x.range.start.line for x in reopened if "tritonsmith-verify" in (x.source or "")] == [6]
 
 
+TILE_OVER_SHARED = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def tile_kernel(a_ptr, b_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = tl.load(a_ptr + rm[:, None] * BK + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * BN + rn[None, :])
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], tl.dot(a, b))
+
+
+def tile(a, b, c):
+    tile_kernel[(1,)](a, b, c, BM=64, BN=64, BK=512)
+"""
+
+
+@pytest.mark.compiler
+async def test_a_backend_finding_is_compiled_again_in_full_while_typing(client: LanguageClient):
+    """Shared memory over the limit is found by the compiler's backend, which a frontend-only
+    compile never runs. A kernel whose last full compile found something is compiled in full
+    after a pause in typing: its fix shows in the lens and the mistake typed back is reported
+    again, both without a save."""
+    pytest.importorskip("triton")
+    uri = await _open(client, "tile.py", TILE_OVER_SHARED)
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+
+    def over_shared(d: list[types.Diagnostic] | None) -> bool:
+        return d is not None and any(x.code == "shared-memory-exceeded" and "tritonsmith-verify" in (x.source or "")
+                                     for x in d)
+
+    await _wait_for(client, uri, over_shared, timeout=120)
+
+    async def lens() -> str:
+        lenses = await client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+        return next(x.command.title for x in lenses or [] if x.range.start.line == 4)
+
+    assert (await lens()).startswith("compile failed")
+    row = TILE_OVER_SHARED.splitlines().index("    tile_kernel[(1,)](a, b, c, BM=64, BN=64, BK=512)")
+    column = TILE_OVER_SHARED.splitlines()[row].index("512")
+
+    def block_k(version: int, old: str, new: str) -> None:
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangePartial(
+                range=types.Range(types.Position(row, column), types.Position(row, column + len(old))), text=new)]))
+
+    block_k(2, "512", "256")  # half the tiles: 128 KB of shared memory
+    await _wait_for(client, uri, lambda d: d is not None and not over_shared(d))
+    deadline = asyncio.get_running_loop().time() + 120
+    while not (title := await lens()).startswith("compiled") and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.2)
+    assert title.startswith("compiled · sm_90") and "128 KB smem" in title
+    block_k(3, "256", "512")  # and back: the backend's finding returns without a save
+    await _wait_for(client, uri, over_shared, timeout=120)
+    assert "BK=512" in (Path(client.root) / "tile.py").read_text()
+    assert (await lens()).startswith("compile failed")
+
+
 @pytest.mark.compiler
 async def test_save_verifies_a_kernelbench_problem_against_its_reference(client: LanguageClient):
     pytest.importorskip("triton")

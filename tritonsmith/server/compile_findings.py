@@ -28,44 +28,55 @@ __all__ = ["CompileFinding", "anchor", "compiled_on", "kernel_texts", "live", "m
 @dataclass(frozen=True)
 class CompileFinding:
     """A finding with what it was computed on: the kernel's name (None for the whole file),
-    its `compiled_on` text as saved (or the whole file's), and where it started then."""
+    its `compiled_on` text as saved (or the whole file's), and where the part of that text the
+    finding is in (`part`: 0 the kernel, then each launcher in file order) started then."""
 
     finding: Finding
     kernel: str | None
     text: bytes
     row: int = 0
     start_byte: int = 0
+    part: int = 0
 
 
-def compiled_on(data: bytes, kernel: Kernel) -> bytes:
-    """What a compile of `kernel` read in the file `data`: its definition, then each top-level
-    statement that launches or calls it (the launcher function, whose allocations give the
-    pointer types and whose launch gives the constexprs), in file order."""
-    launchers: dict[int, tuple[int, int]] = {}
+def _parts(kernel: Kernel) -> list[tuple[int, int, int]]:
+    """What a compile of `kernel` reads, as (start byte, end byte, first row): its definition,
+    then each top-level statement that launches or calls it (the launcher function, whose
+    allocations give the pointer types and whose launch gives the constexprs), in file order."""
+    launchers: dict[int, tuple[int, int, int]] = {}
     for site in kernel.launches + kernel.direct_calls:
         statement = site.node
         while statement.parent is not None and statement.parent.type != "module":
             statement = statement.parent
-        launchers[statement.start_byte] = (statement.start_byte, statement.end_byte)
-    parts = [data[kernel.outer.start_byte:kernel.outer.end_byte]]
-    parts += [data[start:end] for start, end in (launchers[k] for k in sorted(launchers))]
-    return b"\0".join(parts)
+        launchers[statement.start_byte] = (statement.start_byte, statement.end_byte, statement.start_point[0])
+    outer = kernel.outer
+    return [(outer.start_byte, outer.end_byte, outer.start_point[0])] + [launchers[k] for k in sorted(launchers)]
+
+
+def compiled_on(data: bytes, kernel: Kernel) -> bytes:
+    """What a compile of `kernel` read in the file `data` (`_parts`), joined."""
+    return b"\0".join(data[start:end] for start, end, _ in _parts(kernel))
 
 
 def anchor(source: str, by_kernel: Iterable[tuple[str, list[Finding]]], whole_file: Iterable[Finding] = ()
            ) -> list[CompileFinding]:
-    """Tie each kernel's findings to its saved definition; findings outside it, and
-    `whole_file`, to the saved file."""
+    """Tie each kernel's findings to its saved definition and launchers (a finding at a launch,
+    such as shared memory over the limit, goes with the kernel: a compile of the kernel
+    recomputes it); findings outside them, and `whole_file`, to the saved file."""
     document = Document(source)
     index = index_module(document.root)
     data = document.source
     out: list[CompileFinding] = []
     for name, findings in by_kernel:
         kernel = index.kernel(name)
+        parts = _parts(kernel) if kernel is not None else []
+        text = compiled_on(data, kernel) if kernel is not None else b""
         for finding in findings:
-            if kernel is not None and kernel.outer.start_point[0] <= finding.span.start[0] <= kernel.outer.end_point[0]:
-                out.append(CompileFinding(finding, name, compiled_on(data, kernel), kernel.outer.start_point[0],
-                                          kernel.outer.start_byte))
+            at = document.offset(*finding.span.start)
+            part = next((i for i, (start, end, _) in enumerate(parts) if start <= at <= end), None)
+            if kernel is not None and part is not None:
+                start, _, row = parts[part]
+                out.append(CompileFinding(finding, name, text, row, start, part))
             else:
                 out.append(CompileFinding(finding, None, data))
     out += [CompileFinding(finding, None, data) for finding in whole_file]
@@ -86,9 +97,9 @@ def kernel_texts(source: str, names: Iterable[str]) -> dict[str, bytes]:
 
 def live(anchored: Iterable[CompileFinding], data: bytes, index: ModuleIndex | None) -> list[Finding]:
     """The findings still true of the document now (`data`, parsed as `index`), moved to where
-    their kernel is now."""
+    their part of the kernel's text is now."""
     out: list[Finding] = []
-    now: dict[str, bytes] = {}  # each kernel's `compiled_on` text, read once per publish
+    now: dict[str, tuple[bytes, list[tuple[int, int, int]]]] = {}  # each kernel's text and parts, once per publish
     for item in anchored:
         if item.kernel is None:
             if item.text == data:
@@ -96,10 +107,12 @@ def live(anchored: Iterable[CompileFinding], data: bytes, index: ModuleIndex | N
             continue
         kernel = index.kernel(item.kernel) if index is not None else None
         if kernel is not None and item.kernel not in now:
-            now[item.kernel] = compiled_on(data, kernel)
-        if kernel is None or now[item.kernel] != item.text:
+            parts = _parts(kernel)
+            now[item.kernel] = (b"\0".join(data[start:end] for start, end, _ in parts), parts)
+        if kernel is None or now[item.kernel][0] != item.text:
             continue  # edited (here or where it is launched) or gone: stale until compiled again
-        out.append(item.finding.shifted(kernel.outer.start_point[0] - item.row, kernel.outer.start_byte - item.start_byte))
+        start, _, row = now[item.kernel][1][item.part]
+        out.append(item.finding.shifted(row - item.row, start - item.start_byte))
     return out
 
 

@@ -80,6 +80,10 @@ class CompileJobs:
         self.running: dict[str, asyncio.Task[None]] = {}
         self._typing: dict[str, asyncio.TimerHandle] = {}  # compiles waiting for a pause in typing
         self._typing_cancel: dict[str, threading.Event] = {}
+        # Full compiles after a pause in typing, one per document at a time: a keystroke never
+        # kills one (its worker stays warm; a stale result is dropped), a save or close does.
+        self._backend: dict[str, threading.Event] = {}
+        self._backend_again: set[str] = set()  # the text moved on while one ran: compile again after it
         self._failure_log: FailureLog | None = None
         self._available: bool | None = None
 
@@ -161,11 +165,17 @@ class CompileJobs:
         loop = asyncio.get_running_loop()
         self._typing[uri] = loop.call_later(settings.compile_while_typing_ms / 1000, self._compile_edited, uri)
 
-    def _stop_typing_compile(self, uri: str) -> None:
+    def _stop_typing_compile(self, uri: str, *, backend: bool = False) -> None:
+        """Stop waiting for a pause and any frontend compile of `uri`; `backend`: its full
+        compile too (a save compiles everything anyway; a closed document needs nothing)."""
         if (waiting := self._typing.pop(uri, None)) is not None:
             waiting.cancel()
         if (running := self._typing_cancel.pop(uri, None)) is not None:
             running.set()
+        if backend:
+            self._backend_again.discard(uri)
+            if (full := self._backend.pop(uri, None)) is not None:
+                full.set()
 
     def _compile_edited(self, uri: str) -> None:
         """After a pause in typing: compile the kernels edited since their last compile."""
@@ -179,12 +189,17 @@ class CompileJobs:
         edited = [k.name for k in index.kernels if k.name in state.compiled_texts
                   and compiled_on(data, k) != state.compiled_texts[k.name]]
         if not edited:
+            self._start_backend(uri)
             return
         cancel = threading.Event()
         self._typing_cancel[uri] = cancel
         asyncio.ensure_future(self._compile_typed(uri, state.document.text, edited, cancel))
 
     async def _compile_typed(self, uri: str, source: str, kernels: list[str], cancel: threading.Event) -> None:
+        """The first of two compiles after a pause: the compiler's frontend only (tens of ms),
+        so a compile-class error shows at once. Then `_start_backend` compiles in full what
+        passed: the backend's findings (shared memory over the limit, spills) and the lens's
+        resources need a whole compile."""
         settings = self.server.workspace_state.settings
         targets = (list(settings.targets) or ["sm_90"])[:1]
         path = to_fs_path(uri) or uri
@@ -206,16 +221,82 @@ class CompileJobs:
         done = set(kernels)
         state.compile_findings = [c for c in state.compile_findings if c.kernel not in done] + anchored
         # A frontend that passes has no resources to show: the lens keeps the last full compile's
-        # figures until the next save; one that fails shows its error.
-        failed = {r.kernel for r in reports if not r.ok}
-        state.compile_reports = [r for r in state.compile_reports if r.kernel not in failed] + \
-            [r for r in reports if r.kernel in failed]
+        # figures until the full compile that follows; one that fails shows its error over them.
+        for report in reports:
+            if report.ok:
+                state.typing_failures.pop(report.kernel, None)
+            else:
+                state.typing_failures[report.kernel] = report
         state.compiled_texts.update(texts)
-        log.info("%s: %s checked by the compiler's frontend while typing for %s: %s (%.2f s)", Path(path).name, ", ".join(kernels),
-                 targets[0], "ok" if all(r.ok for r in reports) else "errors", time.monotonic() - began)
+        log.info("%s: compiled while typing for %s: %s by the compiler's frontend: %s (%.2f s)", Path(path).name,
+                 targets[0], ", ".join(kernels), "ok" if all(r.ok for r in reports) else "errors",
+                 time.monotonic() - began)
         from .publish import publish
 
         publish(self.server, state)
+        self._start_backend(uri)
+
+    def _start_backend(self, uri: str) -> None:
+        """Compile in full, from the unsaved text, the kernels that changed since their last full
+        compile and whose frontend passed; one such compile per document at a time."""
+        if uri in self._backend:
+            self._backend_again.add(uri)
+            return
+        state = self.server.documents.get(uri)
+        task = self.running.get(uri)
+        if state is None or (task is not None and not task.done()):
+            return
+        index = self.server.current_index(state)
+        data = state.document.source
+        stale = [k.name for k in index.kernels if k.name in state.full_texts and k.name not in state.typing_failures
+                 and compiled_on(data, k) == state.compiled_texts.get(k.name)  # its frontend ran on this text
+                 and compiled_on(data, k) != state.full_texts[k.name]]
+        if stale:
+            self._backend[uri] = cancel = threading.Event()
+            asyncio.ensure_future(self._compile_backend(uri, state.document.text, stale, cancel))
+
+    async def _compile_backend(self, uri: str, source: str, kernels: list[str], cancel: threading.Event) -> None:
+        settings = self.server.workspace_state.settings
+        targets = (list(settings.targets) or ["sm_90"])[:1]
+        path = to_fs_path(uri) or uri
+        began = time.monotonic()
+        reports: list[KernelReport] | None = None
+        try:
+            learned = await asyncio.to_thread(self._learned_rules)
+            reports = await asyncio.to_thread(compile_file, self.pool, source, path=path, targets=targets,
+                                              kernels=kernels, cancel_event=cancel, rules=learned)
+            anchored = await asyncio.to_thread(anchor, source, [(r.kernel, r.findings) for r in reports])
+            texts = await asyncio.to_thread(kernel_texts, source, kernels)
+        except Exception:  # a bug here must not take the editor down
+            log.exception("full compile of %s while typing failed", uri)
+        finally:
+            if self._backend.get(uri) is cancel:
+                del self._backend[uri]
+        again = uri in self._backend_again
+        self._backend_again.discard(uri)
+        state = self.server.documents.get(uri)
+        if cancel.is_set() or state is None or reports is None:
+            return
+        if state.document.text != source:
+            if again:
+                self._start_backend(uri)  # a pause came while this compiled: compile what it left
+            return
+        done = set(kernels)
+        state.compile_findings = [c for c in state.compile_findings if c.kernel not in done] + anchored
+        compiled = {r.kernel: r for r in reports}
+        state.compile_reports = [compiled.pop(r.kernel, r) for r in state.compile_reports] + list(compiled.values())
+        for name in done:
+            state.typing_failures.pop(name, None)
+        state.compiled_texts.update(texts)
+        state.full_texts.update(texts)
+        log.info("%s: compiled while typing for %s: %s in full: %s (%.2f s)", Path(path).name, targets[0],
+                 ", ".join(kernels), "ok" if all(r.ok and not r.findings for r in reports) else "findings",
+                 time.monotonic() - began)
+        from .publish import publish
+
+        publish(self.server, state)
+        if self.server.client_supports_code_lens_refresh:
+            self.server.workspace_code_lens_refresh(None)
 
     def on_save(self, uri: str, *, now: bool = False) -> None:
         """Schedule a compile of `uri`, replacing a pending or running one. An explicit save
@@ -234,7 +315,7 @@ class CompileJobs:
             self._pending.pop(uri).cancel()
         if (waiting := self._idle.pop(uri, None)) is not None:
             waiting.cancel()
-        self._stop_typing_compile(uri)  # the save compiles everything
+        self._stop_typing_compile(uri, backend=True)  # the save compiles everything
         self._pending[uri] = loop.call_later(0 if now else SAVE_DEBOUNCE_S, self._start, uri, not autosave)
         if autosave and settings.verify_after_autosave > 0:
             state = self.server.documents.get(uri)
@@ -312,6 +393,7 @@ class CompileJobs:
             return
         log.info("%s", job_summary(Path(path).name, reports, verdicts, time.monotonic() - began))
         state.compile_reports = reports
+        state.typing_failures = {}
         state.verdicts = verdicts
         if reports and all(r.ok for r in reports):
             await asyncio.to_thread(self._contradictions, source, path)
@@ -320,6 +402,7 @@ class CompileJobs:
         state.compile_findings = await asyncio.to_thread(
             anchor, source, [(r.kernel, r.findings) for r in reports], checked)
         state.compiled_texts = await asyncio.to_thread(kernel_texts, source, [r.kernel for r in reports])
+        state.full_texts = dict(state.compiled_texts)
         from .publish import publish, refresh
 
         publish(self.server, state)
@@ -374,8 +457,9 @@ class CompileJobs:
     def close(self) -> None:
         for handle in (*self._pending.values(), *self._idle.values(), *self._typing.values()):
             handle.cancel()
-        for event in self._typing_cancel.values():
+        for event in (*self._typing_cancel.values(), *self._backend.values()):
             event.set()
+        self._backend.clear()
         self._pending.clear()
         self._idle.clear()
         self._typing.clear()

@@ -70,11 +70,17 @@ class OpenDocument:
     # The last save's compile results (each finding with the kernel text it was computed on:
     # `compile_findings.live` shows it while that text is unchanged) and its job's cancel switch.
     compile_findings: list[CompileFinding] = field(default_factory=list)
-    compile_reports: list[KernelReport] = field(default_factory=list)
+    compile_reports: list[KernelReport] = field(default_factory=list)  # full compiles only
+    # Kernels whose compiler frontend failed after a pause in typing: the code lens shows this
+    # report over the last full compile's until the kernel passes again or the file is saved.
+    typing_failures: dict[str, KernelReport] = field(default_factory=dict)
     compile_cancel: threading.Event | None = None
     # Each kernel's definition as last compiled (a save, or a pause in typing): a kernel whose
     # text differs is compiled again after the next pause (jobs.py, compileWhileTypingMs).
     compiled_texts: dict[str, bytes] = field(default_factory=dict)
+    # The same, as last compiled in full (a save, or the full compile after a pause): a kernel
+    # whose text differs is compiled in full after its frontend passes.
+    full_texts: dict[str, bytes] = field(default_factory=dict)
     verdicts: list[Verdict] = field(default_factory=list)  # the last save's checks against references
 
 
@@ -88,6 +94,7 @@ class ClosedCompile(NamedTuple):
     compile_findings: list[CompileFinding]
     compile_reports: list[KernelReport]
     compiled_texts: dict[str, bytes]
+    full_texts: dict[str, bytes]
     verdicts: list[Verdict]
 
 
@@ -231,7 +238,8 @@ class TritonsmithServer(LanguageServer):
     def open(self, uri: str, version: int | None, text: str) -> OpenDocument:
         state = OpenDocument(uri=uri, version=version, document=Document(text, encoding=self.encoding))
         if (kept := self._closed_compiles.pop(uri, None)) is not None:
-            state.compile_findings, state.compile_reports, state.compiled_texts, state.verdicts = kept
+            (state.compile_findings, state.compile_reports, state.compiled_texts, state.full_texts,
+             state.verdicts) = kept
         self.documents[uri] = state
         return state
 
@@ -258,7 +266,7 @@ class TritonsmithServer(LanguageServer):
         if state is not None and (state.compile_findings or state.compiled_texts):
             self._closed_compiles.pop(uri, None)
             self._closed_compiles[uri] = ClosedCompile(state.compile_findings, state.compile_reports,
-                                                       state.compiled_texts, state.verdicts)
+                                                       state.compiled_texts, state.full_texts, state.verdicts)
             while len(self._closed_compiles) > KEEP_CLOSED_COMPILES:
                 del self._closed_compiles[next(iter(self._closed_compiles))]  # the oldest
         self.searches.cancel_document(uri)

@@ -22,7 +22,7 @@ def register(server: TritonsmithServer) -> None:
         ls.current_index(state)  # kernels and types only: no need to wait for the rules
         if state.index is None or not ls.jobs.available():
             return []
-        reports = {r.kernel: r for r in state.compile_reports}
+        reports = {r.kernel: r for r in state.compile_reports} | state.typing_failures
         lenses = []
         for kernel in state.index.kernels:
             row = kernel.outer.start_point[0]  # above the decorators: the whole kernel
