@@ -311,13 +311,13 @@ _ASSIGN = re.compile(r"^(\s+)([a-z_][a-z0-9_]*)\s*(=|\+=)\s")
 _DEF = re.compile(r"^(\s*)def\s")
 
 
-def editable_sites(text: str) -> list[tuple[int, int]]:
+def editable_sites(text: str, where: str = "kernel") -> list[tuple[int, int]]:
     """(line, column) positions just after the first character of an assignment target in the
-    body of a ``@triton.jit`` function: inserting a letter there renames the variable and keeps
-    the file syntactically valid."""
+    body of a ``@triton.jit`` function (`where="host"`: of any other function, the launchers):
+    inserting a letter there renames the variable and keeps the file syntactically valid."""
     sites: list[tuple[int, int]] = []
     lines = text.split("\n")
-    in_jit = False
+    in_jit = in_def = False
     pending_jit = False
     def_indent = -1
     for number, line in enumerate(lines):
@@ -328,15 +328,16 @@ def editable_sites(text: str) -> list[tuple[int, int]]:
         match = _DEF.match(line)
         if match:
             in_jit = pending_jit
+            in_def = True
             pending_jit = False
             def_indent = len(match.group(1))
             continue
         if stripped and not line.startswith(" ") and not stripped.startswith(("@", ")", "#")):
-            in_jit = False
+            in_jit = in_def = False
         if stripped.startswith("@"):
-            in_jit = False
+            in_jit = in_def = False
             continue
-        if not in_jit:
+        if not (in_jit if where == "kernel" else in_def and not in_jit):
             continue
         match = _ASSIGN.match(line)
         if match and len(match.group(1)) > def_indent:

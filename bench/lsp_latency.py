@@ -273,6 +273,7 @@ class Result:
     # Every measured start (the edit run's first, then --starts more): total, spawn->initialize,
     # didOpen->diagnostics, in ms.
     starts: list[dict[str, float]] = field(default_factory=list)
+    sites: str = "kernel"  # where the edits were: in kernels' bodies, or in host functions (--sites)
 
     @property
     def cold_start_median_ms(self) -> float:
@@ -413,12 +414,13 @@ async def run_one(
     verify_in_flight: Path | None = None,
     env: dict[str, str] | None = None,
     starts: int = 0,
+    where: str = "kernel",
 ) -> Result:
     path = folder / f"kernels_{lines}.py"
     text = generate(lines, seed=lines)
     path.write_text(text)
     uri = path.as_uri()
-    sites = editable_sites(text)
+    sites = editable_sites(text, where)
     rng = random.Random(lines)
     pairs = (edits + 1) // 2
     # Sites spread evenly over the file, visited in a shuffled order.
@@ -449,6 +451,7 @@ async def run_one(
             open_to_diagnostics_ms=(first[0] - t_open) * 1e3,
             first_diagnostics=first[3],
             cold_start_cpu_ms=cold_cpu,
+            sites=where,
         )
         result.starts.append({"cold_start_ms": result.cold_start_ms,
                               "spawn_to_initialize_ms": result.spawn_to_initialize_ms,
@@ -591,12 +594,12 @@ def _starts(r: Result) -> str:
 
 def render(results: list[Result]) -> str:
     rows = [
-        "| server | lines | edits | p50 ms | p95 ms | max ms | mean ms | cold start ms, median (range, n) | cold start CPU ms | spawn→init ms | didOpen→diag ms | diags |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| server | lines | edited | edits | p50 ms | p95 ms | max ms | mean ms | cold start ms, median (range, n) | cold start CPU ms | spawn→init ms | didOpen→diag ms | diags |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         rows.append(
-            f"| {r.server} | {r.lines:,} | {len(r.latencies_ms)} | {_ms(r.p50_ms, r)} | {_ms(r.p95_ms, r)} | "
+            f"| {r.server} | {r.lines:,} | {r.sites} | {len(r.latencies_ms)} | {_ms(r.p50_ms, r)} | {_ms(r.p95_ms, r)} | "
             f"{_ms(r.max_ms, r)} | {_ms(r.mean_ms, r)} | {_starts(r)} | {r.cold_start_cpu_ms:.0f} | {r.spawn_to_initialize_ms:.0f} | {r.open_to_diagnostics_ms:.0f} | "
             f"{r.first_diagnostics} |"
         )
@@ -646,25 +649,24 @@ async def main_async(args: argparse.Namespace) -> list[Result]:
         log_dir = Path(args.logs) if args.logs else Path(tmp)
         log_dir.mkdir(parents=True, exist_ok=True)
         env = server_env(Path(tmp) / "pycache")
-        for server in servers:
-            for lines in sizes:
-                print(f"# {server}: {lines} lines, {args.edits} edits ...", file=sys.stderr, flush=True)
-                started = time.perf_counter()
-                verify = args.verify_in_flight if server == "tritonsmith" else None
-                result = await run_one(
-                    server, lines, args.edits, folder, log_dir, args.timeout,
-                    pause_s=args.pause_ms / 1e3, verify_in_flight=verify, env=env, starts=args.starts,
-                )
-                print(
-                    f"#   p50 {result.p50_ms:.1f} ms, p95 {result.p95_ms:.1f} ms, cold start "
-                    f"{result.cold_start_median_ms:.0f} ms (median of {len(result.starts)}) ({time.perf_counter() - started:.0f} s)",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                if result.in_flight is not None:
-                    print(f"#   with {result.in_flight.file} verifying: p50 {result.in_flight.p50_ms:.1f} ms, "
-                          f"p95 {result.in_flight.p95_ms:.1f} ms", file=sys.stderr, flush=True)
-                results.append(result)
+        for server, lines, where in ((s, n, w) for s in servers for n in sizes for w in args.sites.split(",")):
+            print(f"# {server}: {lines} lines, {args.edits} edits in {where} code ...", file=sys.stderr, flush=True)
+            started = time.perf_counter()
+            verify = args.verify_in_flight if server == "tritonsmith" else None
+            result = await run_one(
+                server, lines, args.edits, folder, log_dir, args.timeout,
+                pause_s=args.pause_ms / 1e3, verify_in_flight=verify, env=env, starts=args.starts, where=where,
+            )
+            print(
+                f"#   p50 {result.p50_ms:.1f} ms, p95 {result.p95_ms:.1f} ms, cold start "
+                f"{result.cold_start_median_ms:.0f} ms (median of {len(result.starts)}) ({time.perf_counter() - started:.0f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
+            if result.in_flight is not None:
+                print(f"#   with {result.in_flight.file} verifying: p50 {result.in_flight.p50_ms:.1f} ms, "
+                      f"p95 {result.in_flight.p95_ms:.1f} ms", file=sys.stderr, flush=True)
+            results.append(result)
     return results
 
 
@@ -677,6 +679,8 @@ def main() -> None:
     parser.add_argument("--json", metavar="OUT", help="also write the results (with every latency) as JSON")
     parser.add_argument("--logs", help="keep the servers' stderr logs in this folder")
     parser.add_argument("--starts", type=int, default=0, help="more cold starts to measure per server and size")
+    parser.add_argument("--sites", default="kernel", help="where the edits go: kernel, host or kernel,host "
+                        "(assignments in @triton.jit bodies, or in the other functions: the launchers)")
     parser.add_argument("--pause-ms", type=float, default=0.0, help="wait this long after each answer before the next edit")
     parser.add_argument(
         "--verify-in-flight", nargs="?", type=Path, const=DEFAULT_VERIFY_FILE, metavar="FILE",

@@ -102,6 +102,19 @@ KERNELS = {
         def kernel(x):
             pass
     """,
+    "wrapper function after leading blank lines and a comment": """
+
+
+        # the module starts after these lines
+        import triton
+
+        def project_jit(fn):
+            return triton.jit(fn)
+
+        @project_jit
+        def kernel(x):
+            pass
+    """,
     "triton.runtime.jit": """
         from triton.runtime import jit
 

@@ -93,20 +93,83 @@ def test_atomic_element_types_follow_the_triton_version():
     assert "TS802" in codes("add", "uint8", (3, 9)) and "TS802" not in codes("add", "uint8", (3, 4))
 
 
+def _checked_as_edited(matcher: Matcher, versions: list[str], monkeypatch) -> list[tuple[list[str], int]]:  # type: ignore[no-untyped-def]
+    """Each version's codes and how many launches were typed for it, checked as the language
+    server does: one document whose caches (`LaunchCache`) live across its versions."""
+    from tritonsmith.analysis import Document, index_module
+    from tritonsmith.analysis.argtypes import LaunchTyper
+    from tritonsmith.analysis.index import LaunchCache
+
+    calls: list[int] = []
+    original = LaunchTyper.launch_types
+    monkeypatch.setattr(LaunchTyper, "launch_types", lambda self, *a, **k: calls.append(1) or original(self, *a, **k))
+    cache = LaunchCache()
+    out = []
+    for version in versions:
+        document = Document(version)
+        calls.clear()
+        found = matcher.check_module(document.source, index_module(document.root, launch_cache=cache))
+        out.append(([f.code for f in found], len(calls)))
+    return out
+
+
 def test_an_edit_inside_a_kernel_reuses_the_files_launch_types(monkeypatch):
     """Typing in a kernel body leaves the host code as it was: the launch sites' argument types
     (argtypes.py, the costliest part of a cache key) are not recomputed; a host edit is seen."""
-    from tritonsmith.analysis.argtypes import LaunchTyper
-
-    matcher = _matcher()
     source = KERNEL.format(dtype="int32")
-    assert "TS704" in [f.code for f in matcher.check_source(source)]
-    calls = []
-    original = LaunchTyper.launch_types
-    monkeypatch.setattr(LaunchTyper, "launch_types", lambda self, *a, **k: calls.append(1) or original(self, *a, **k))
     edited = source.replace("tl.store(out_ptr + offs, tl.log(1 + tl.exp(x)))",
                             "y = tl.exp(x)\n    tl.store(out_ptr + offs, tl.log(1 + y))")
-    assert "TS704" in [f.code for f in matcher.check_source(edited)]
-    assert calls == []
-    assert "TS704" not in [f.code for f in matcher.check_source(edited.replace("torch.int32", "torch.float64"))]
-    assert calls
+    first, body, host = _checked_as_edited(_matcher(), [source, edited, edited.replace("torch.int32", "torch.float64")],
+                                           monkeypatch)
+    assert "TS704" in first[0] and first[1] == 1
+    assert "TS704" in body[0] and body[1] == 0
+    assert "TS704" not in host[0] and host[1] == 1
+
+
+TWO_LAUNCHERS = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def exp_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.exp(tl.load(x_ptr + offs)))
+
+
+def first(x):
+    out = torch.empty(128, dtype=torch.float32, device="cuda")
+    exp_kernel[(1,)](x, out, BLOCK=128)
+
+
+def second(x):
+    out = torch.empty(128, dtype=torch.float32, device="cuda")
+    exp_kernel[(1,)](x, out, BLOCK=128)
+
+
+def use_first():
+    first(torch.empty(128, dtype=torch.float32, device="cuda"))
+
+
+def use_second():
+    second(torch.empty(128, dtype=torch.float32, device="cuda"))
+'''
+
+
+def test_a_host_edit_re_types_only_the_launches_it_can_change(monkeypatch):
+    """Launch types are kept per launch with what they read (analysis/launch_memo.py): editing
+    one launcher's caller re-types that launcher's launch, not the other; a new caller, written
+    anywhere, is seen; a changed import re-types everything."""
+    matcher = _matcher()
+    int_caller = TWO_LAUNCHERS.replace("first(torch.empty(128, dtype=torch.float32",
+                                       "first(torch.empty(128, dtype=torch.int32")
+    new_caller = TWO_LAUNCHERS + '\n\ndef more():\n    second(torch.empty(128, dtype=torch.int16, device="cuda"))\n'
+    checked = _checked_as_edited(matcher, [TWO_LAUNCHERS, int_caller, TWO_LAUNCHERS, new_caller,
+                                           "import numpy\n" + new_caller], monkeypatch)
+    assert checked[0] == ([], 2)
+    assert checked[1] == (["TS704"], 1)  # only first's launch: its caller changed
+    assert checked[2] == ([], 1)
+    # A second caller of `second` with int16 arguments: the callers disagree, so x's type is
+    # unknown at that launch and nothing is reported, but the launch was typed again.
+    assert checked[3][1] == 1
+    assert checked[4][1] == 2  # an import changed: every launch again

@@ -20,6 +20,7 @@ only: the server imports this module too, so no torch or triton here.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -29,7 +30,7 @@ from .document import PY_LANGUAGE, Document
 from .index import LaunchSite, ModuleIndex
 from .syntax import call_args, enclosing, string_value, text, unparen
 
-__all__ = ["ArgType", "LaunchTyper", "triton_type", "TORCH_DTYPES"]
+__all__ = ["ArgType", "LaunchTyper", "Reads", "triton_type", "TORCH_DTYPES"]
 
 TORCH_DTYPES: dict[str, str] = {
     "float16": "float16", "half": "float16", "bfloat16": "bfloat16", "float32": "float32",
@@ -133,8 +134,23 @@ class LaunchTyper:
         self._calls: dict[str, list[Node]] | None = None
         self._scope_assignments: dict[tuple[int, int], list[Node]] = {}
         self.default_float = self._default_float()
+        self._reads: Reads | None = None
+        self._searches = 0  # callers found by searching the text, before the table is worth building
 
     # -- the public question ---------------------------------------------------------------
+
+    def launch_types_read(self, launch: LaunchSite, names: list[str], positions: dict[str, int]
+                          ) -> tuple[dict[str, ArgType], Reads]:
+        """`launch_types`, and what the answer read outside the launch's own statement: the
+        file's top-level statements it looked into and the names it looked up (a module
+        constant, a function's returns, a function's callers), which may be defined elsewhere
+        or later. An edit that touches none of them leaves the answer as it was
+        (`analysis/launch_memo.py`)."""
+        self._reads = Reads(_top_statement(launch.node))
+        try:
+            return self.launch_types(launch, names, positions), self._reads
+        finally:
+            self._reads = None
 
     def launch_types(self, launch: LaunchSite, names: list[str], positions: dict[str, int]) -> dict[str, ArgType]:
         """The types of the named runtime parameters at `launch` (positions: the parameter's
@@ -161,6 +177,8 @@ class LaunchTyper:
         node = unparen(node)
         if node is None or depth > _MAX_DEPTH:
             return None
+        if self._reads is not None:
+            self._reads.visit(node)
         kind = node.type
         if kind == "integer":
             try:
@@ -444,6 +462,8 @@ class LaunchTyper:
     def _returned(self, name: str, call: Node, depth: int, seen: frozenset[int]) -> _Value | None:
         """`y = helper(x)`: what a module-level function of the file returns (its single kind
         of return value), e.g. a launcher returning the tensor it allocated."""
+        if self._reads is not None:
+            self._reads.names.add(name)
         definition = self.index.functions.get(name)
         if definition is None or definition.id in seen:
             return None
@@ -478,6 +498,8 @@ class LaunchTyper:
             parameter = _parameter(scope, name)
             if parameter is not None:
                 return self._parameter(scope, parameter, depth, seen)
+        if self._reads is not None:
+            self._reads.names.add(name)
         constant = self.index.globals.get(name)
         if constant is not None and constant.type != "assignment" and constant.id not in seen:
             return self.value(constant, depth + 1, seen | {constant.id})
@@ -587,6 +609,8 @@ class LaunchTyper:
         return None
 
     def _returned_elements(self, function_name: str) -> list[Node] | None:
+        if self._reads is not None:
+            self._reads.names.add(function_name)
         definition = self.index.functions.get(function_name)
         if definition is not None and definition.type == "decorated_definition":
             definition = definition.child_by_field_name("definition")
@@ -604,6 +628,14 @@ class LaunchTyper:
         return None
 
     def _callers(self, name: str, cls: Node | None) -> list[Node]:
+        if self._reads is not None:
+            self._reads.names.add(name)
+        if self._calls is None and self._searches < _SEARCHES_BEFORE_TABLE:
+            # A few lookups (an edit re-types a launch or two) search the text for the name: a
+            # few milliseconds, where the table of every call walks the whole tree (0.14 s on
+            # 55,000 lines); a whole file's check builds the table once.
+            self._searches += 1
+            return self._callers_searched(name, cls)
         if self._calls is None:
             calls: dict[str, list[Node]] = {}
             for _, captures in QueryCursor(_calls_query()).matches(self.document.root):  # one C walk of the file
@@ -617,9 +649,30 @@ class LaunchTyper:
             self._calls = calls
         if cls is None:
             return list(self._calls.get(name, []))
-        return [c for c in self._calls.get("." + name, [])
-                if enclosing(c, "class_definition") is not None and
-                enclosing(c, "class_definition").id == cls.id]  # type: ignore[union-attr]
+        return [c for c in self._calls.get("." + name, []) if _in_class(c, cls)]
+
+    def _callers_searched(self, name: str, cls: Node | None) -> list[Node]:
+        """`_callers` from the text: each `name(` (`.name(` for a method) the tree confirms is
+        a call whose function is that identifier (or that attribute)."""
+        root = self.document.root
+        source = self.document.source
+        out: list[Node] = []
+        for match in re.finditer(re.escape(name.encode()) + rb"\s*\(", source):
+            start = match.start()
+            before = source[start - 1:start]
+            if before and (before.isalnum() or before == b"_" or before[0] >= 0x80):
+                continue  # part of a longer name
+            ident = root.descendant_for_byte_range(start, start + len(name.encode()))
+            if ident is None or ident.type != "identifier" or ident.parent is None:
+                continue
+            parent = ident.parent
+            if cls is None and parent.type == "call" and parent.child_by_field_name("function") == ident:
+                out.append(parent)
+            elif cls is not None and parent.type == "attribute" and parent.child_by_field_name("attribute") == ident \
+                    and parent.parent is not None and parent.parent.type == "call" \
+                    and parent.parent.child_by_field_name("function") == parent and _in_class(parent.parent, cls):
+                out.append(parent.parent)
+        return out
 
     def _default_float(self) -> str:
         """torch's default float dtype for this file: float32 unless it calls
@@ -635,6 +688,35 @@ class LaunchTyper:
                 if qualified and qualified.startswith("torch.") and qualified[6:] in TORCH_DTYPES:
                     return TORCH_DTYPES[qualified[6:]]
         return "float32"
+
+
+_SEARCHES_BEFORE_TABLE = 16
+"""Caller lookups answered by searching the text before the typer builds the table of calls."""
+
+
+def _in_class(call: Node, cls: Node) -> bool:
+    owner = enclosing(call, "class_definition")
+    return owner is not None and owner.id == cls.id
+
+
+class Reads:
+    """What one launch's typing read outside its own top-level statement (`launch_types_read`)."""
+
+    def __init__(self, own: Node) -> None:
+        self._own = (own.start_byte, own.end_byte)
+        self.statements: set[int] = {own.start_byte}  # start bytes of the top-level statements read
+        self.names: set[str] = set()
+
+    def visit(self, node: Node) -> None:
+        if not self._own[0] <= node.start_byte < self._own[1]:
+            self.statements.add(_top_statement(node).start_byte)
+
+
+def _top_statement(node: Node) -> Node:
+    """The module-level statement holding `node` (a child of the module)."""
+    while node.parent is not None and node.parent.parent is not None:
+        node = node.parent
+    return node
 
 
 def _via(value: _Value, via: str) -> _Value:

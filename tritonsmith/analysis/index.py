@@ -18,6 +18,7 @@ from functools import cached_property
 from tree_sitter import Node, Query, QueryCursor
 
 from .document import PY_LANGUAGE
+from .launch_memo import LaunchTypeMemo
 from .syntax import call_args, dotted_name, string_value, text, unparen
 
 __all__ = [
@@ -222,6 +223,8 @@ class ModuleIndex:
     # Module-level names: function definitions and assignments, by name.
     functions: dict[str, Node]
     globals: dict[str, Node]
+    # The document's caches kept across edits (the language server's), or None (one-off checks).
+    launch_cache: LaunchCache | None = None
 
     def kernel(self, name: str) -> Kernel | None:
         for kernel in self.kernels:
@@ -341,9 +344,10 @@ def _is_jit(qualified: str | None, jit_aliases: set[str]) -> bool:
     return qualified == TRITON_JIT or qualified in ("triton.runtime.jit", "triton.runtime.jit.jit") or qualified in jit_aliases
 
 
-def _jit_wrappers(statements: list[Node], imports: Imports) -> set[str]:
+def _jit_wrappers(statements: list[Node], imports: Imports, source: bytes, base: int) -> set[str]:
     """Module-level names that stand for `triton.jit`: `my_jit = triton.jit`, or a function whose
-    body returns or calls `triton.jit` (a project wrapper)."""
+    body returns or calls `triton.jit` (a project wrapper). `source`: the module's text, which
+    starts at byte `base` of the file."""
     aliases: set[str] = set()
     for node in statements:
         if node.type == "expression_statement" and node.named_child_count == 1:
@@ -358,8 +362,8 @@ def _jit_wrappers(statements: list[Node], imports: Imports) -> set[str]:
             if definition is None or definition.type != "function_definition":
                 continue
             body = definition.child_by_field_name("body")
-            if body is None or b"jit" not in (body.text or b""):
-                continue
+            if body is None or source.find(b"jit", body.start_byte - base, body.end_byte - base) < 0:
+                continue  # (searched in place: copying every function's body cost 10 ms a keystroke)
             captures = QueryCursor(_JIT_REFERENCE).captures(body)
             if any(imports.qualify(n) == TRITON_JIT for n in captures.get("ref", [])):
                 aliases.add(text(definition.child_by_field_name("name")))
@@ -519,13 +523,17 @@ def _kernel(node: Node, imports: Imports, jit_aliases: set[str], globals_: dict[
 
 
 class LaunchCache:
-    """Where names are called or subscripted in each host statement, keyed by the statement's text.
+    """Where the module's kernels are called or subscripted in each host statement (keyed by the
+    statement's text, while the kernels' names stay the same), and the argument types at each
+    launch (`launch_memo.py`).
 
     Kept per document by the server, so a keystroke re-scans only the statement it changed."""
 
     def __init__(self) -> None:
         self._entries: dict[bytes, list[tuple[int, int, bytes]]] = {}
+        self._names: frozenset[bytes] = frozenset()
         self._jit: tuple[tuple[bytes, frozenset[str]], dict[bytes, bool]] | None = None
+        self.launch_types = LaunchTypeMemo()  # the type checks' argument types at each launch
 
     def jit_memo(self, imports: Imports, jit_aliases: set[str]) -> dict[bytes, bool]:
         """Which decorator texts are `triton.jit`, while the imports and jit aliases stay."""
@@ -533,6 +541,13 @@ class LaunchCache:
         if self._jit is None or self._jit[0] != context or len(self._jit[1]) > 4096:
             self._jit = (context, {})
         return self._jit[1]
+
+    def kernels_named(self, names: frozenset[bytes]) -> None:
+        """The module's kernels are these: if they changed (a kernel added, renamed or gone),
+        every statement is scanned again."""
+        if names != self._names:
+            self._entries.clear()
+            self._names = names
 
     def lookup(self, key: bytes) -> list[tuple[int, int, bytes]] | None:
         return self._entries.get(key)
@@ -556,17 +571,18 @@ def _find_launches(root: Node, kernels: list[Kernel], hosts: list[Node], cache: 
     by_name = {k.name.encode(): k for k in kernels}
     if not by_name:
         return
+    if cache is not None:
+        cache.kernels_named(frozenset(by_name))
     for host in hosts:
         source = host.text or b""
         found = cache.lookup(source) if cache is not None else None
         if found is None:
-            found = [(m.start(1), m.end(1), m.group(1)) for m in _CALLED_NAME.finditer(source)]
+            found = [(m.start(1), m.end(1), m.group(1)) for m in _CALLED_NAME.finditer(source)
+                     if m.group(1) in by_name]
             if cache is not None:
                 cache.store(source, found, len(hosts))
         for start, end, name in found:
-            kernel = by_name.get(name)
-            if kernel is None:
-                continue
+            kernel = by_name[name]
             ident = root.descendant_for_byte_range(host.start_byte + start, host.start_byte + end)
             if ident is not None and ident.type == "identifier":
                 _attach(kernel, ident)
@@ -642,7 +658,8 @@ def index_module(root: Node, *, launch_cache: LaunchCache | None = None) -> Modu
                     globals_[text(left)] = right
                 elif left is not None and left.type == "identifier":
                     globals_[text(left)] = assign  # annotated without value
-    jit_aliases = _jit_wrappers(statements, imports)
+    source = root.text or b""
+    jit_aliases = _jit_wrappers(statements, imports, source, root.start_byte)
     kernels: list[Kernel] = []
     host_nodes: list[Node] = []
     jit_memo = launch_cache.jit_memo(imports, jit_aliases) if launch_cache is not None else None
@@ -652,10 +669,11 @@ def index_module(root: Node, *, launch_cache: LaunchCache | None = None) -> Modu
             kernels.append(kernel)
         else:
             host_nodes.append(node)
-    assigned = _assigned_kernels(statements, functions, imports, jit_aliases, globals_) if b"jit(" in (root.text or b"") else []
+    assigned = _assigned_kernels(statements, functions, imports, jit_aliases, globals_) if b"jit(" in source else []
     if assigned:
         outers = {k.outer.id for k in assigned}
         host_nodes = [n for n in host_nodes if n.id not in outers]
         kernels = sorted(kernels + assigned, key=lambda k: k.outer.start_byte)
     _find_launches(root, kernels, host_nodes, launch_cache)
-    return ModuleIndex(imports=imports, kernels=kernels, functions=functions, globals=globals_)
+    return ModuleIndex(imports=imports, kernels=kernels, functions=functions, globals=globals_,
+                       launch_cache=launch_cache)

@@ -16,7 +16,6 @@ kernel once, grouping nodes by type, and answers the questions the checks ask:
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -110,70 +109,43 @@ class _BlockNames:
         return found
 
 
-_HOST_TYPES: dict[tuple[bytes, str, int], dict[str, str]] = {}
-_HOST_TYPES_MAX = 4096
-
-
-def clear_launch_types() -> None:
-    """Forget the launch types kept across edits (a new matcher starts cold)."""
-    _HOST_TYPES.clear()
-
-
-def _host_digest(module: ModuleIndex, source: bytes) -> bytes:
-    """A digest of the file without its jit functions' bodies (signatures kept): all that the
-    launch-site argument types read (launches, allocations, callers are host code). Typing
-    inside a kernel leaves it unchanged, so the file's launch types are not recomputed on each
-    keystroke."""
-    found = module.__dict__.get("_host_digest")
-    if found is None:
-        digest = hashlib.blake2b(digest_size=16)
-        at = 0
-        for kernel in sorted(module.kernels, key=lambda k: k.node.start_byte):
-            body = kernel.body
-            if body is None or body.start_byte < at:
-                continue
-            digest.update(source[at:body.start_byte])
-            digest.update(b"\0")
-            at = body.end_byte
-        digest.update(source[at:])
-        found = module.__dict__["_host_digest"] = digest.digest()
-    return found
-
-
 def launch_param_types(kernel: Kernel, module: ModuleIndex, launch: LaunchSite, source: bytes) -> dict[str, str]:
     """`kernel`'s runtime parameters' signature types (`*fp16`, `i32`) as `launch` shows them
     (analysis/argtypes.py); unknown ones are left out. Computed once per launch and module (the
-    typer caches the file's calls and scopes on the index), and kept across edits that change
-    jit function bodies only (`_host_digest`)."""
+    typer caches the file's calls and scopes on the index), and, in the language server, kept
+    across the edits that cannot change them (analysis/launch_memo.py)."""
     cache: dict[tuple[int, int], dict[str, str]] = module.__dict__.setdefault("_param_types", {})
     key = (launch.node.start_byte, kernel.node.start_byte)
     found = cache.get(key)
     if found is not None:
         return found
-    sites = kernel.launches
-    host_key = (_host_digest(module, source), kernel.name,
-                next((i for i, site in enumerate(sites) if site.node.start_byte == launch.node.start_byte), -1))
-    found = _HOST_TYPES.get(host_key)
-    if found is not None:
-        cache[key] = found
-        return found
+    root = kernel.node
+    while root.parent is not None:
+        root = root.parent
+    memo = module.launch_cache.launch_types if module.launch_cache is not None else None
+    if memo is not None:
+        if not module.__dict__.get("_memo_advanced"):
+            memo.advance(root, source)  # once per version of the file
+            module.__dict__["_memo_advanced"] = True
+        parameters = kernel.node.child_by_field_name("parameters")
+        signature = (parameters.text or b"") if parameters is not None else b""
+        found = memo.get(launch.node, kernel.name, signature)
+        if found is not None:
+            cache[key] = found
+            return found
     typer = module.__dict__.get("_launch_typer")
     if typer is None:
-        root = kernel.node
-        while root.parent is not None:
-            root = root.parent
         typer = module.__dict__["_launch_typer"] = LaunchTyper(_Root(root, source), module)  # type: ignore[arg-type]
     params = kernel.params
     runtime = [p.name for p in params if not p.is_constexpr]
     positions = {p.name: i for i, p in enumerate(params)}
     try:
-        typed = typer.launch_types(launch, runtime, positions)
+        typed, reads = typer.launch_types_read(launch, runtime, positions)
     except (RecursionError, ValueError, KeyError):
-        typed = {}
+        typed, reads = {}, None
     found = cache[key] = {name: t.type for name, t in typed.items() if t.type not in ("*", "")}
-    if len(_HOST_TYPES) >= _HOST_TYPES_MAX:
-        _HOST_TYPES.clear()
-    _HOST_TYPES[host_key] = found
+    if memo is not None and reads is not None:
+        memo.put(launch.node, kernel.name, signature, found, reads.statements, reads.names)
     return found
 
 

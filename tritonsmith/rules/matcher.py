@@ -19,7 +19,7 @@ from collections.abc import Generator, Iterable, Sequence
 
 from ..analysis.index import Kernel, ModuleIndex, index_module
 from .checks import CHECKS, NEEDLES, RULE_CHECKS, Check, Hit
-from .context import KernelContext, clear_launch_types, launch_param_types
+from .context import KernelContext, launch_param_types
 from .findings import Finding, Span
 from .model import Rule
 from .pack import RuleSet
@@ -39,6 +39,10 @@ def _called_names(kernel_text: bytes) -> frozenset[str]:
     return found
 
 __all__ = ["Matcher", "select_rules", "suppressed_codes"]
+
+KernelKey = tuple[bytes, bytes, tuple[tuple[int, int, bytes], ...], tuple[tuple[tuple[str, str], ...], ...],
+                  tuple[bytes, ...]]
+"""A kernel's cache key (`Matcher._kernel_key`)."""
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +91,6 @@ class Matcher:
     ) -> None:
         # A new matcher starts cold: the memos kept across edits (per file text) start empty.
         _CALLED_BY_TEXT.clear()
-        clear_launch_types()
         self.version = version
         all_rules = list(rules)
         self.rules = [
@@ -110,7 +113,7 @@ class Matcher:
                     log.warning("rule %s is skipped: %s", r.code, error)
         self.rules = [r for r, _, _ in self._plan]
         self._needles = sorted({n for _, _, needles in self._plan for n in needles or ()})
-        self._cache: dict[bytes, list[Finding]] = {}
+        self._cache: dict[KernelKey, list[Finding]] = {}
         self._identity = repr((version, [(r.code, r.severity.value, r.title, r.query) for r in self.rules])).encode()
 
     # -- public ----------------------------------------------------------------------------
@@ -137,7 +140,7 @@ class Matcher:
         starts where this one stopped."""
         module_key = self._module_key(index)
         findings: list[Finding] = []
-        live: set[bytes] = set()
+        live: set[KernelKey] = set()
         jit = {k.name: k for k in index.kernels}
         for kernel in index.kernels:
             found, key = self._kernel_findings(kernel, module_key, index, source, jit)
@@ -160,7 +163,7 @@ class Matcher:
     # -- internals -------------------------------------------------------------------------
 
     def _kernel_findings(self, kernel: Kernel, module_key: bytes, index: ModuleIndex, source: bytes,
-                         jit: dict[str, Kernel]) -> tuple[list[Finding], bytes]:
+                         jit: dict[str, Kernel]) -> tuple[list[Finding], KernelKey]:
         """A kernel's findings at its place in the file, and its cache key."""
         key = self._kernel_key(kernel, module_key, index, source, jit)
         base_row, base_byte = kernel.outer.start_point[0], kernel.outer.start_byte
@@ -189,22 +192,20 @@ class Matcher:
         return digest.digest()
 
     def _kernel_key(self, kernel: Kernel, module_key: bytes, index: ModuleIndex, source: bytes,
-                    jit: dict[str, Kernel]) -> bytes:
+                    jit: dict[str, Kernel]) -> KernelKey:
         """What a kernel's findings depend on: its text, its launch sites and the argument types
         they allocate (the type checks read `torch.empty(..., dtype=...)` lines that are not part
-        of the launch), and the jit helpers it calls (their return types)."""
-        digest = hashlib.blake2b(module_key, digest_size=16)
-        digest.update(kernel.outer.text or b"")
+        of the launch), and the jit helpers it calls (their return types). A tuple of the texts
+        themselves, not a digest of them: a dict compares them exactly, and hashing 2 MB of
+        kernels per keystroke with blake2 cost more than the rest of the key."""
         base_row = kernel.outer.start_point[0]
-        for site in kernel.launches + kernel.direct_calls:
-            digest.update(b"|%d|" % (site.node.start_point[0] - base_row) + (site.node.text or b""))
-            digest.update(b"@%d" % site.node.start_point[1])
-        for site in kernel.launches:
-            digest.update(repr(sorted(launch_param_types(kernel, index, site, source).items())).encode())
+        sites = tuple((site.node.start_point[0] - base_row, site.node.start_point[1], site.node.text or b"")
+                      for site in kernel.launches + kernel.direct_calls)
+        types = tuple(tuple(sorted(launch_param_types(kernel, index, site, source).items()))
+                      for site in kernel.launches)
         called = _called_names(kernel.node.text or b"")
-        for name in sorted(called & jit.keys() - {kernel.name}):
-            digest.update(b"&" + (jit[name].outer.text or b""))
-        return digest.digest()
+        helpers = tuple(jit[name].outer.text or b"" for name in sorted((called & jit.keys()) - {kernel.name}))
+        return (module_key, kernel.outer.text or b"", sites, types, helpers)
 
     def _check_kernel(self, kernel: Kernel, index: ModuleIndex, source: bytes) -> list[Finding]:
         context = KernelContext(kernel, index, source, self.version)
@@ -258,16 +259,17 @@ def _finding(rule: Rule, hit: Hit) -> Finding:
 def _drop_suppressed(findings: list[Finding], source: bytes) -> list[Finding]:
     if b"tritonsmith" not in source.lower():
         return findings
-    lines = source.split(b"\n")
     out = []
     for finding in findings:
         suppressed = False
-        for row in {finding.span.start[0], finding.span.end[0]}:
-            if row < len(lines):
-                codes = suppressed_codes(lines[row].decode("utf-8", errors="replace"))
-                if codes is not None and (not codes or finding.code in codes or finding.name in codes):
-                    suppressed = True
+        # The line around each end of the finding, found from its byte offset: splitting a
+        # 55,000-line file into lines on every keystroke cost more than the findings.
+        for at in {finding.span.start_byte, finding.span.end_byte}:
+            end = source.find(b"\n", at)
+            line = source[source.rfind(b"\n", 0, at) + 1:end if end >= 0 else len(source)]
+            codes = suppressed_codes(line.decode("utf-8", errors="replace"))
+            if codes is not None and (not codes or finding.code in codes or finding.name in codes):
+                suppressed = True
         if not suppressed:
             out.append(finding)
     return out
-
