@@ -141,3 +141,21 @@ def test_the_search_statistics_re_derive_from_their_json(run: str) -> None:
     assert json.loads(json.dumps(module.summarise(data["rows"], data["seeds"], at))) == data["summary"]
     for line in module.table_rows(data, run):
         assert line in PAGE, line
+
+
+@pytest.mark.parametrize("run", ["before-1", "before-2", "after-1", "after-2"])
+def test_the_55k_line_edit_latencies_re_derive_from_their_json(run: str) -> None:
+    """docs/benchmarks.md, "An edit in a 55,000-line file": each row's median and p95 from the
+    run's every latency, with the benchmark's own percentile."""
+    percentile = load("lsp_latency").percentile
+    which, number = run.split("-")
+    data = _load(f"edit-55k-{run}.json")
+    assert {r["sites"] for r in data["results"]} == {"kernel", "host"}
+    for result in data["results"]:
+        latencies = result["latencies_ms"]
+        assert len(latencies) == 60 and result["lines"] == 55000
+        assert percentile(latencies, 0.50) == pytest.approx(result["p50_ms"])
+        assert percentile(latencies, 0.95) == pytest.approx(result["p95_ms"])
+        row = (f"| {which}, {number} | {result['sites']} | {result['p50_ms']:.1f} | {result['p95_ms']:.1f} | "
+               f"{result['max_ms']:.1f} | {result['open_to_diagnostics_ms'] / 1000:.1f} |")
+        assert row in PAGE, row
