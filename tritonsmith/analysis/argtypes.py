@@ -28,7 +28,7 @@ from tree_sitter import Node, Query, QueryCursor
 
 from .document import PY_LANGUAGE, Document
 from .index import LaunchSite, ModuleIndex
-from .syntax import call_args, enclosing, string_value, text, unparen
+from .syntax import call_args, enclosing, string_value, text, top_statement, unparen
 
 __all__ = ["ArgType", "LaunchTyper", "Reads", "triton_type", "TORCH_DTYPES"]
 
@@ -146,7 +146,7 @@ class LaunchTyper:
         constant, a function's returns, a function's callers), which may be defined elsewhere
         or later. An edit that touches none of them leaves the answer as it was
         (`analysis/launch_memo.py`)."""
-        self._reads = Reads(_top_statement(launch.node))
+        self._reads = Reads(top_statement(launch.node))
         try:
             return self.launch_types(launch, names, positions), self._reads
         finally:
@@ -709,14 +709,7 @@ class Reads:
 
     def visit(self, node: Node) -> None:
         if not self._own[0] <= node.start_byte < self._own[1]:
-            self.statements.add(_top_statement(node).start_byte)
-
-
-def _top_statement(node: Node) -> Node:
-    """The module-level statement holding `node` (a child of the module)."""
-    while node.parent is not None and node.parent.parent is not None:
-        node = node.parent
-    return node
+            self.statements.add(top_statement(node).start_byte)
 
 
 def _via(value: _Value, via: str) -> _Value:

@@ -22,6 +22,8 @@ from difflib import SequenceMatcher
 
 from tree_sitter import Node
 
+from .syntax import top_statement
+
 __all__ = ["LaunchTypeMemo"]
 
 _IDENTIFIER = re.compile(rb"[A-Za-z_\x80-\xff][\w\x80-\xff]*")
@@ -121,10 +123,4 @@ class LaunchTypeMemo:
     def put(self, launch: Node, kernel: str, parameters: bytes, types: dict[str, str], statements: set[int],
             names: set[str]) -> None:
         self._entries[(launch.start_byte, kernel)] = _Entry(
-            types, _top_start(launch), launch.start_byte, kernel, parameters, frozenset(statements), frozenset(names))
-
-
-def _top_start(node: Node) -> int:
-    while node.parent is not None and node.parent.parent is not None:
-        node = node.parent
-    return node.start_byte
+            types, top_statement(launch).start_byte, launch.start_byte, kernel, parameters, frozenset(statements), frozenset(names))

@@ -51,6 +51,13 @@ def enclosing(node: Node, kind: str) -> Node | None:
     return None
 
 
+def top_statement(node: Node) -> Node:
+    """The module-level statement holding `node` (a child of the module; `node` itself when it is one)."""
+    while node.parent is not None and node.parent.parent is not None:
+        node = node.parent
+    return node
+
+
 def operator_of(node: Node | None) -> str:
     """The operator of a binary, unary, comparison or augmented assignment node (`"+"`, `"**="`).
     Operators are anonymous nodes whose type is their text, so nothing is decoded."""

@@ -26,6 +26,7 @@ from .pack import RuleSet
 
 _CALLED = re.compile(rb"(?<![\w.])([A-Za-z_]\w*)\s*\(")  # `name(` in a kernel: the functions it calls
 _CALLED_BY_TEXT: dict[bytes, frozenset[str]] = {}
+_NAMES_A_LINE = re.compile(r"\bline \d")
 
 
 def _called_names(kernel_text: bytes) -> frozenset[str]:
@@ -40,7 +41,7 @@ def _called_names(kernel_text: bytes) -> frozenset[str]:
 
 __all__ = ["Matcher", "select_rules", "suppressed_codes"]
 
-KernelKey = tuple[bytes, bytes, tuple[tuple[int, int, bytes], ...], tuple[tuple[tuple[str, str], ...], ...],
+KernelKey = tuple[bytes, bytes, tuple[tuple[int, int, int, bytes], ...], tuple[tuple[tuple[str, str], ...], ...],
                   tuple[bytes, ...]]
 """A kernel's cache key (`Matcher._kernel_key`)."""
 
@@ -113,7 +114,7 @@ class Matcher:
                     log.warning("rule %s is skipped: %s", r.code, error)
         self.rules = [r for r, _, _ in self._plan]
         self._needles = sorted({n for _, _, needles in self._plan for n in needles or ()})
-        self._cache: dict[KernelKey, list[Finding]] = {}
+        self._cache: dict[KernelKey, tuple[int | None, list[Finding]]] = {}
         self._identity = repr((version, [(r.code, r.severity.value, r.title, r.query) for r in self.rules])).encode()
 
     # -- public ----------------------------------------------------------------------------
@@ -168,10 +169,15 @@ class Matcher:
         key = self._kernel_key(kernel, module_key, index, source, jit)
         base_row, base_byte = kernel.outer.start_point[0], kernel.outer.start_byte
         cached = self._cache.get(key)
-        if cached is None:
-            cached = [f.shifted(-base_row, -base_byte) for f in self._check_kernel(kernel, index, source)]
+        if cached is None or (cached[0] is not None and cached[0] != base_row):
+            found = self._check_kernel(kernel, index, source)
+            # Findings are kept relative to the kernel, so they move with it; a message that
+            # names a line ("with the values of this launch, line 21") cannot move, and is kept
+            # for this row only.
+            pinned = base_row if any(_NAMES_A_LINE.search(f.message) for f in found) else None
+            cached = (pinned, [f.shifted(-base_row, -base_byte) for f in found])
             self._cache[key] = cached
-        return [f.shifted(base_row, base_byte) for f in cached], key
+        return [f.shifted(base_row, base_byte) for f in cached[1]], key
 
     @staticmethod
     def _finish(findings: list[Finding], source: bytes) -> list[Finding]:
@@ -198,8 +204,11 @@ class Matcher:
         of the launch), and the jit helpers it calls (their return types). A tuple of the texts
         themselves, not a digest of them: a dict compares them exactly, and hashing 2 MB of
         kernels per keystroke with blake2 cost more than the rest of the key."""
-        base_row = kernel.outer.start_point[0]
-        sites = tuple((site.node.start_point[0] - base_row, site.node.start_point[1], site.node.text or b"")
+        base_row, base_byte = kernel.outer.start_point[0], kernel.outer.start_byte
+        # Where each site is from the kernel, in rows, column and bytes: a finding at a launch is
+        # kept relative to the kernel too, so the text between them must not have moved.
+        sites = tuple((site.node.start_point[0] - base_row, site.node.start_point[1],
+                       site.node.start_byte - base_byte, site.node.text or b"")
                       for site in kernel.launches + kernel.direct_calls)
         types = tuple(tuple(sorted(launch_param_types(kernel, index, site, source).items()))
                       for site in kernel.launches)
