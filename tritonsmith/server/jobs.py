@@ -165,6 +165,12 @@ class CompileJobs:
         loop = asyncio.get_running_loop()
         self._typing[uri] = loop.call_later(settings.compile_while_typing_ms / 1000, self._compile_edited, uri)
 
+    def on_close(self, uri: str) -> None:
+        """A closed document: nothing waits for it or compiles it while typing any more."""
+        if (waiting := self._idle.pop(uri, None)) is not None:
+            waiting.cancel()
+        self._stop_typing_compile(uri, backend=True)
+
     def _stop_typing_compile(self, uri: str, *, backend: bool = False) -> None:
         """Stop waiting for a pause and any frontend compile of `uri`; `backend`: its full
         compile too (a save compiles everything anyway; a closed document needs nothing)."""

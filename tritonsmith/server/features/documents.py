@@ -31,6 +31,7 @@ def register(server: TritonsmithServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TritonsmithServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.close(params.text_document.uri)
+        ls.jobs.on_close(params.text_document.uri)
         clear(ls, params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_WILL_SAVE)
