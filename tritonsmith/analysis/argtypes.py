@@ -703,12 +703,13 @@ class Reads:
     """What one launch's typing read outside its own top-level statement (`launch_types_read`)."""
 
     def __init__(self, own: Node) -> None:
-        self._own = (own.start_byte, own.end_byte)
+        self.own = own.start_byte  # the launch's statement
+        self._own_end = own.end_byte
         self.statements: set[int] = {own.start_byte}  # start bytes of the top-level statements read
         self.names: set[str] = set()
 
     def visit(self, node: Node) -> None:
-        if not self._own[0] <= node.start_byte < self._own[1]:
+        if not self.own <= node.start_byte < self._own_end:
             self.statements.add(top_statement(node).start_byte)
 
 

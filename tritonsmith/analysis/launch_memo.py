@@ -19,10 +19,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
-from .syntax import top_statement
+if TYPE_CHECKING:
+    from .argtypes import Reads
 
 __all__ = ["LaunchTypeMemo"]
 
@@ -122,7 +124,6 @@ class LaunchTypeMemo:
         found = self._entries.get((launch.start_byte, kernel))
         return found.types if found is not None and found.parameters == parameters else None
 
-    def put(self, launch: Node, kernel: str, parameters: bytes, types: dict[str, str], statements: set[int],
-            names: set[str]) -> None:
+    def put(self, launch: Node, kernel: str, parameters: bytes, types: dict[str, str], reads: Reads) -> None:
         self._entries[(launch.start_byte, kernel)] = _Entry(
-            types, top_statement(launch).start_byte, launch.start_byte, kernel, parameters, frozenset(statements), frozenset(names))
+            types, reads.own, launch.start_byte, kernel, parameters, frozenset(reads.statements), frozenset(reads.names))

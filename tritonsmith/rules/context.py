@@ -119,13 +119,10 @@ def launch_param_types(kernel: Kernel, module: ModuleIndex, launch: LaunchSite, 
     found = cache.get(key)
     if found is not None:
         return found
-    root = kernel.node
-    while root.parent is not None:
-        root = root.parent
     memo = module.launch_cache.launch_types if module.launch_cache is not None else None
     if memo is not None:
         if not module.__dict__.get("_memo_advanced"):
-            memo.advance(root, source)  # once per version of the file
+            memo.advance(_root(kernel.node), source)  # once per version of the file
             module.__dict__["_memo_advanced"] = True
         parameters = kernel.node.child_by_field_name("parameters")
         signature = (parameters.text or b"") if parameters is not None else b""
@@ -135,7 +132,7 @@ def launch_param_types(kernel: Kernel, module: ModuleIndex, launch: LaunchSite, 
             return found
     typer = module.__dict__.get("_launch_typer")
     if typer is None:
-        typer = module.__dict__["_launch_typer"] = LaunchTyper(_Root(root, source), module)  # type: ignore[arg-type]
+        typer = module.__dict__["_launch_typer"] = LaunchTyper(_Root(_root(kernel.node), source), module)  # type: ignore[arg-type]
     params = kernel.params
     runtime = [p.name for p in params if not p.is_constexpr]
     positions = {p.name: i for i, p in enumerate(params)}
@@ -145,8 +142,14 @@ def launch_param_types(kernel: Kernel, module: ModuleIndex, launch: LaunchSite, 
         typed, reads = {}, None
     found = cache[key] = {name: t.type for name, t in typed.items() if t.type not in ("*", "")}
     if memo is not None and reads is not None:
-        memo.put(launch.node, kernel.name, signature, found, reads.statements, reads.names)
+        memo.put(launch.node, kernel.name, signature, found, reads)
     return found
+
+
+def _root(node: Node) -> Node:
+    while node.parent is not None:
+        node = node.parent
+    return node
 
 
 @dataclass(frozen=True)

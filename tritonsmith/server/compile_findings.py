@@ -55,7 +55,11 @@ def _parts(kernel: Kernel) -> list[tuple[int, int, int]]:
 
 def compiled_on(data: bytes, kernel: Kernel) -> bytes:
     """What a compile of `kernel` read in the file `data` (`_parts`), joined."""
-    return b"\0".join(data[start:end] for start, end, _ in _parts(kernel))
+    return _joined(data, _parts(kernel))
+
+
+def _joined(data: bytes, parts: list[tuple[int, int, int]]) -> bytes:
+    return b"\0".join(data[start:end] for start, end, _ in parts)
 
 
 def anchor(source: str, by_kernel: Iterable[tuple[str, list[Finding]]], whole_file: Iterable[Finding] = ()
@@ -70,7 +74,7 @@ def anchor(source: str, by_kernel: Iterable[tuple[str, list[Finding]]], whole_fi
     for name, findings in by_kernel:
         kernel = index.kernel(name)
         parts = _parts(kernel) if kernel is not None else []
-        text = compiled_on(data, kernel) if kernel is not None else b""
+        text = _joined(data, parts)
         for finding in findings:
             at = document.offset(*finding.span.start)
             part = next((i for i, (start, end, _) in enumerate(parts) if start <= at <= end), None)
@@ -108,7 +112,7 @@ def live(anchored: Iterable[CompileFinding], data: bytes, index: ModuleIndex | N
         kernel = index.kernel(item.kernel) if index is not None else None
         if kernel is not None and item.kernel not in now:
             parts = _parts(kernel)
-            now[item.kernel] = (b"\0".join(data[start:end] for start, end, _ in parts), parts)
+            now[item.kernel] = (_joined(data, parts), parts)
         if kernel is None or now[item.kernel][0] != item.text:
             continue  # edited (here or where it is launched) or gone: stale until compiled again
         start, _, row = now[item.kernel][1][item.part]

@@ -25,6 +25,7 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,7 +51,8 @@ if TYPE_CHECKING:
     from ..evaluator.reports import KernelReport
     from ..rules import Rule
     from ..state import FailureLog
-    from .server import TritonsmithServer
+    from .compile_findings import CompileFinding
+    from .server import OpenDocument, TritonsmithServer
 
 __all__ = ["SAVE_DEBOUNCE_S", "CompileJobs", "job_summary"]
 
@@ -201,42 +203,49 @@ class CompileJobs:
         self._typing_cancel[uri] = cancel
         asyncio.ensure_future(self._compile_typed(uri, state.document.text, edited, cancel))
 
+    async def _compile_unsaved(self, uri: str, source: str, kernels: list[str], cancel: threading.Event, *,
+                               frontend_only: bool) -> _Unsaved | None:
+        """Compile `kernels` of the unsaved `source` for the first target: the reports, their
+        findings tied to the text they were computed on, and that text per kernel. None when
+        compiling failed here (logged: a bug must not take the editor down)."""
+        settings = self.server.workspace_state.settings
+        target = (list(settings.targets) or ["sm_90"])[0]
+        path = to_fs_path(uri) or uri
+        began = time.monotonic()
+        try:
+            learned = await asyncio.to_thread(self._learned_rules)
+            reports = await asyncio.to_thread(compile_file, self.pool, source, path=path,
+                                              targets=[target], kernels=kernels, cancel_event=cancel, rules=learned,
+                                              frontend_only=frontend_only)
+            anchored = await asyncio.to_thread(anchor, source, [(r.kernel, r.findings) for r in reports])
+            texts = await asyncio.to_thread(kernel_texts, source, kernels)
+        except Exception:
+            log.exception("compile of %s while typing failed", uri)
+            return None
+        return _Unsaved(Path(path).name, frozenset(kernels), reports, anchored, texts, target, time.monotonic() - began)
+
     async def _compile_typed(self, uri: str, source: str, kernels: list[str], cancel: threading.Event) -> None:
         """The first of two compiles after a pause: the compiler's frontend only (tens of ms),
         so a compile-class error shows at once. Then `_start_backend` compiles in full what
         passed: the backend's findings (shared memory over the limit, spills) and the lens's
         resources need a whole compile."""
-        settings = self.server.workspace_state.settings
-        targets = (list(settings.targets) or ["sm_90"])[:1]
-        path = to_fs_path(uri) or uri
-        began = time.monotonic()
-        try:
-            learned = await asyncio.to_thread(self._learned_rules)
-            reports = await asyncio.to_thread(compile_file, self.pool, source, path=path, targets=targets,
-                                              kernels=kernels, cancel_event=cancel, rules=learned, frontend_only=True)
-            anchored = await asyncio.to_thread(anchor, source, [(r.kernel, r.findings) for r in reports])
-            texts = await asyncio.to_thread(kernel_texts, source, kernels)
-        except Exception:  # a bug here must not take the editor down
-            log.exception("compile of %s while typing failed", uri)
-            return
+        compiled = await self._compile_unsaved(uri, source, kernels, cancel, frontend_only=True)
         state = self.server.documents.get(uri)
-        if cancel.is_set() or state is None or state.document.text != source:
+        if compiled is None or cancel.is_set() or state is None or state.document.text != source:
             return  # typed on meanwhile: the next pause compiles again
         if self._typing_cancel.get(uri) is cancel:
             del self._typing_cancel[uri]
-        done = set(kernels)
-        state.compile_findings = [c for c in state.compile_findings if c.kernel not in done] + anchored
+        compiled.apply_findings(state)
         # A frontend that passes has no resources to show: the lens keeps the last full compile's
         # figures until the full compile that follows; one that fails shows its error over them.
-        for report in reports:
+        for report in compiled.reports:
             if report.ok:
                 state.typing_failures.pop(report.kernel, None)
             else:
                 state.typing_failures[report.kernel] = report
-        state.compiled_texts.update(texts)
-        log.info("%s: compiled while typing for %s: %s by the compiler's frontend: %s (%.2f s)", Path(path).name,
-                 targets[0], ", ".join(kernels), "ok" if all(r.ok for r in reports) else "errors",
-                 time.monotonic() - began)
+        log.info("%s: compiled while typing for %s: %s by the compiler's frontend: %s (%.2f s)", compiled.file,
+                 compiled.target, ", ".join(kernels), "ok" if all(r.ok for r in compiled.reports) else "errors",
+                 compiled.seconds)
         from .publish import publish
 
         publish(self.server, state)
@@ -252,52 +261,39 @@ class CompileJobs:
         task = self.running.get(uri)
         if state is None or (task is not None and not task.done()):
             return
-        index = self.server.current_index(state)
         data = state.document.source
-        stale = [k.name for k in index.kernels if k.name in state.full_texts and k.name not in state.typing_failures
-                 and compiled_on(data, k) == state.compiled_texts.get(k.name)  # its frontend ran on this text
-                 and compiled_on(data, k) != state.full_texts[k.name]]
+        now = {k.name: compiled_on(data, k) for k in self.server.current_index(state).kernels
+               if k.name in state.full_texts and k.name not in state.typing_failures}
+        stale = [name for name, text in now.items()
+                 if text == state.compiled_texts.get(name) and text != state.full_texts[name]]  # its frontend ran on this text
         if stale:
             self._backend[uri] = cancel = threading.Event()
             asyncio.ensure_future(self._compile_backend(uri, state.document.text, stale, cancel))
 
     async def _compile_backend(self, uri: str, source: str, kernels: list[str], cancel: threading.Event) -> None:
-        settings = self.server.workspace_state.settings
-        targets = (list(settings.targets) or ["sm_90"])[:1]
-        path = to_fs_path(uri) or uri
-        began = time.monotonic()
-        reports: list[KernelReport] | None = None
         try:
-            learned = await asyncio.to_thread(self._learned_rules)
-            reports = await asyncio.to_thread(compile_file, self.pool, source, path=path, targets=targets,
-                                              kernels=kernels, cancel_event=cancel, rules=learned)
-            anchored = await asyncio.to_thread(anchor, source, [(r.kernel, r.findings) for r in reports])
-            texts = await asyncio.to_thread(kernel_texts, source, kernels)
-        except Exception:  # a bug here must not take the editor down
-            log.exception("full compile of %s while typing failed", uri)
+            compiled = await self._compile_unsaved(uri, source, kernels, cancel, frontend_only=False)
         finally:
             if self._backend.get(uri) is cancel:
                 del self._backend[uri]
         again = uri in self._backend_again
         self._backend_again.discard(uri)
         state = self.server.documents.get(uri)
-        if cancel.is_set() or state is None or reports is None:
+        if cancel.is_set() or state is None or compiled is None:
             return
         if state.document.text != source:
             if again:
                 self._start_backend(uri)  # a pause came while this compiled: compile what it left
             return
-        done = set(kernels)
-        state.compile_findings = [c for c in state.compile_findings if c.kernel not in done] + anchored
-        compiled = {r.kernel: r for r in reports}
-        state.compile_reports = [compiled.pop(r.kernel, r) for r in state.compile_reports] + list(compiled.values())
-        for name in done:
+        compiled.apply_findings(state)
+        replaced = {r.kernel: r for r in compiled.reports}
+        state.compile_reports = [replaced.pop(r.kernel, r) for r in state.compile_reports] + list(replaced.values())
+        for name in kernels:
             state.typing_failures.pop(name, None)
-        state.compiled_texts.update(texts)
-        state.full_texts.update(texts)
-        log.info("%s: compiled while typing for %s: %s in full: %s (%.2f s)", Path(path).name, targets[0],
-                 ", ".join(kernels), "ok" if all(r.ok and not r.findings for r in reports) else "findings",
-                 time.monotonic() - began)
+        state.full_texts.update(compiled.texts)
+        log.info("%s: compiled while typing for %s: %s in full: %s (%.2f s)", compiled.file, compiled.target,
+                 ", ".join(kernels), "ok" if all(r.ok and not r.findings for r in compiled.reports) else "findings",
+                 compiled.seconds)
         from .publish import publish
 
         publish(self.server, state)
@@ -476,3 +472,21 @@ class CompileJobs:
         for pool in self._verify_pools or ():
             pool.close()
         self._verify_pools = None
+
+
+@dataclass(frozen=True)
+class _Unsaved:
+    """A compile of some kernels of the unsaved text (`CompileJobs._compile_unsaved`)."""
+
+    file: str  # the file's name, for the log
+    kernels: frozenset[str]
+    reports: list[KernelReport]
+    anchored: list[CompileFinding]
+    texts: dict[str, bytes]  # each kernel's `compiled_on` text
+    target: str
+    seconds: float
+
+    def apply_findings(self, state: OpenDocument) -> None:
+        """These kernels' compile findings replace their earlier ones; they were compiled on these texts."""
+        state.compile_findings = [c for c in state.compile_findings if c.kernel not in self.kernels] + self.anchored
+        state.compiled_texts.update(self.texts)
