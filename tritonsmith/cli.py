@@ -107,7 +107,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     paths = list(_python_files(args.paths))
     results: list[FileFindings] = []
     fixed_total = 0
-    for outcome in _check_files(workspace, paths, fix=args.fix, jobs=_jobs(args.jobs, paths)):
+    files_at_once, per_file = _jobs(args.jobs, paths)
+    for outcome in _check_files(workspace, paths, fix=args.fix, jobs=files_at_once, per_file=per_file):
         if isinstance(outcome, str):
             print(outcome, file=sys.stderr)
             continue
@@ -129,33 +130,38 @@ def cmd_check(args: argparse.Namespace) -> int:
 PARALLEL_MIN_BYTES = 256 * 1024
 
 
-def _jobs(requested: int | None, paths: list[Path]) -> int:
-    """How many processes check `paths`: `--jobs`, else one per core for a large enough input.
-    Only where `fork` exists (the children inherit the loaded rules; nothing is re-read)."""
+def _jobs(requested: int | None, paths: list[Path]) -> tuple[int, int]:
+    """How many processes check `paths`, as (files at once, processes sharing one file's
+    kernels): `--jobs`, else one per core for a large enough input. Several files are split by
+    file; a single file by kernel. Only where `fork` exists (the children inherit the loaded
+    rules, and a file's children its parsed tree; nothing is read twice)."""
     import multiprocessing
 
-    if "fork" not in multiprocessing.get_all_start_methods() or len(paths) < 2:
-        return 1
-    if requested is not None:
-        return max(1, min(requested, len(paths)))
+    if "fork" not in multiprocessing.get_all_start_methods() or not paths:
+        return 1, 1
     size = 0
     for path in paths:
         with contextlib.suppress(OSError):
             size += path.stat().st_size
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return 1 if size < PARALLEL_MIN_BYTES else max(1, min(cores, len(paths)))
+    wanted = requested if requested is not None else (1 if size < PARALLEL_MIN_BYTES else cores)
+    wanted = max(1, wanted)
+    if len(paths) == 1:
+        return 1, wanted
+    return min(wanted, len(paths)), 1
 
 
 _WORKSPACE: Workspace | None = None  # the parent's, inherited by forked checkers
 
 
-def _check_files(workspace: Workspace, paths: list[Path], *, fix: bool,
-                 jobs: int) -> Iterator[tuple[FileFindings, int] | str]:
-    """Each file's findings (and how many `--fix` removed), in `paths` order, or an error line."""
+def _check_files(workspace: Workspace, paths: list[Path], *, fix: bool, jobs: int,
+                 per_file: int = 1) -> Iterator[tuple[FileFindings, int] | str]:
+    """Each file's findings (and how many `--fix` removed), in `paths` order, or an error line.
+    `jobs` files at once, or one at a time with its kernels split between `per_file` processes."""
     global _WORKSPACE
     if jobs <= 1:
         for path in paths:
-            yield _check_one(workspace, path, fix)
+            yield _check_one(workspace, path, fix, per_file)
         return
     import multiprocessing
 
@@ -172,12 +178,12 @@ def _check_inherited(item: tuple[Path, bool]) -> tuple[FileFindings, int] | str:
     return _check_one(_WORKSPACE, *item)
 
 
-def _check_one(workspace: Workspace, path: Path, fix: bool) -> tuple[FileFindings, int] | str:
+def _check_one(workspace: Workspace, path: Path, fix: bool, jobs: int = 1) -> tuple[FileFindings, int] | str:
     try:
         source = path.read_bytes()
     except OSError as error:
         return f"error: {path}: cannot read: {error.strerror}"
-    findings = workspace.check_source(source)
+    findings = workspace.check_source(source, jobs=jobs)
     fixed = 0
     if fix and any(f.fix for f in findings):
         original, before = source, len(findings)
@@ -583,7 +589,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--fix", action="store_true", help="apply the mechanical fixes in place")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     check.add_argument("--jobs", "-j", type=int, metavar="N",
-                       help="processes checking files at once (default: one per core for large inputs)")
+                       help="processes checking at once: files, or a single file's kernels (default: one per core for large inputs)")
     common(check)
     check.set_defaults(handler=cmd_check)
 

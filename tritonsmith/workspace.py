@@ -46,5 +46,5 @@ class Workspace:
             self.rules, version=self.version, select=self.settings.select, ignore=self.settings.ignore
         )
 
-    def check_source(self, source: str | bytes) -> list[Finding]:
-        return self.matcher.check_source(source)
+    def check_source(self, source: str | bytes, *, jobs: int = 1) -> list[Finding]:
+        return self.matcher.check_source(source, jobs=jobs)

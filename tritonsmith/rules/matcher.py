@@ -21,6 +21,7 @@ from ..analysis.index import Kernel, ModuleIndex, index_module
 from .checks import CHECKS, NEEDLES, RULE_CHECKS, Check, Hit
 from .context import KernelContext, launch_param_types
 from .findings import Finding, Span
+from .forked import map_forked
 from .model import Rule
 from .pack import RuleSet
 
@@ -44,6 +45,11 @@ __all__ = ["Matcher", "select_rules", "suppressed_codes"]
 KernelKey = tuple[bytes, bytes, tuple[tuple[int, int, int, bytes], ...], tuple[tuple[tuple[str, str], ...], ...],
                   tuple[bytes, ...]]
 """A kernel's cache key (`Matcher._kernel_key`)."""
+_Cached = tuple[int | None, list[Finding]]
+"""A kernel's findings relative to its start, and the row they are pinned to (or None)."""
+
+FORK_MIN_KERNELS = 64
+"""A forked process checks at least this many kernels: fewer would not pay for the fork."""
 
 log = logging.getLogger(__name__)
 
@@ -114,17 +120,21 @@ class Matcher:
                     log.warning("rule %s is skipped: %s", r.code, error)
         self.rules = [r for r, _, _ in self._plan]
         self._needles = sorted({n for _, _, needles in self._plan for n in needles or ()})
-        self._cache: dict[KernelKey, tuple[int | None, list[Finding]]] = {}
+        self._cache: dict[KernelKey, _Cached] = {}
         self._identity = repr((version, [(r.code, r.severity.value, r.title, r.query) for r in self.rules])).encode()
 
     # -- public ----------------------------------------------------------------------------
 
-    def check_source(self, source: str | bytes) -> list[Finding]:
-        """Parse and check a whole file (the command line's entry point)."""
+    def check_source(self, source: str | bytes, *, jobs: int = 1) -> list[Finding]:
+        """Parse and check a whole file (the command line's entry point), its kernels split
+        between `jobs` processes when there are enough of them to be worth a fork."""
         from ..analysis.document import Document
 
         document = Document(source)
-        return self.check_module(document.source, index_module(document.root))
+        index = index_module(document.root)
+        if jobs > 1 and len(index.kernels) >= FORK_MIN_KERNELS * jobs:
+            return self._check_forked(document.source, index, jobs)
+        return self.check_module(document.source, index)
 
     def check_module(self, source: bytes, index: ModuleIndex) -> list[Finding]:
         steps = self.check_steps(source, index)
@@ -162,6 +172,26 @@ class Matcher:
         return self._finish(findings, source)
 
     # -- internals -------------------------------------------------------------------------
+
+    def _check_forked(self, source: bytes, index: ModuleIndex, jobs: int) -> list[Finding]:
+        """`check_module` with the kernels split between forked processes (`forked.py`). Each
+        sends back its cache entries too, so a re-check here (`check --fix`) starts warm."""
+        module_key = self._module_key(index)
+        jit = {k.name: k for k in index.kernels}
+
+        def work(kernels: list[Kernel]) -> list[tuple[KernelKey, _Cached, list[Finding]]]:
+            out = []
+            for kernel in kernels:
+                found, key = self._kernel_findings(kernel, module_key, index, source, jit)
+                out.append((key, self._cache[key], found))
+            return out
+
+        findings: list[Finding] = []
+        for part in map_forked(index.kernels, jobs, work):
+            for key, cached, found in part:
+                self._cache[key] = cached
+                findings.extend(found)
+        return self._finish(findings, source)
 
     def _kernel_findings(self, kernel: Kernel, module_key: bytes, index: ModuleIndex, source: bytes,
                          jit: dict[str, Kernel]) -> tuple[list[Finding], KernelKey]:
