@@ -196,6 +196,12 @@ class Kernel:
     def body(self) -> Node | None:
         return self.node.child_by_field_name("body")
 
+    @cached_property
+    def signature(self) -> bytes:
+        """The parameter list's text, `(x_ptr, n, BLOCK: tl.constexpr)`."""
+        parameters = self.node.child_by_field_name("parameters")
+        return (parameters.text or b"") if parameters is not None else b""
+
     def param(self, name: str) -> Param | None:
         return self._params_by_name.get(name)
 

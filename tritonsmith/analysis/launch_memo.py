@@ -120,10 +120,11 @@ class LaunchTypeMemo:
                                                   frozenset(moved[s] for s in entry.statements), entry.names)
         self._entries = kept
 
-    def get(self, launch: Node, kernel: str, parameters: bytes) -> dict[str, str] | None:
-        found = self._entries.get((launch.start_byte, kernel))
+    def get(self, launch: int, kernel: str, parameters: bytes) -> dict[str, str] | None:
+        """The types at the launch starting at byte `launch`, if kept."""
+        found = self._entries.get((launch, kernel))
         return found.types if found is not None and found.parameters == parameters else None
 
-    def put(self, launch: Node, kernel: str, parameters: bytes, types: dict[str, str], reads: Reads) -> None:
-        self._entries[(launch.start_byte, kernel)] = _Entry(
-            types, reads.own, launch.start_byte, kernel, parameters, frozenset(reads.statements), frozenset(reads.names))
+    def put(self, launch: int, kernel: str, parameters: bytes, types: dict[str, str], reads: Reads) -> None:
+        self._entries[(launch, kernel)] = _Entry(
+            types, reads.own, launch, kernel, parameters, frozenset(reads.statements), frozenset(reads.names))

@@ -115,7 +115,8 @@ def launch_param_types(kernel: Kernel, module: ModuleIndex, launch: LaunchSite, 
     typer caches the file's calls and scopes on the index), and, in the language server, kept
     across the edits that cannot change them (analysis/launch_memo.py)."""
     cache: dict[tuple[int, int], dict[str, str]] = module.__dict__.setdefault("_param_types", {})
-    key = (launch.node.start_byte, kernel.node.start_byte)
+    launch_byte = launch.node.start_byte
+    key = (launch_byte, kernel.node.start_byte)
     found = cache.get(key)
     if found is not None:
         return found
@@ -124,9 +125,8 @@ def launch_param_types(kernel: Kernel, module: ModuleIndex, launch: LaunchSite, 
         if not module.__dict__.get("_memo_advanced"):
             memo.advance(_root(kernel.node), source)  # once per version of the file
             module.__dict__["_memo_advanced"] = True
-        parameters = kernel.node.child_by_field_name("parameters")
-        signature = (parameters.text or b"") if parameters is not None else b""
-        found = memo.get(launch.node, kernel.name, signature)
+        signature = kernel.signature
+        found = memo.get(launch_byte, kernel.name, signature)
         if found is not None:
             cache[key] = found
             return found
@@ -142,7 +142,7 @@ def launch_param_types(kernel: Kernel, module: ModuleIndex, launch: LaunchSite, 
         typed, reads = {}, None
     found = cache[key] = {name: t.type for name, t in typed.items() if t.type not in ("*", "")}
     if memo is not None and reads is not None:
-        memo.put(launch.node, kernel.name, signature, found, reads)
+        memo.put(launch_byte, kernel.name, kernel.signature, found, reads)
     return found
 
 

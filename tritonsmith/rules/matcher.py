@@ -218,10 +218,7 @@ class Matcher:
     def _module_key(self, index: ModuleIndex) -> bytes:
         digest = hashlib.blake2b(self._identity, digest_size=16)
         digest.update(repr(sorted(index.imports.names.items())).encode())
-        for kernel in index.kernels:
-            params = kernel.node.child_by_field_name("parameters")
-            signature = params.text if params is not None and params.text else b""
-            digest.update(kernel.name.encode() + b"(" + signature + b")")
+        digest.update(b"".join(kernel.name.encode() + kernel.signature for kernel in index.kernels))
         digest.update(repr(sorted(index.functions)).encode())
         for name, value in sorted(index.globals.items()):
             digest.update(name.encode() + b"=" + (value.text or b"")[:200])
@@ -234,17 +231,21 @@ class Matcher:
         of the launch), and the jit helpers it calls (their return types). A tuple of the texts
         themselves, not a digest of them: a dict compares them exactly, and hashing 2 MB of
         kernels per keystroke with blake2 cost more than the rest of the key."""
-        base_row, base_byte = kernel.outer.start_point[0], kernel.outer.start_byte
+        outer = kernel.outer
+        base_row, base_byte = outer.start_point[0], outer.start_byte
         # Where each site is from the kernel, in rows, column and bytes: a finding at a launch is
         # kept relative to the kernel too, so the text between them must not have moved.
         sites = tuple((site.node.start_point[0] - base_row, site.node.start_point[1],
                        site.node.start_byte - base_byte, site.node.text or b"")
-                      for site in kernel.launches + kernel.direct_calls)
+                      for site in kernel.launches + kernel.direct_calls) if kernel.launches or kernel.direct_calls else ()
         types = tuple(tuple(sorted(launch_param_types(kernel, index, site, source).items()))
                       for site in kernel.launches)
-        called = _called_names(kernel.node.text or b"")
-        helpers = tuple(jit[name].outer.text or b"" for name in sorted((called & jit.keys()) - {kernel.name}))
-        return (module_key, kernel.outer.text or b"", sites, types, helpers)
+        outer_text = outer.text or b""
+        # Names called in the decorators too (read from the text this key holds anyway, not a
+        # second copy of the body): a helper more in the key only makes it stricter.
+        called = _called_names(outer_text)
+        helpers = tuple(jit[name].outer.text or b"" for name in sorted(n for n in called if n in jit and n != kernel.name))
+        return (module_key, outer_text, sites, types, helpers)
 
     def _check_kernel(self, kernel: Kernel, index: ModuleIndex, source: bytes) -> list[Finding]:
         context = KernelContext(kernel, index, source, self.version)
