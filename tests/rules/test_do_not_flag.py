@@ -60,3 +60,34 @@ def test_version_marker_is_read():
     assert file_version("# triton-version: 3.6\nimport triton\n") == (3, 6)
     assert file_version("import triton\n") == DEFAULT_VERSION
     assert file_version((FIXTURES / "block_pointers.py").read_text()) == (3, 6)
+
+
+WRAPPED = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def nearest_2x(out_ptr, in_ptr, N, C, OH, OW, BLOCK: tl.constexpr):
+    idx = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ow = idx % OW
+    oh = idx // OW{wrap}
+    plane = tl.program_id(1)
+    planes = tl.num_programs(1)
+    out_ptr += (plane * OH + oh) * OW + ow
+    in_ptr += (plane * (OH // 2) + oh // 2) * (OW // 2) + ow // 2
+    while plane < N * C:
+        tl.store(out_ptr, tl.load(in_ptr))
+        out_ptr += planes * OH * OW
+        in_ptr += planes * (OH // 2) * (OW // 2)
+        plane += planes
+'''
+
+
+def test_offsets_wrapped_by_a_modulus_stay_in_bounds_even_through_a_loop():
+    """Found in FlagGems' nearest upsample: the lanes past the plane's end wrap around (`% OW`,
+    `% OH`) and store in-bounds values again, so the unmasked store is fine; without the second
+    modulus the rows run past the plane and the warning stands."""
+    matcher = Matcher(RULES, version=DEFAULT_VERSION)
+    assert [f.code for f in matcher.check_source(WRAPPED.format(wrap=" % OH")) if f.code == "TS508"] == []
+    assert [f.code for f in matcher.check_source(WRAPPED.format(wrap="")) if f.code == "TS508"] == ["TS508"]

@@ -560,6 +560,8 @@ class KernelContext:
         kind = node.type
         if kind == "identifier":
             return text(node) in names
+        if kind == "comparison_operator" and any(c.type in ("is", "is not") for c in node.children):
+            return False  # Triton answers `x is None` when compiling, block or not: a constexpr
         if kind in ("binary_operator", "comparison_operator", "boolean_operator"):
             return any(self._is_block(c, names, depth + 1) for c in node.named_children)
         if kind in ("unary_operator", "not_operator"):

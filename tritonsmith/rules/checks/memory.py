@@ -465,6 +465,13 @@ def _origins(ctx: KernelContext, node: Node | None, seen: set[str], depth: int =
                 out.add("arange")
             elif ctx.imports.is_triton(name, "load", "atomic_add", "where"):
                 continue  # offsets read from memory (or selected) are not a plain pid * BLOCK grid
+        elif current.type == "binary_operator" and operator_of(current) == "%":
+            # `idx % OW`: wrapped below the modulus, however far idx grows; extra lanes rewrite
+            # in-bounds elements, so only the modulus itself can carry an origin.
+            right = current.child_by_field_name("right")
+            if right is not None:
+                stack.append(right)
+            continue
         elif current.type == "identifier" and _is_read(current):
             name = text(current)
             if name in seen:
