@@ -91,3 +91,36 @@ def test_offsets_wrapped_by_a_modulus_stay_in_bounds_even_through_a_loop():
     matcher = Matcher(RULES, version=DEFAULT_VERSION)
     assert [f.code for f in matcher.check_source(WRAPPED.format(wrap=" % OH")) if f.code == "TS508"] == []
     assert [f.code for f in matcher.check_source(WRAPPED.format(wrap="")) if f.code == "TS508"] == ["TS508"]
+
+
+MASKED_LOAD = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(x_ptr, flags_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    keep = offs {compare} n
+    flags = tl.load(flags_ptr + offs, mask=keep).to(tl.int1)
+    counts = flags.to(tl.int32)
+    slots = tl.cumsum(counts, axis=0) - 1
+    x = tl.load(x_ptr + offs, mask=keep)
+    scaled = -x
+    tl.store(out_ptr + slots, x, mask=keep & flags)
+    tl.store(out_ptr + n, tl.sum(scaled))
+'''
+
+
+def test_a_masked_load_is_followed_through_names_to_its_reduction_but_a_tail_prefix_sum_is_exact():
+    """TS502 follows `x -> scaled = -x -> tl.sum(scaled)` (found missing in attorch's NLL loss),
+    and leaves `tl.cumsum` of a load masked only past a bound alone: a prefix sum never reads the
+    later lanes (found flagged in FlagGems' masked_select). A mask that drops leading lanes still
+    corrupts the prefix sum."""
+    matcher = Matcher(RULES, version=DEFAULT_VERSION)
+
+    def flagged(compare: str) -> list[int]:
+        return [f.span.start[0] for f in matcher.check_source(MASKED_LOAD.format(compare=compare)) if f.code == "TS502"]
+
+    assert flagged("<") == [12]  # the `x` load, through `scaled`; not the flags' prefix sum
+    assert flagged(">=") == [9, 12]

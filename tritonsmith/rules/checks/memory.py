@@ -67,17 +67,24 @@ _SUM_LIKE = frozenset({"sum", "xor_sum", "cumsum", "dot"})
 _METHOD_REDUCTIONS = frozenset({"sum", "max", "min", "argmax", "argmin", "cumsum"})
 
 
-def _reductions_reached(ctx: KernelContext, start: Node) -> Iterator[tuple[Node, str]]:
+def _reductions_reached(ctx: KernelContext, start: Node, scaled: bool = False,
+                        hops: int = 0) -> Iterator[tuple[Node, str]]:
     """(reduction call, reduction name) for each reduction that `start`'s value flows into through
     operations that keep masked-out lanes masked-out when `other` is the reduction's neutral value:
-    casts for any reduction, and also products and negation for sums and dots."""
+    casts for any reduction, and also products and negation for sums and dots; through up to
+    three names it is assigned to on the way (`x = tl.load(...)`, `out = -x`, `tl.sum(out)`).
+    `scaled`: went through `*` or unary `-` already, so only sum-like reductions stay exact."""
     node = start
-    scaled = False  # went through `*` or unary `-`: only sum-like reductions stay exact
     for _ in range(12):
         parent = node.parent
         if parent is None:
             return
         kind = parent.type
+        if kind == "assignment" and parent.child_by_field_name("right") == node:
+            if hops < 3:
+                for ident in _reads_of_single_assignment(ctx, parent):
+                    yield from _reductions_reached(ctx, ident, scaled, hops + 1)
+            return
         if kind == "parenthesized_expression":
             node = parent
             continue
@@ -142,24 +149,10 @@ def masked_load_into_reduction(ctx: KernelContext) -> Iterator[Hit]:
         if len(positional) > 3 or "boundary_check" in keywords or "padding_option" in keywords:
             continue
         reached = list(_reductions_reached(ctx, call))
-        top = _cast_root(ctx, call)
-        statement = top.parent
-        if (
-            statement is not None
-            and statement.type == "assignment"
-            and statement.child_by_field_name("right") == top
-        ):
-            target = statement.child_by_field_name("left")
-            if target is not None and target.type == "identifier":
-                name = text(target)
-                if len(ctx.assignments.get(name, [])) == 1 and not _rebound_in_loop(ctx, name):
-                    for ident in ctx.identifiers.get(name, []):
-                        if (
-                            ident != target
-                            and ctx.in_body(ident)
-                            and _is_read(ident)
-                        ):
-                            reached.extend(_reductions_reached(ctx, ident))
+        if _is_tail_mask(ctx, _load_mask(ctx, call)):
+            # A prefix sum never reads later lanes: with only the tail masked off, every lane
+            # kept is exact (FlagGems' masked_select, cumsum kernels).
+            reached = [(c, short) for c, short in reached if short != "cumsum"]
         if not reached:
             continue
         kinds = sorted({short for _, short in reached})
@@ -187,37 +180,30 @@ def masked_load_into_reduction(ctx: KernelContext) -> Iterator[Hit]:
         )
 
 
-def _cast_root(ctx: KernelContext, node: Node) -> Node:
-    """The outermost of `(node)`, `node.to(...)` and `tl.cast(node, ...)` wrapped around `node`."""
-    for _ in range(8):
-        parent = node.parent
-        if parent is None:
-            break
-        if parent.type == "parenthesized_expression":
-            node = parent
-            continue
-        if parent.type == "attribute" and parent.child_by_field_name("object") == node:
-            call = parent.parent
-            if (
-                call is not None
-                and call.type == "call"
-                and call.child_by_field_name("function") == parent
-                and text(parent.child_by_field_name("attribute")) == "to"
-            ):
-                node = call
-                continue
-        if parent.type == "argument_list" and parent.parent is not None:
-            call = parent.parent
-            positional, _ = call_args(call)
-            if (
-                ctx.imports.is_triton(ctx.call_name(call), "cast")
-                and positional
-                and positional[0] == node
-            ):
-                node = call
-                continue
-        break
-    return node
+def _is_tail_mask(ctx: KernelContext, mask: Node | None, depth: int = 0) -> bool:
+    """`offs < n` (or `<=`), directly or through a name assigned once: only the lanes past a
+    bound are masked off."""
+    mask = unparen(mask)
+    if mask is None or depth > 3:
+        return False
+    if mask.type == "comparison_operator":
+        return [c.type for c in mask.children if not c.is_named] in (["<"], ["<="])
+    if mask.type == "identifier":
+        values = ctx.assignments.get(text(mask), [])
+        return len(values) == 1 and _is_tail_mask(ctx, values[0], depth + 1)
+    return False
+
+
+def _reads_of_single_assignment(ctx: KernelContext, statement: Node) -> list[Node]:
+    """The reads of a name assigned once, outside any loop's target (`x = ...`), else none: a
+    name bound twice may hold another value where it is read."""
+    target = statement.child_by_field_name("left")
+    if target is None or target.type != "identifier":
+        return []
+    name = text(target)
+    if len(ctx.assignments.get(name, [])) != 1 or _rebound_in_loop(ctx, name):
+        return []
+    return [i for i in ctx.identifiers.get(name, []) if i != target and ctx.in_body(i) and _is_read(i)]
 
 
 def _rebound_in_loop(ctx: KernelContext, name: str) -> bool:
