@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from dataclasses import dataclass
 
 import tree_sitter_python
 from tree_sitter import Language, Node, Parser, Tree
@@ -86,6 +87,33 @@ def lf_lines(data: bytes) -> bytes:
     return _LONE_CR.sub(b"\n", data) if b"\r" in data else data
 
 
+@dataclass(frozen=True)
+class Window:
+    """Edits in a row as one replaced range: the old text's bytes `start:old_end` are the new
+    text's `start:new_end`; before it nothing moved, after it every byte moved by `shift`."""
+
+    start: int
+    old_end: int
+    new_end: int
+
+    @property
+    def shift(self) -> int:
+        return self.new_end - self.old_end
+
+    def then(self, start: int, old_end: int, new_end: int) -> Window:
+        """This window followed by one more edit (given in the text as it is after this one)."""
+        end = max(self.new_end, old_end)
+        return Window(min(self.start, start), end - self.shift, end + (new_end - old_end))
+
+    def moves(self, start: int, end: int) -> tuple[int, int] | None:
+        """Where an old range the edits did not reach into is now; None if they did."""
+        if end <= self.start:
+            return start, end
+        if start >= self.old_end:
+            return start + self.shift, end + self.shift
+        return None
+
+
 class Document:
     """Source text plus its syntax tree, kept in step by incremental edits."""
 
@@ -97,6 +125,9 @@ class Document:
         self._line_starts = _line_starts(self.source)
         self._tree: Tree = self._parser.parse(self.source)
         self._edited = False  # edits given to the old tree, not parsed yet
+        # The edits since `take_window` as one range; None after none, or after a replace.
+        self._window: Window | None = None
+        self._replaced = False
 
     @property
     def tree(self) -> Tree:
@@ -180,6 +211,16 @@ class Document:
             new_end_point=self.point(new_end_byte),
         )
         self._edited = True
+        window = self._window
+        self._window = Window(start_byte, old_end_byte, new_end_byte) if window is None \
+            else window.then(start_byte, old_end_byte, new_end_byte)
+
+    def take_window(self) -> Window | None:
+        """Every edit since the last call as one replaced range (the `source` bytes), and start
+        again; None when there was none, or the whole text was replaced."""
+        window = None if self._replaced else self._window
+        self._window, self._replaced = None, False
+        return window
 
     def replace(self, source: str | bytes) -> None:
         """Replace the whole text (a full-document sync) and parse from scratch."""
@@ -188,6 +229,7 @@ class Document:
         self._line_starts = _line_starts(self.source)
         self._tree = self._parser.parse(self.source)
         self._edited = False
+        self._replaced = True
 
     def _relines(self, start_byte: int, old_end_byte: int, inserted: bytes) -> None:
         """Update the line-start table for an edit without rescanning the whole text."""

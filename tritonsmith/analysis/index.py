@@ -12,6 +12,7 @@ Other DSLs' `jit` decorators (CuTe, TileLang, Gluon) are not Triton's and are no
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -145,7 +146,7 @@ class Kernel:
         decorators: list[Node],
         jit_decorator: Node,
         imports: Imports,
-        globals_: dict[str, Node],
+        globals_: Mapping[str, Node],
     ) -> None:
         self.name = name
         self.node = node  # the function_definition
@@ -227,10 +228,18 @@ class ModuleIndex:
     imports: Imports
     kernels: list[Kernel]
     # Module-level names: function definitions and assignments, by name.
-    functions: dict[str, Node]
-    globals: dict[str, Node]
+    functions: Mapping[str, Node]
+    globals: Mapping[str, Node]
     # The document's caches kept across edits (the language server's), or None (one-off checks).
     launch_cache: LaunchCache | None = None
+    # What `rebase.py` needs to carry the index across an edit in a kernel's body: the names
+    # that stand for `triton.jit`, whether a kernel is made by assignment, how many statements
+    # the module has, and each kernel's (start, end, body start) bytes, read while its nodes
+    # were current (None where the index was not built for that).
+    jit_aliases: frozenset[str] | None = None
+    assigned_kernels: bool = False
+    top_statements: int = 0
+    spans: list[tuple[int, int, int]] | None = None
 
     def kernel(self, name: str) -> Kernel | None:
         for kernel in self.kernels:
@@ -255,7 +264,7 @@ class ModuleIndex:
         """The names each jit function's body calls (`name(...)`; not its own `def name(`), by
         `id` of the kernel, and how many of them call each name: read once per index, so asking
         for every kernel costs linear time, not quadratic."""
-        per_kernel = {id(k): frozenset(n.decode() for n in _CALLED.findall(_body_text(k))) for k in self.kernels}
+        per_kernel = {id(k): callee_names(_body_text(k)) for k in self.kernels}
         callers: dict[str, int] = {}
         for called in per_kernel.values():
             for name in called:
@@ -274,6 +283,11 @@ class ModuleIndex:
         if kernel.name in per_kernel.get(id(kernel), ()):
             count -= 1
         return count > 0
+
+
+def callee_names(body: bytes) -> frozenset[str]:
+    """The names a body calls (`name(...)`)."""
+    return frozenset(n.decode() for n in _CALLED.findall(body))
 
 
 def _body_text(kernel: Kernel) -> bytes:
@@ -344,7 +358,7 @@ def _decorator_target(decorator: Node) -> Node | None:
     return expr
 
 
-def _is_jit(qualified: str | None, jit_aliases: set[str]) -> bool:
+def _is_jit(qualified: str | None, jit_aliases: set[str] | frozenset[str]) -> bool:
     if qualified is None or qualified.startswith(_NOT_TRITON_PREFIXES):
         return False
     return qualified == TRITON_JIT or qualified in ("triton.runtime.jit", "triton.runtime.jit.jit") or qualified in jit_aliases
@@ -417,14 +431,14 @@ def _params(definition: Node, imports: Imports) -> list[Param]:
     return out
 
 
-def _string_list(node: Node | None, globals_: dict[str, Node]) -> list[tuple[str, Node]]:
+def _string_list(node: Node | None, globals_: Mapping[str, Node]) -> list[tuple[str, Node]]:
     node = _resolve_global(node, globals_)
     if node is None or node.type not in ("list", "tuple"):
         return []
     return [(v, c) for c in node.named_children if (v := string_value(c)) is not None]
 
 
-def _resolve_global(node: Node | None, globals_: dict[str, Node]) -> Node | None:
+def _resolve_global(node: Node | None, globals_: Mapping[str, Node]) -> Node | None:
     node = unparen(node)
     seen = 0
     while node is not None and node.type == "identifier" and text(node) in globals_ and seen < 5:
@@ -456,7 +470,7 @@ def _config(call: Node, imports: Imports) -> AutotuneConfig | None:
     return config
 
 
-def _autotune(call: Node, imports: Imports, globals_: dict[str, Node]) -> Autotune:
+def _autotune(call: Node, imports: Imports, globals_: Mapping[str, Node]) -> Autotune:
     positional, keywords = call_args(call)
     autotune = Autotune(node=call)
     configs_node = keywords["configs"][1] if "configs" in keywords else (positional[0] if positional else None)
@@ -479,7 +493,7 @@ def _autotune(call: Node, imports: Imports, globals_: dict[str, Node]) -> Autotu
     return autotune
 
 
-def _heuristics(call: Node, globals_: dict[str, Node]) -> dict[str, Node]:
+def _heuristics(call: Node, globals_: Mapping[str, Node]) -> dict[str, Node]:
     positional, keywords = call_args(call)
     mapping = keywords["values"][1] if "values" in keywords else (positional[0] if positional else None)
     mapping = _resolve_global(mapping, globals_)
@@ -494,7 +508,7 @@ def _heuristics(call: Node, globals_: dict[str, Node]) -> dict[str, Node]:
     return out
 
 
-def _kernel(node: Node, imports: Imports, jit_aliases: set[str], globals_: dict[str, Node],
+def kernel_of(node: Node, imports: Imports, jit_aliases: set[str] | frozenset[str], globals_: Mapping[str, Node],
             jit_memo: dict[bytes, bool] | None = None) -> Kernel | None:
     if node.type != "decorated_definition":
         return None
@@ -670,7 +684,7 @@ def index_module(root: Node, *, launch_cache: LaunchCache | None = None) -> Modu
     host_nodes: list[Node] = []
     jit_memo = launch_cache.jit_memo(imports, jit_aliases) if launch_cache is not None else None
     for node in statements:
-        kernel = _kernel(node, imports, jit_aliases, globals_, jit_memo)
+        kernel = kernel_of(node, imports, jit_aliases, globals_, jit_memo)
         if kernel is not None:
             kernels.append(kernel)
         else:
@@ -681,5 +695,10 @@ def index_module(root: Node, *, launch_cache: LaunchCache | None = None) -> Modu
         host_nodes = [n for n in host_nodes if n.id not in outers]
         kernels = sorted(kernels + assigned, key=lambda k: k.outer.start_byte)
     _find_launches(root, kernels, host_nodes, launch_cache)
+    spans = None
+    if launch_cache is not None:  # an editor's document: ready to be carried across an edit
+        spans = [(k.outer.start_byte, k.outer.end_byte, body.start_byte if (body := k.body) is not None else -1)
+                 for k in kernels]
     return ModuleIndex(imports=imports, kernels=kernels, functions=functions, globals=globals_,
-                       launch_cache=launch_cache)
+                       launch_cache=launch_cache, jit_aliases=frozenset(jit_aliases), assigned_kernels=bool(assigned),
+                       top_statements=root.named_child_count, spans=spans)

@@ -183,6 +183,27 @@ class _AllBut(Mapping[str, Node]):
         return len(self._mapping) - (self._excluded in self._mapping)
 
 
+class _JitNodes(Mapping[str, Node]):
+    """Each jit function's definition by name (the last of a name), read from its kernel only
+    when asked: with an index carried across an edit (analysis/rebase.py), only the helpers a
+    kernel calls are then looked up in the new tree."""
+
+    def __init__(self, kernels: list[Kernel]) -> None:
+        self._by_name = {k.name: k for k in kernels}
+
+    def __getitem__(self, key: str) -> Node:
+        return self._by_name[key].node
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._by_name
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_name)
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+
 class KernelContext:
     def __init__(self, kernel: Kernel, module: ModuleIndex, source: bytes, version: tuple[int, int] | None) -> None:
         self.kernel = kernel
@@ -469,7 +490,7 @@ class KernelContext:
                                       self.param_types(scenario), entry=self.is_entry)
         helpers = self.module.__dict__.get("_jit_helpers")
         if helpers is None:
-            helpers = self.module.__dict__["_jit_helpers"] = {k.name: k.node for k in self.module.kernels}
+            helpers = self.module.__dict__["_jit_helpers"] = _JitNodes(self.module.kernels)
         return infer_kernel(body, params, self.qualify, _AllBut(helpers, self.kernel.name),
                             keep_values=keep_values, arguments=self.args)
 

@@ -15,12 +15,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 
+from ..analysis.document import Window
 from ..analysis.index import Kernel, ModuleIndex, index_module
+from ..analysis.rebase import Rebased
 from .checks import CHECKS, NEEDLES, RULE_CHECKS, Check, Hit
 from .context import KernelContext, launch_param_types
-from .findings import Finding, Span
+from .findings import Edit, Finding, Fix, Related, Span
 from .forked import map_forked
 from .model import Rule
 from .pack import RuleSet
@@ -40,13 +42,17 @@ def _called_names(kernel_text: bytes) -> frozenset[str]:
         found = _CALLED_BY_TEXT[kernel_text] = frozenset(m.decode() for m in _CALLED.findall(kernel_text))
     return found
 
-__all__ = ["Matcher", "select_rules", "suppressed_codes"]
+__all__ = ["CheckRecord", "Matcher", "select_rules", "suppressed_codes"]
 
 KernelKey = tuple[bytes, bytes, tuple[tuple[int, int, int, bytes], ...], tuple[tuple[tuple[str, str], ...], ...],
                   tuple[bytes, ...]]
 """A kernel's cache key (`Matcher._kernel_key`)."""
-_Cached = tuple[int | None, list[Finding]]
-"""A kernel's findings relative to its start, and the row they are pinned to (or None)."""
+_Anchor = tuple[int, int, tuple[int, int], bytes]
+"""A span outside a kernel and its launch sites that a finding points at (`'z' is defined
+here`): its bytes, start point and text, which must all still hold for the finding to be reused."""
+_Cached = tuple[tuple[int, int] | int | None, list[Finding], tuple[_Anchor, ...]]
+"""A kernel's findings relative to its start; the row, or (row, byte), they are pinned to, or
+None; and the anchors they point at (`_Anchor`)."""
 
 FORK_MIN_KERNELS = 64
 """A forked process checks at least this many kernels: fewer would not pay for the fork."""
@@ -144,24 +150,59 @@ class Matcher:
             except StopIteration as done:
                 return done.value
 
-    def check_steps(self, source: bytes, index: ModuleIndex) -> Generator[None, None, list[Finding]]:
+    def check_steps(self, source: bytes, index: ModuleIndex,
+                    record: CheckRecord | None = None) -> Generator[None, None, list[Finding]]:
         """`check_module` one kernel at a time: yields after each kernel and returns the
         findings. The language server runs it in slices between messages and drops it when an
         edit makes it stale; the kernels checked so far stay in the cache, so the next check
-        starts where this one stopped."""
+        starts where this one stopped. `record`, if given, is filled with what `check_rebased`
+        starts from."""
         module_key = self._module_key(index)
         findings: list[Finding] = []
         live: set[KernelKey] = set()
         jit = {k.name: k for k in index.kernels}
+        per_kernel: list[list[Finding]] = []
         for kernel in index.kernels:
             found, key = self._kernel_findings(kernel, module_key, index, source, jit)
             live.add(key)
             findings.extend(found)
+            per_kernel.append(found)
             yield
+        if record is not None:
+            record.fill(self, index, module_key, source, per_kernel)
         # Forget kernels that no longer exist, so the cache stays the size of the file.
         if len(self._cache) > 2 * len(live) + 64:
             self._cache = {k: v for k, v in self._cache.items() if k in live}
         return self._finish(findings, source)
+
+    def check_rebased(self, rebased: Rebased, source: bytes, previous: CheckRecord,
+                      point: Callable[[int], tuple[int, int]]) -> tuple[list[Finding], CheckRecord]:
+        """The findings of a rebased index (`analysis/rebase.py`: an edit inside one kernel's
+        body), from the check of the index it was rebased from (`previous`): the kernels the
+        edit may have changed are checked (most often the edited one alone), the others'
+        findings are moved by the edit. `point`: a byte offset's (row, column) in `source`.
+        Equal to a check of the whole file; the tests hold it to that."""
+        index, window = rebased.index, rebased.window
+        dirty = rebased.dirty_kernels()
+        old_rows = previous.source.count(b"\n", window.start, window.old_end)
+        rows_moved = source.count(b"\n", window.start, window.new_end) != old_rows
+        for position, found in enumerate(previous.per_kernel):
+            # A finding the edit reached into cannot be moved; a message naming a line cannot
+            # move when lines come or go: check those kernels again.
+            if found and position not in dirty and any(
+                    _reached(f, window) or rows_moved and _NAMES_A_LINE.search(f.message) for f in found):
+                dirty.add(position)
+        jit = {k.name: k for k in index.kernels}
+        per_kernel = list(previous.per_kernel)  # a kernel with nothing found: its empty list
+        for position, found in enumerate(previous.per_kernel):
+            if position in dirty:
+                per_kernel[position], _ = self._kernel_findings(index.kernels[position], previous.module_key, index,
+                                                                source, jit)
+            elif found:
+                per_kernel[position] = [_moved_finding(f, window, point) for f in found]
+        record = CheckRecord()
+        record.fill(self, index, previous.module_key, source, per_kernel)
+        return self._finish([f for found in per_kernel for f in found], source), record
 
     def check_kernels(self, source: bytes, index: ModuleIndex, kernels: list[Kernel]) -> list[Finding]:
         """The findings of some of a file's kernels (what a hover needs while the whole file's
@@ -199,13 +240,16 @@ class Matcher:
         key = self._kernel_key(kernel, module_key, index, source, jit)
         base_row, base_byte = kernel.outer.start_point[0], kernel.outer.start_byte
         cached = self._cache.get(key)
-        if cached is None or (cached[0] is not None and cached[0] != base_row):
+        if cached is None or not _still_holds(cached, base_row, base_byte, source):
             found = self._check_kernel(kernel, index, source)
-            # Findings are kept relative to the kernel, so they move with it; a message that
-            # names a line ("with the values of this launch, line 21") cannot move, and is kept
-            # for this row only.
-            pinned = base_row if any(_NAMES_A_LINE.search(f.message) for f in found) else None
-            cached = (pinned, [f.shifted(-base_row, -base_byte) for f in found])
+            # Findings are kept relative to the kernel, so they move with it. A message that
+            # names a line ("with the values of this launch, line 21") cannot move: it is kept
+            # for this row only. A span elsewhere in the file (a global's definition) moves
+            # with that text, not the kernel: kept for this place only, while its text stays.
+            anchors = _anchors(kernel, found, source)
+            pinned: tuple[int, int] | int | None = (base_row, base_byte) if anchors else \
+                base_row if any(_NAMES_A_LINE.search(f.message) for f in found) else None
+            cached = (pinned, [f.shifted(-base_row, -base_byte) for f in found], anchors)
             self._cache[key] = cached
         return [f.shifted(base_row, base_byte) for f in cached[1]], key
 
@@ -277,6 +321,80 @@ class Matcher:
                     seen.add(key)
                     findings.append(finding)
         return findings
+
+
+def _anchors(kernel: Kernel, found: list[Finding], source: bytes) -> tuple[_Anchor, ...]:
+    """The spans of `found` outside the kernel and its launch sites (`_Anchor`)."""
+    if not found:
+        return ()
+    ranges = [(kernel.outer.start_byte, kernel.outer.end_byte)] + \
+        [(s.node.start_byte, s.node.end_byte) for s in kernel.launches + kernel.direct_calls]
+    return tuple((span.start_byte, span.end_byte, span.start, source[span.start_byte:span.end_byte])
+                 for finding in found for span in _spans(finding)
+                 if not any(start <= span.start_byte and span.end_byte <= end for start, end in ranges))
+
+
+def _still_holds(cached: _Cached, base_row: int, base_byte: int, source: bytes) -> bool:
+    """Whether cached findings may be reused for a kernel starting here (`_Cached`)."""
+    pinned, _, anchors = cached
+    if pinned is None:
+        return True
+    if isinstance(pinned, int):
+        return pinned == base_row
+    return pinned == (base_row, base_byte) and all(
+        source[start:end] == text and (source.count(b"\n", 0, start), start - source.rfind(b"\n", 0, start) - 1) == point
+        for start, end, point, text in anchors)
+
+
+class CheckRecord:
+    """What a finished check of a document saw: the matcher and index it ran with, the module's
+    key, the text, and each kernel's findings before suppressions (in `index.kernels` order)."""
+
+    def __init__(self) -> None:
+        self.matcher: Matcher | None = None
+        self.index: ModuleIndex | None = None
+        self.module_key = b""
+        self.source = b""
+        self.per_kernel: list[list[Finding]] = []
+
+    def fill(self, matcher: Matcher, index: ModuleIndex, module_key: bytes, source: bytes,
+             per_kernel: list[list[Finding]]) -> None:
+        self.matcher, self.index, self.module_key, self.source, self.per_kernel = \
+            matcher, index, module_key, source, per_kernel
+
+
+def _spans(finding: Finding) -> Iterator[Span]:
+    yield finding.span
+    for related in finding.related:
+        yield related.span
+    if finding.fix is not None:
+        for edit in finding.fix.edits:
+            yield edit.span
+
+
+def _reached(finding: Finding, window: Window) -> bool:
+    """Whether an edit reached into one of the finding's spans (or touched one)."""
+    return any(span.start_byte <= window.old_end and span.end_byte >= window.start for span in _spans(finding))
+
+
+def _moved_span(span: Span, window: Window, point: Callable[[int], tuple[int, int]]) -> Span:
+    if span.end_byte <= window.start:
+        return span
+    start, end = span.start_byte + window.shift, span.end_byte + window.shift
+    return Span(point(start), point(end), start, end)
+
+
+def _moved_finding(finding: Finding, window: Window, point: Callable[[int], tuple[int, int]]) -> Finding:
+    """A finding of a kernel the edit did not reach, where its text is now (spans before the
+    edit stay; those after it move by its bytes, their rows and columns read again)."""
+    if all(span.end_byte <= window.start for span in _spans(finding)):
+        return finding
+    return finding._replace(
+        span=_moved_span(finding.span, window, point),
+        related=tuple(Related(_moved_span(r.span, window, point), r.message) for r in finding.related),
+        fix=None if finding.fix is None else Fix(finding.fix.title, tuple(
+            Edit(_moved_span(e.span, window, point), e.new_text) for e in finding.fix.edits)),
+    )
 
 
 def _finding(rule: Rule, hit: Hit) -> Finding:

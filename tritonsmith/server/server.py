@@ -34,7 +34,9 @@ from pygls.uris import to_fs_path
 from .. import __version__
 from ..analysis import Document, ModuleIndex, index_module
 from ..analysis.index import LaunchCache
+from ..analysis.rebase import Rebased, rebase
 from ..rules import Finding
+from ..rules.matcher import CheckRecord
 from ..settings import Settings, find_workspace_root, read_pyproject
 from ..workspace import Workspace
 from .compile_findings import CompileFinding
@@ -67,6 +69,12 @@ class OpenDocument:
     index_generation: int = -1  # the generation `index` was built for
     published_generation: int = -1
     pending: tuple[int, Generator[None, None, list[Finding]]] | None = None  # the running check
+    # What the last finished check saw, the text `index` was built from, and, when `index` was
+    # carried across an edit in a kernel's body (analysis/rebase.py), how: together they let the
+    # next check re-check only the kernels the edit may have changed (`Matcher.check_rebased`).
+    record: CheckRecord | None = None
+    index_source: bytes = b""
+    rebased: Rebased | None = None
     # The last save's compile results (each finding with the kernel text it was computed on:
     # `compile_findings.live` shows it while that text is unchanged) and its job's cancel switch.
     compile_findings: list[CompileFinding] = field(default_factory=list)
@@ -324,9 +332,21 @@ class TritonsmithServer(LanguageServer):
         publish(self, state)
 
     def current_index(self, state: OpenDocument) -> ModuleIndex:
-        """The kernel index of the document as it is now, built once per generation."""
+        """The kernel index of the document as it is now, built once per generation: carried
+        across the edits since the last one when they all lie in one kernel's body, else built
+        from the whole tree."""
         if state.index is None or state.index_generation != state.generation:
-            state.index = index_module(state.document.root, launch_cache=state.launch_cache)
+            window = state.document.take_window()
+            state.rebased = None
+            if state.index is not None and window is not None:
+                try:
+                    state.rebased = rebase(state.index, state.index_source, state.document.root,
+                                           state.document.source, window)
+                except Exception:  # never worse than indexing in full
+                    log.exception("carrying the index of %s across an edit failed", state.uri)
+            state.index = state.rebased.index if state.rebased is not None else \
+                index_module(state.document.root, launch_cache=state.launch_cache)
+            state.index_source = state.document.source
             state.index_generation = state.generation
         return state.index
 
@@ -356,8 +376,7 @@ class TritonsmithServer(LanguageServer):
         try:
             if state.pending is None or state.pending[0] != state.generation:
                 index = self.current_index(state)
-                state.pending = (state.generation,
-                                 self.workspace_state.matcher.check_steps(state.document.source, index))
+                state.pending = (state.generation, self._check(state, index))
             steps = state.pending[1]
             while True:
                 next(steps)
@@ -368,9 +387,27 @@ class TritonsmithServer(LanguageServer):
         except Exception:  # never let one file's analysis take the server down
             log.exception("checking %s failed", state.uri)
             state.findings = []
+            state.record = None
         state.pending = None
         state.dirty = False
         return True
+
+
+    def _check(self, state: OpenDocument, index: ModuleIndex) -> Generator[None, None, list[Finding]]:
+        """The check of `index`, in steps: the kernels an edit in one body may have changed
+        when the index was carried across it from the last check's, else every kernel (from
+        the matcher's cache where unchanged)."""
+        matcher, source, previous, rebased = self.workspace_state.matcher, state.document.source, state.record, state.rebased
+        if rebased is not None and previous is not None and previous.index is rebased.old and previous.matcher is matcher:
+            findings, state.record = matcher.check_rebased(rebased, source, previous, state.document.point)
+            return findings
+        if rebased is not None:  # no check of the index it came from to start from: index in full
+            index = state.index = index_module(state.document.root, launch_cache=state.launch_cache)
+            state.rebased = None
+        record = CheckRecord()
+        findings = yield from matcher.check_steps(source, index, record)
+        state.record = record
+        return findings
 
 
 def mark_dirty(state: OpenDocument) -> None:

@@ -1,0 +1,128 @@
+"""An edit inside one kernel's body carries the index across (analysis/rebase.py) and re-checks
+only the kernels it may have changed (`Matcher.check_rebased`): after any sequence of edits the
+server's findings are those of a fresh check of the same text, and its index reads as a fresh
+index does; and body edits do take that path."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from lsprotocol import types
+
+from tritonsmith.analysis import index_module
+from tritonsmith.rules.matcher import Matcher
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import corpus  # noqa: E402
+
+URI = "file:///tmp/rebased_probe.py"
+EXTRA = '''
+
+@triton.jit
+def _twice(x):
+    return x * 2
+
+
+@triton.jit
+def uses_twice(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, _twice(x), mask=offs < n)  # tritonsmith: ignore[TS508]
+
+
+def launch_twice(x):
+    out = torch.empty_like(x)
+    uses_twice[(1,)](x, out, x.numel(), BLOCK=1000)
+    return out
+'''
+BASE = corpus.generate(260, seed=1) + EXTRA
+# What a user types in a kernel's body: names, a call of a helper, a reduction, a newline, a
+# suppression, a string quote, a dedent, a bracket, nothing (a deletion).
+TYPED = ["x", "\n", " ", "(", "tl.sum(x)", "_twice(x)", "leaky_relu_0(", "# tritonsmith: ignore\n",
+         '"', "\nz = 1\n", ")", "2", ""]
+
+
+_SERVER: list[Any] = []
+
+
+def _session() -> Any:
+    """The server (one for the module: starting one loads every rule pack), with the file
+    opened afresh."""
+    from tritonsmith.server import create_server
+
+    if not _SERVER:
+        _SERVER.append(create_server())
+    server = _SERVER[0]
+    state = server.open(URI, 1, BASE)
+    server.ensure_checked(state)
+    return server, state
+
+
+def _edit(server: Any, state: Any, offset: int, typed: str, version: int) -> None:
+    document = state.document
+    start = document.point_to_lsp(*document.point(offset))
+    end = document.point_to_lsp(*document.point(offset + (1 if typed == "" else 0)))
+    change = types.TextDocumentContentChangePartial(
+        range=types.Range(types.Position(*start), types.Position(*end)), text=typed)
+    server.change(URI, version, [change])
+
+
+def _in_a_body(state: Any, pick: int, at: int) -> int:
+    """A byte offset inside some kernel's body (`pick` chooses the kernel, `at` the place)."""
+    kernels = [k for k in index_module(state.document.root).kernels if k.body is not None]
+    if not kernels:  # the edits broke the file before its first kernel
+        return 0
+    body = kernels[pick % len(kernels)].body
+    return body.start_byte + 1 + at % max(1, body.end_byte - body.start_byte - 1)
+
+
+def _fresh(server: Any, text: str) -> list[Any]:
+    matcher = server.workspace_state.matcher
+    return Matcher(server.workspace_state.rules, version=matcher.version).check_source(text)
+
+
+@settings(max_examples=int(__import__("os").environ.get("REBASE_EXAMPLES", "40")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 100_000), st.sampled_from(TYPED),
+                          st.integers(0, 9), st.booleans()), min_size=1, max_size=8))
+def test_findings_after_body_edits_are_those_of_a_fresh_check(edits) -> None:  # type: ignore[no-untyped-def]
+    server, state = _session()
+    for version, (pick, at, typed, elsewhere, before_checking) in enumerate(edits, start=2):
+        offset = _in_a_body(state, pick, at) if elsewhere else at % len(state.document.source)
+        _edit(server, state, offset, typed, version)
+        if before_checking:  # a second edit before the check: both in one window
+            _edit(server, state, _in_a_body(state, pick + 1, at // 7), "y", version)
+        server.ensure_checked(state)
+        fresh = _fresh(server, state.document.text)
+        assert state.findings == fresh, state.document.text
+
+
+def _shape(index: Any) -> list[Any]:
+    return [(k.name, k.outer.start_byte, k.outer.end_byte, k.signature, [p.name for p in k.params],
+             [(s.node.start_byte, s.node.end_byte, s.grid.start_byte if s.grid else None) for s in k.launches],
+             [s.node.start_byte for s in k.direct_calls], k.autotune is not None, sorted(k.heuristics))
+            for k in index.kernels] + [
+        sorted((n, v.type, v.start_byte, v.end_byte) for n, v in index.functions.items()),
+        sorted((n, v.type, v.start_byte, v.end_byte) for n, v in index.globals.items()),
+        sorted(index._callees[1].items()),
+    ]
+
+
+def test_typing_in_bodies_takes_the_rebased_path_and_its_index_reads_as_a_fresh_one(monkeypatch) -> None:
+    server, state = _session()
+    rebased: list[int] = []
+    original = Matcher.check_rebased
+    monkeypatch.setattr(Matcher, "check_rebased", lambda *args: rebased.append(1) or original(*args))
+    generator = random.Random(7)
+    for version in range(2, 42):
+        offset = _in_a_body(state, generator.randrange(100), generator.randrange(10_000))
+        _edit(server, state, offset, generator.choice(["x", "y1", " + 1", ""]), version)
+        server.ensure_checked(state)
+        if version % 5 == 0:  # most kernels are read from the new tree only now: several edits later
+            assert _shape(state.index) == _shape(index_module(state.document.root))
+            assert state.findings == _fresh(server, state.document.text)
+    assert len(rebased) >= 20, f"only {len(rebased)} of 40 edits in bodies were checked as rebased"
