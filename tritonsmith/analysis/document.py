@@ -188,7 +188,7 @@ class Document:
         start_byte = self.offset(*self.lsp_to_point(*start))
         old_end_byte = max(self.offset(*self.lsp_to_point(*end)), start_byte)
         inserted = encode(new_text)
-        self.raw = self.raw[:start_byte] + inserted + self.raw[old_end_byte:]
+        self.raw = b"".join((self.raw[:start_byte], inserted, self.raw[old_end_byte:]))  # one copy, not two
         # A CR just before the edit, or in the inserted text, may gain or lose the LF after it:
         # the parsed text then changes from one byte before the edit (lengths never change).
         new_end_raw = start_byte + len(inserted)
@@ -199,7 +199,7 @@ class Document:
         else:
             replacement = self.raw[start_byte:new_end_raw]
         start_point, old_end_point = self.point(start_byte), self.point(old_end_byte)
-        self.source = self.source[:start_byte] + replacement + self.source[old_end_byte:]
+        self.source = b"".join((self.source[:start_byte], replacement, self.source[old_end_byte:]))
         new_end_byte = start_byte + len(replacement)
         self._relines(start_byte, old_end_byte, replacement)
         self._tree.edit(
@@ -238,7 +238,7 @@ class Document:
         after = bisect.bisect_right(starts, old_end_byte)
         delta = len(inserted) - (old_end_byte - start_byte)
         added = [start_byte + i + 1 for i, byte in enumerate(inserted) if byte == 10]
-        self._line_starts = starts[:keep] + added + [s + delta for s in starts[after:]]
+        self._line_starts = starts[:keep] + added + (list(map(delta.__add__, starts[after:])) if delta else starts[after:])
 
 
 def _line_starts(source: bytes) -> list[int]:
