@@ -5,6 +5,7 @@ medians, the bench metrics from the per-problem rows, and the tables' figures in
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -143,12 +144,13 @@ def test_the_search_statistics_re_derive_from_their_json(run: str) -> None:
         assert line in PAGE, line
 
 
-@pytest.mark.parametrize("run", ["before-1", "before-2", "after-1", "after-2"])
+@pytest.mark.parametrize("run", ["before-1", "before-2", "after-1", "after-2", "rebase-before-1", "rebase-before-2",
+                                 "rebase-after-1", "rebase-after-2"])
 def test_the_55k_line_edit_latencies_re_derive_from_their_json(run: str) -> None:
-    """docs/benchmarks.md, "An edit in a 55,000-line file": each row's median and p95 from the
-    run's every latency, with the benchmark's own percentile."""
+    """docs/benchmarks.md, "An edit in a 55,000-line file" (both tables): each row's median and
+    p95 from the run's every latency, with the benchmark's own percentile."""
     percentile = load("lsp_latency").percentile
-    which, number = run.split("-")
+    which, number = run.removeprefix("rebase-").split("-")
     data = _load(f"edit-55k-{run}.json")
     assert {r["sites"] for r in data["results"]} == {"kernel", "host"}
     for result in data["results"]:
@@ -159,3 +161,14 @@ def test_the_55k_line_edit_latencies_re_derive_from_their_json(run: str) -> None
         row = (f"| {which}, {number} | {result['sites']} | {result['p50_ms']:.1f} | {result['p95_ms']:.1f} | "
                f"{result['max_ms']:.1f} | {result['open_to_diagnostics_ms'] / 1000:.1f} |")
         assert row in PAGE, row
+
+
+@pytest.mark.parametrize("run", ["1", "2"])
+def test_the_forked_check_of_one_large_file_re_derives_from_its_json(run: str) -> None:
+    """docs/benchmarks.md, "One large file on every core": each run's medians."""
+    data = _load(f"check-55k-forked-{run}.json")
+    assert data["lines"] == 55000 and len(data["jobs_1_s"]) == len(data["default_s"]) == 3
+    row = (f"| {run} | {statistics.median(data['jobs_1_s']):.2f} ({min(data['jobs_1_s']):.2f}-{max(data['jobs_1_s']):.2f}) | "
+           f"{statistics.median(data['default_s']):.2f} ({min(data['default_s']):.2f}-{max(data['default_s']):.2f}) | "
+           f"{statistics.median(data['jobs_1_s']) / statistics.median(data['default_s']):.2f}x |")
+    assert row in PAGE, row
