@@ -242,6 +242,12 @@ def test_random_edit_sequences_match_a_fresh_parse(start_text, edits):
         expected = ref_apply(expected, start, end, new_text)
         assert document.source == expected.encode("utf-8")
         assert document._line_starts == _line_starts(document.source)
+        # Rows and offsets read through the pending shift of the lines after the last edit.
+        fresh = Document(expected)
+        for offset in range(0, len(document.source) + 1, max(1, len(document.source) // 40)):
+            assert document.point(offset) == fresh.point(offset)
+            row, column = fresh.point(offset)
+            assert document.offset(row, column) == offset and document.line(row) == fresh.line(row)
     assert_consistent(document, expected)
 
 
