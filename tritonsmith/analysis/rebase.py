@@ -249,14 +249,17 @@ def rebase(old: ModuleIndex, old_source: bytes, root: Node, source: bytes, windo
         callers[name] = callers.get(name, 0) + 1
     index.__dict__["_callees"] = (per_kernel, callers)
     # Launch types read so far (`rules.context.launch_param_types`, by launch and kernel start
-    # byte): no launch is in the edited body, and typing reads a kernel's parameters, not its
-    # body, so each is what it was, moved with the text.
-    types = old.__dict__.get("_param_types")
+    # byte as `launch << 32 | kernel`): no launch is in the edited body, and typing reads a
+    # kernel's parameters, not its body, so each is what it was, moved with the text.
+    types: dict[int, dict[str, str]] | None = old.__dict__.get("_param_types")
     if types:
-        shift, after = window.shift, window.old_end
-        index.__dict__["_param_types"] = {
-            (launch + shift if launch >= after else launch, kernel_at + shift if kernel_at >= after else kernel_at): found
-            for (launch, kernel_at), found in types.items()}
+        shift, after, low = window.shift, window.old_end, (1 << 32) - 1
+        moved: dict[int, dict[str, str]] = {}
+        for key, found in types.items():
+            launch, kernel_at = key >> 32, key & low
+            moved[(launch + shift if launch >= after else launch) << 32
+                  | (kernel_at + shift if kernel_at >= after else kernel_at)] = found
+        index.__dict__["_param_types"] = moved
     return Rebased(index, old, window, position, called_before, called_now)
 
 

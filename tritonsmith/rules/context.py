@@ -114,9 +114,10 @@ def launch_param_types(kernel: Kernel, module: ModuleIndex, launch: LaunchSite, 
     (analysis/argtypes.py); unknown ones are left out. Computed once per launch and module (the
     typer caches the file's calls and scopes on the index), and, in the language server, kept
     across the edits that cannot change them (analysis/launch_memo.py)."""
-    cache: dict[tuple[int, int], dict[str, str]] = module.__dict__.setdefault("_param_types", {})
+    # By launch and kernel start byte, as one number (`analysis/rebase.py` moves them).
+    cache: dict[int, dict[str, str]] = module.__dict__.setdefault("_param_types", {})
     launch_byte = launch.node.start_byte
-    key = (launch_byte, kernel.node.start_byte)
+    key = launch_byte << 32 | kernel.node.start_byte
     found = cache.get(key)
     if found is not None:
         return found

@@ -92,6 +92,9 @@ class OpenDocument:
     verdicts: list[Verdict] = field(default_factory=list)  # the last save's checks against references
 
 
+PREPARE_EDITS_BYTES = 256 * 1024
+"""From this size on, an opened document is re-parsed once at open (`Document.prepare_for_edits`)."""
+
 KEEP_CLOSED_COMPILES = 64
 """How many closed documents' compile results are kept for their reopening."""
 
@@ -245,6 +248,8 @@ class TritonsmithServer(LanguageServer):
 
     def open(self, uri: str, version: int | None, text: str) -> OpenDocument:
         state = OpenDocument(uri=uri, version=version, document=Document(text, encoding=self.encoding))
+        if len(state.document.source) > PREPARE_EDITS_BYTES:
+            state.document.prepare_for_edits()
         if (kept := self._closed_compiles.pop(uri, None)) is not None:
             (state.compile_findings, state.compile_reports, state.compiled_texts, state.full_texts,
              state.verdicts) = kept
