@@ -145,7 +145,7 @@ def test_the_search_statistics_re_derive_from_their_json(run: str) -> None:
 
 
 @pytest.mark.parametrize("run", ["before-1", "before-2", "after-1", "after-2", "rebase-before-1", "rebase-before-2",
-                                 "rebase-after-1", "rebase-after-2"])
+                                 "rebase-after-1", "rebase-after-2", "rebase-after-3", "rebase-after-4"])
 def test_the_55k_line_edit_latencies_re_derive_from_their_json(run: str) -> None:
     """docs/benchmarks.md, "An edit in a 55,000-line file" (both tables): each row's median and
     p95 from the run's every latency, with the benchmark's own percentile."""
