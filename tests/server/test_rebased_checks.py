@@ -126,3 +126,22 @@ def test_typing_in_bodies_takes_the_rebased_path_and_its_index_reads_as_a_fresh_
             assert _shape(state.index) == _shape(index_module(state.document.root))
             assert state.findings == _fresh(server, state.document.text)
     assert len(rebased) >= 20, f"only {len(rebased)} of 40 edits in bodies were checked as rebased"
+
+
+def test_after_a_run_of_carried_indexes_the_file_is_indexed_in_full_and_checks_stay_exact(monkeypatch) -> None:
+    """`rebase.MAX_REBASES` in a row, then a full index (the relocated nodes' edit lists stay
+    short); the findings are a fresh check's on both sides of the switch."""
+    from tritonsmith.analysis import rebase
+
+    monkeypatch.setattr(rebase, "MAX_REBASES", 3)
+    server, state = _session()
+    counts = []
+    sites = corpus.editable_sites(BASE)  # assignment targets in kernels' bodies
+    for version in range(2, 12):
+        row, column = sites[version * 7 % len(sites)]
+        offset = state.document.offset(row, column)  # (each edit adds one byte to its own line)
+        _edit(server, state, offset, "x", version)
+        server.ensure_checked(state)
+        counts.append(state.index.rebases)
+        assert state.findings == _fresh(server, state.document.text)
+    assert counts == [1, 2, 3, 0, 1, 2, 3, 0, 1, 2]

@@ -240,6 +240,7 @@ class ModuleIndex:
     assigned_kernels: bool = False
     top_statements: int = 0
     spans: list[tuple[int, int, int]] | None = None
+    rebases: int = 0  # how many times in a row it was carried across an edit (rebase.py)
 
     def kernel(self, name: str) -> Kernel | None:
         for kernel in self.kernels:

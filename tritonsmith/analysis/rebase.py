@@ -31,6 +31,11 @@ from .index import Kernel, LaunchSite, ModuleIndex, callee_names, kernel_of
 __all__ = ["Rebased", "RelocatedKernel", "RelocatedNodes", "rebase"]
 
 
+MAX_REBASES = 64
+"""Rebased this many times in a row, the index is built in full: every relocated node keeps the
+edits since its index was built, and resolving one walks them all."""
+
+
 def _moved(windows: tuple[Window, ...], start: int, end: int) -> tuple[int, int] | None:
     for window in windows:
         moved = window.moves(start, end)
@@ -50,29 +55,33 @@ def _find(root: Node, kind: str, start: int, end: int) -> Node:
     raise LookupError(f"no {kind} at bytes {start}-{end}")
 
 
-class _Relocated:
-    """An old node's place: where it is in the new tree, found on first use."""
+_Place = tuple[str, int, int]
+"""Where a node was: its type and byte range. Kept instead of the node, which would keep its
+whole tree (and that version's text) alive for as long as the index lives."""
 
-    __slots__ = ("_origin", "_windows")
 
-    def __init__(self, origin: Node, windows: tuple[Window, ...]) -> None:
-        self._origin, self._windows = origin, windows
+def _place(node: Node) -> _Place:
+    return node.type, node.start_byte, node.end_byte
 
-    def resolve(self, root: Node) -> Node:
-        moved = _moved(self._windows, self._origin.start_byte, self._origin.end_byte)
-        if moved is None:
-            raise LookupError("an edit reached a relocated node")
-        return _find(root, self._origin.type, *moved)
+
+def _resolve(place: _Place, windows: tuple[Window, ...], root: Node) -> Node:
+    """The node that was at `place`, in the new tree after the edits `windows`."""
+    kind, start, end = place
+    moved = _moved(windows, start, end)
+    if moved is None:
+        raise LookupError("an edit reached a relocated node")
+    return _find(root, kind, *moved)
 
 
 class RelocatedNodes(Mapping[str, Node]):
     """The module's functions or globals (name to node), found in the new tree on first read:
-    each entry is a node of some earlier tree and the edits made since (`Window`s)."""
+    each entry is a node of the last full index, or an edited kernel's statement, and the edits
+    made since (`Window`s)."""
 
     def __init__(self, old: Mapping[str, Node], window: Window, root: Node) -> None:
-        self._entries: dict[str, tuple[Node, tuple[Window, ...]]] = {}  # names whose origin differs
+        self._entries: dict[str, tuple[_Place, tuple[Window, ...]]] = {}  # names whose origin differs
         if isinstance(old, RelocatedNodes):  # rebased again: from the first index's table
-            self._entries = {name: (node, windows + (window,)) for name, (node, windows) in old._entries.items()}
+            self._entries = {name: (place, windows + (window,)) for name, (place, windows) in old._entries.items()}
             self._old: Mapping[str, Node] = old._old
             self._windows: tuple[Window, ...] = old._windows + (window,)
         else:
@@ -82,18 +91,19 @@ class RelocatedNodes(Mapping[str, Node]):
 
     def replace(self, name: str, node: Node) -> None:
         """`name` is now this node of the new tree (the edited kernel's statement)."""
-        self._entries[name] = (node, ())
-        self._found.pop(name, None)
+        self._entries[name] = (_place(node), ())
+        self._found[name] = node
 
-    def origin(self, name: str) -> tuple[Node, tuple[Window, ...]]:
-        """The node an entry was first read as, and the edits since."""
-        return self._entries.get(name) or (self._old[name], self._windows)
+    def origin(self, name: str) -> tuple[_Place, tuple[Window, ...]]:
+        """Where an entry was first read, and the edits since."""
+        entry = self._entries.get(name)
+        return entry if entry is not None else (_place(self._old[name]), self._windows)
 
     def __getitem__(self, name: str) -> Node:
         found = self._found.get(name)
         if found is None:
-            node, windows = self.origin(name)
-            found = self._found[name] = _Relocated(node, windows).resolve(self._root) if windows else node
+            place, windows = self.origin(name)
+            found = self._found[name] = _resolve(place, windows, self._root)
         return found
 
     def __contains__(self, name: object) -> bool:
@@ -109,7 +119,7 @@ class RelocatedNodes(Mapping[str, Node]):
 class RelocatedKernel(Kernel):
     """A kernel the edit did not touch. Its name is known at once; its nodes, launches and
     everything read from them are read from the new tree on first use, by indexing its
-    statement again (`index._kernel`) and moving its launch sites."""
+    statement again (`index.kernel_of`) and moving its launch sites."""
 
     _LAZY = frozenset({"node", "outer", "decorators", "jit_decorator", "wrapper_calls", "launches",
                        "direct_calls"})
@@ -117,13 +127,14 @@ class RelocatedKernel(Kernel):
     def __init__(self, old: Kernel, windows: tuple[Window, ...], root: Node, index: ModuleIndex,
                  jit_aliases: frozenset[str]) -> None:  # no super().__init__: the attributes come lazily
         if type(old) is RelocatedKernel and "outer" not in old.__dict__:
-            windows = old._windows + windows  # never read: from the kernel it was first read as
-            old = old._old
-        # (One of these per kernel per keystroke: set the attributes in one go.)
+            # Never read: from where it was first read, with every edit since.
+            places, windows = old._places, old._windows + windows
+        else:
+            places = _places_of(old)
         # The index's imports and globals, not the index: a kernel pointing back at its index
         # is a cycle that only the cyclic collector would free.
         self.name = old.name
-        self._old = old
+        self._places = places
         self._windows = windows
         self._root = root
         self._imports = index.imports
@@ -131,7 +142,7 @@ class RelocatedKernel(Kernel):
         self._jit_aliases = jit_aliases
 
     name: str
-    _old: Kernel
+    _places: _KernelPlaces
     _windows: tuple[Window, ...]
     _root: Node
     _jit_aliases: frozenset[str]
@@ -139,22 +150,31 @@ class RelocatedKernel(Kernel):
     def __getattr__(self, name: str) -> Any:
         if name not in RelocatedKernel._LAZY:
             raise AttributeError(name)
-        outer = _Relocated(self._old.outer, self._windows).resolve(self._root)
+        outer_place, launches, calls = self._places
+        outer = _resolve(outer_place, self._windows, self._root)
         fresh = kernel_of(outer, self._imports, self._jit_aliases, self._globals)
         if fresh is None or fresh.name != self.name:
             raise LookupError(f"kernel {self.name} is not where it was")
-        fresh.launches = [self._site(s, launch=True) for s in self._old.launches]
-        fresh.direct_calls = [self._site(s, launch=False) for s in self._old.direct_calls]
+        fresh.launches = [_moved_site(p, self._windows, self._root, launch=True) for p in launches]
+        fresh.direct_calls = [_moved_site(p, self._windows, self._root, launch=False) for p in calls]
         for attribute in RelocatedKernel._LAZY:
             self.__dict__[attribute] = fresh.__dict__[attribute]
         return self.__dict__[name]
 
-    def _site(self, site: LaunchSite, *, launch: bool) -> LaunchSite:
-        return _moved_site(site, self._windows, self._root, launch=launch)
+
+_KernelPlaces = tuple[_Place, tuple[_Place, ...], tuple[_Place, ...]]
+"""A kernel's statement, launches and direct calls, as places."""
 
 
-def _moved_site(site: LaunchSite, windows: tuple[Window, ...], root: Node, *, launch: bool) -> LaunchSite:
-    call = _Relocated(site.node, windows).resolve(root)
+def _places_of(kernel: Kernel) -> _KernelPlaces:
+    if type(kernel) is RelocatedKernel and "outer" not in kernel.__dict__:
+        return kernel._places
+    return (_place(kernel.outer), tuple(_place(s.node) for s in kernel.launches),
+            tuple(_place(s.node) for s in kernel.direct_calls))
+
+
+def _moved_site(place: _Place, windows: tuple[Window, ...], root: Node, *, launch: bool) -> LaunchSite:
+    call = _resolve(place, windows, root)
     if not launch:
         return LaunchSite(call, None)
     function = call.child_by_field_name("function")
@@ -194,7 +214,8 @@ def rebase(old: ModuleIndex, old_source: bytes, root: Node, source: bytes, windo
     built (`window`, in `old_source`'s bytes) lies inside one kernel's body; None otherwise
     (index the file in full). Reads no node of `old` the edits may have rewritten."""
     spans, aliases = old.spans, old.jit_aliases
-    if spans is None or aliases is None or old.assigned_kernels or root.named_child_count != old.top_statements:
+    if spans is None or aliases is None or old.assigned_kernels or root.named_child_count != old.top_statements \
+            or old.rebases >= MAX_REBASES:
         return None
     removed, added = old_source[window.start:window.old_end], source[window.start:window.new_end]
     if b"jit" in removed or b"jit" in added:
@@ -218,19 +239,19 @@ def rebase(old: ModuleIndex, old_source: bytes, root: Node, source: bytes, windo
         return None
     # The edited kernel's launch sites are in host code the edit did not reach: moved, from the
     # nodes they were first read from.
-    origin: Kernel = kernel
+    _, launches, calls = _places_of(kernel)
     chain: tuple[Window, ...] = (window,)
-    if isinstance(kernel, RelocatedKernel) and "outer" not in kernel.__dict__:
-        origin, chain = kernel._old, kernel._windows + chain
+    if type(kernel) is RelocatedKernel and "outer" not in kernel.__dict__:
+        chain = kernel._windows + chain
     try:
-        fresh.launches = [_moved_site(s, chain, root, launch=True) for s in origin.launches]
-        fresh.direct_calls = [_moved_site(s, chain, root, launch=False) for s in origin.direct_calls]
+        fresh.launches = [_moved_site(p, chain, root, launch=True) for p in launches]
+        fresh.direct_calls = [_moved_site(p, chain, root, launch=False) for p in calls]
     except LookupError:
         return None
     if kernel.name in old.functions and _start_of(old.functions, kernel.name) == start:
         functions.replace(kernel.name, outer)
     index = ModuleIndex(imports=old.imports, kernels=[], functions=functions, globals=globals_, launch_cache=None,
-                        jit_aliases=aliases, top_statements=old.top_statements)
+                        jit_aliases=aliases, top_statements=old.top_statements, rebases=old.rebases + 1)
     index.kernels = [fresh if i == position else RelocatedKernel(k, (window,), root, index, aliases)
                      for i, k in enumerate(old.kernels)]
     shift = window.shift
@@ -286,8 +307,8 @@ def _callers_before(old: ModuleIndex, before: list[frozenset[str]]) -> dict[str,
 def _start_of(table: Mapping[str, Node], name: str) -> int | None:
     """Where an entry of an old table starts, without reading a node an edit may have rewritten
     (a node's start is kept in it; its end and children may change)."""
-    node, windows = table.origin(name) if isinstance(table, RelocatedNodes) else (table[name], ())
-    moved = _moved(windows, node.start_byte, node.start_byte)
+    (_, start, _), windows = table.origin(name) if isinstance(table, RelocatedNodes) else (_place(table[name]), ())
+    moved = _moved(windows, start, start)
     return moved[0] if moved is not None else None
 
 
