@@ -6,10 +6,11 @@ all. Most keystrokes land inside a kernel's body, and such an edit changes nothi
 reads at module level: no import, no other statement, no launch site, no kernel's name or
 parameters. `rebase` checks that this is so and then builds the new index from the old one:
 
-- the edited kernel is read again from the new tree (`index._kernel`);
-- every other kernel, and the module's functions and globals, are *relocated*: kept as the old
-  node's position, moved by the edit, and found in the new tree only when something reads them
-  (a check, a hover, a code lens). A kernel nothing reads costs one small object per edit.
+- the edited kernel is read again from the new tree (`index.kernel_of`);
+- every other kernel, and the module's functions and globals, are *relocated*: kept as where
+  the old node was (its type and bytes, not the node, which would keep its tree alive), moved
+  by the edit, and found in the new tree only when something reads them (a check, a hover, a
+  code lens). A kernel nothing reads costs one small object per edit.
 
 Whatever does not fit (the edit reaches outside one body, the module's top-level statements
 change, a `jit` appears or disappears, kernels made by assignment) returns None, and the caller

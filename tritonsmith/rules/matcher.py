@@ -281,7 +281,7 @@ class Matcher:
         # kept relative to the kernel too, so the text between them must not have moved.
         sites = tuple((site.node.start_point[0] - base_row, site.node.start_point[1],
                        site.node.start_byte - base_byte, site.node.text or b"")
-                      for site in kernel.launches + kernel.direct_calls) if kernel.launches or kernel.direct_calls else ()
+                      for site in kernel.launches + kernel.direct_calls)
         types = tuple(tuple(sorted(launch_param_types(kernel, index, site, source).items()))
                       for site in kernel.launches)
         outer_text = outer.text or b""
