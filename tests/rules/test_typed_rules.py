@@ -173,3 +173,26 @@ def test_a_host_edit_re_types_only_the_launches_it_can_change(monkeypatch):
     # unknown at that launch and nothing is reported, but the launch was typed again.
     assert checked[3][1] == 1
     assert checked[4][1] == 2  # an import changed: every launch again
+
+
+def test_a_grid_edited_away_from_the_launch_changes_the_findings_and_the_cache_sees_it():
+    """The grid is a lambda assigned in the launcher, a statement before the launch: a key
+    that held only the launch's text handed back the findings of the grid before the edit
+    (the same length, so the launch stays where it was)."""
+    source = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def copy(x, out):
+    grid = lambda meta: (triton.cdiv(x.numel(), meta["{key}"]),)
+    copy_kernel[grid](x, out, x.numel(), BLOCK_SIZE=1024)
+'''
+    matcher = _matcher()
+    assert "TS905" not in [f.code for f in matcher.check_source(source.format(key="BLOCK_SIZE"))]
+    assert "TS905" in [f.code for f in matcher.check_source(source.format(key="BLOCK_SIZX"))]

@@ -10,11 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from lsprotocol import types
 
 from tritonsmith.analysis import index_module
+from tritonsmith.analysis.index import function_body
 from tritonsmith.rules.matcher import Matcher
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
@@ -39,6 +40,29 @@ def launch_twice(x):
     out = torch.empty_like(x)
     uses_twice[(1,)](x, out, x.numel(), BLOCK=1000)
     return out
+
+
+@triton.jit
+def bits_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, x & 1, mask=offs < n)
+
+
+def launch_bits(x):
+    out = torch.empty_like(x)
+    bits_kernel[(1,)](x, out, x.numel(), BLOCK=128)
+    return out
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        y = launch_bits(x)
+        return launch_twice(y)
+
+
+def run_bits():
+    return launch_bits(torch.zeros(128, dtype=torch.int32, device="cuda"))
 '''
 BASE = corpus.generate(260, seed=1) + EXTRA
 # What a user types in a kernel's body: names, a call of a helper, a reduction, a newline, a
@@ -46,6 +70,12 @@ BASE = corpus.generate(260, seed=1) + EXTRA
 TYPED = ["x", "\n", " ", "(", "tl.sum(x)", "_twice(x)", "leaky_relu_0(", "# tritonsmith: ignore\n",
          '"', "\nz = 1\n", ")", "2", ""]
 
+
+# What a user types in a host function: a launch, a direct call of a kernel, a call of a
+# launcher with other argument types (types reach launches through callers), a dtype.
+HOST_TYPED = TYPED[:4] + ['"', ")", "", "\n    z = 1", "torch.float32", ".float()", "\n    bits_kernel[(2,)](x, x, 8, BLOCK=16)",
+                          "\n    uses_twice(x, x, 1, 4)", "\n    launch_bits(torch.ones(4, dtype=torch.float16))",
+                          "\n    return launch_twice(x)", "# tritonsmith: ignore\n"]
 
 _SERVER: list[Any] = []
 
@@ -81,6 +111,18 @@ def _in_a_body(state: Any, pick: int, at: int) -> int:
     return body.start_byte + 1 + at % max(1, body.end_byte - body.start_byte - 1)
 
 
+def _in_a_host_function(state: Any, pick: int, at: int) -> int:
+    """A byte offset inside some host function's body (a launcher, a method, `run_bits`)."""
+    index = index_module(state.document.root)
+    kernels = {k.outer.start_byte for k in index.kernels}
+    bodies = [body for node in index.functions.values() if node.start_byte not in kernels
+              and (body := function_body(node)) is not None]
+    if not bodies:
+        return 0
+    body = bodies[pick % len(bodies)]
+    return body.start_byte + 1 + at % max(1, body.end_byte - body.start_byte - 1)
+
+
 def _fresh(server: Any, text: str) -> list[Any]:
     matcher = server.workspace_state.matcher
     return Matcher(server.workspace_state.rules, version=matcher.version).check_source(text)
@@ -109,7 +151,80 @@ def _shape(index: Any) -> list[Any]:
         sorted((n, v.type, v.start_byte, v.end_byte) for n, v in index.functions.items()),
         sorted((n, v.type, v.start_byte, v.end_byte) for n, v in index.globals.items()),
         sorted(index._callees[1].items()),
+        [index.callers_of(k.name) for k in index.kernels],
     ]
+
+
+@settings(max_examples=int(__import__("os").environ.get("REBASE_EXAMPLES", "40")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 100_000), st.sampled_from(HOST_TYPED),
+                          st.booleans(), st.booleans()), min_size=1, max_size=8))
+# A launcher called from a kernel's body: typing a launch reads callers anywhere, kernels too.
+@example([(0, 0, "\n    launch_bits(torch.ones(4, dtype=torch.float16))", True, False)])
+def test_findings_after_host_edits_are_those_of_a_fresh_check(edits) -> None:  # type: ignore[no-untyped-def]
+    """Edits in launchers, methods and their callers: launches and calls come and go, and
+    argument types change through callers; a kernel's body now and then in between."""
+    server, state = _session()
+    for version, (pick, at, typed, in_kernel, before_checking) in enumerate(edits, start=2):
+        offset = _in_a_body(state, pick, at) if in_kernel and pick % 3 == 0 else _in_a_host_function(state, pick, at)
+        _edit(server, state, offset, typed, version)
+        if before_checking:  # a second edit before the check: both in one window
+            _edit(server, state, _in_a_host_function(state, pick, at // 7), "y", version)
+        server.ensure_checked(state)
+        assert state.findings == _fresh(server, state.document.text), state.document.text
+    assert _shape(state.index) == _shape(index_module(state.document.root))
+
+
+def test_a_dtype_changed_in_a_caller_retypes_the_launch_on_the_carried_path(monkeypatch) -> None:
+    """`run_bits` passes int32 to `launch_bits`, which launches `bits_kernel` (`x & 1`): made
+    float32, the launch's types change through the caller, and the finding appears, as a host
+    edit carried across (not a full index)."""
+    server, state = _session()
+    rebased: list[Any] = []
+    monkeypatch.setattr(Matcher, "check_rebased", _spy(Matcher.check_rebased, rebased))
+    assert not [f for f in state.findings if f.code == "TS703"]
+    source = state.document.source
+    at = source.index(b"int32", source.index(b"def run_bits"))
+    _edit_range(server, state, at, at + 3, "float", 2)
+    server.ensure_checked(state)
+    assert len(rebased) == 1 and state.index.rebases == 1
+    assert [f.span.start[0] for f in state.findings if f.code == "TS703"] == [
+        state.document.text.splitlines().index("    tl.store(out_ptr + offs, x & 1, mask=offs < n)")]
+    assert state.findings == _fresh(server, state.document.text)
+    at = state.document.source.index(b"float32", source.index(b"def run_bits"))
+    _edit_range(server, state, at, at + 5, "int", 3)
+    server.ensure_checked(state)
+    assert len(rebased) == 2 and not [f for f in state.findings if f.code == "TS703"]
+
+
+def test_a_launch_typed_in_a_host_function_takes_the_carried_path_and_reads_as_fresh(monkeypatch) -> None:
+    server, state = _session()
+    rebased: list[Any] = []
+    monkeypatch.setattr(Matcher, "check_rebased", _spy(Matcher.check_rebased, rebased))
+    source = state.document.source
+    at = source.index(b"    return out", source.index(b"def launch_bits"))
+    _edit_range(server, state, at, at, "    bits_kernel[(2,)](out, out, 8, BLOCK=16)\n", 2)
+    server.ensure_checked(state)
+    assert len(rebased) == 1
+    kernel = state.index.kernel("bits_kernel")
+    assert [s.node.text for s in kernel.launches] == [b"bits_kernel[(1,)](x, out, x.numel(), BLOCK=128)",
+                                                     b"bits_kernel[(2,)](out, out, 8, BLOCK=16)"]
+    assert _shape(state.index) == _shape(index_module(state.document.root))
+    assert state.findings == _fresh(server, state.document.text)
+
+
+def _spy(method: Any, calls: list[Any]) -> Any:
+    def spied(self: Any, rebased: Any, *args: Any) -> Any:
+        calls.append(rebased)
+        return method(self, rebased, *args)
+    return spied
+
+
+def _edit_range(server: Any, state: Any, start: int, end: int, typed: str, version: int) -> None:
+    document = state.document
+    change = types.TextDocumentContentChangePartial(
+        range=types.Range(types.Position(*document.point_to_lsp(*document.point(start))),
+                          types.Position(*document.point_to_lsp(*document.point(end)))), text=typed)
+    server.change(URI, version, [change])
 
 
 def test_typing_in_bodies_takes_the_rebased_path_and_its_index_reads_as_a_fresh_one(monkeypatch) -> None:

@@ -589,6 +589,8 @@ class LaunchTyper:
         for call in self._callers(name, cls):
             if call.id in seen:
                 continue
+            if self._reads is not None:  # a caller's statement, with or without the argument
+                self._reads.visit(call)
             positional, keywords = call_args(call)
             arg = positional[position] if 0 <= position < len(positional) else (
                 keywords[pname][1] if pname in keywords else None)

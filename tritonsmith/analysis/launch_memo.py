@@ -19,20 +19,33 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from tree_sitter import Node
 
 if TYPE_CHECKING:
     from .argtypes import Reads
 
-__all__ = ["LaunchTypeMemo"]
+__all__ = ["LaunchTypeMemo", "TypedLaunch"]
 
 _IDENTIFIER = re.compile(rb"[A-Za-z_\x80-\xff][\w\x80-\xff]*")
 
 _WHOLE_FILE = (b"import", b"set_default_dtype")
 """Text whose change can alter any launch's types: the imports qualify every name, and the
 default dtype types every factory without a dtype."""
+
+
+class TypedLaunch(NamedTuple):
+    """One launch's argument types in an index (`rules.context.launch_param_types`), and what
+    typing them read: the start bytes of the top-level statements (None: unknown, as when the
+    typer gave up) and the names looked up. `epoch`: how many edits the index had been carried
+    across when they were read (`ModuleIndex.windows`), which says what text the bytes are of;
+    `analysis/rebase.py` keeps an answer across an edit in a host function that none of it read."""
+
+    types: dict[str, str]
+    statements: frozenset[int] | None
+    names: frozenset[str]
+    epoch: int
 
 
 @dataclass(frozen=True)
@@ -120,10 +133,12 @@ class LaunchTypeMemo:
                                                   frozenset(moved[s] for s in entry.statements), entry.names)
         self._entries = kept
 
-    def get(self, launch: int, kernel: str, parameters: bytes) -> dict[str, str] | None:
-        """The types at the launch starting at byte `launch`, if kept."""
+    def get(self, launch: int, kernel: str, parameters: bytes, epoch: int) -> TypedLaunch | None:
+        """The types at the launch starting at byte `launch`, if kept, and what they read."""
         found = self._entries.get((launch, kernel))
-        return found.types if found is not None and found.parameters == parameters else None
+        if found is None or found.parameters != parameters:
+            return None
+        return TypedLaunch(found.types, found.statements, found.names, epoch)
 
     def put(self, launch: int, kernel: str, parameters: bytes, types: dict[str, str], reads: Reads) -> None:
         self._entries[(launch, kernel)] = _Entry(

@@ -1,16 +1,20 @@
-"""The kernel index carried across an edit inside one kernel's body, without indexing the file
-again.
+"""The kernel index carried across an edit inside one function's body, a kernel's or a host
+function's, without indexing the file again.
 
 Indexing a 55,000-line file costs about 40 ms: far more than the 50 ms a keystroke may take in
-all. Most keystrokes land inside a kernel's body, and such an edit changes nothing the index
-reads at module level: no import, no other statement, no launch site, no kernel's name or
-parameters. `rebase` checks that this is so and then builds the new index from the old one:
+all. Most keystrokes land inside a function's body, and such an edit changes nothing the index
+reads at module level: no import, no other statement, no function's name or parameters.
+`rebase` checks that this is so and then builds the new index from the old one:
 
-- the edited kernel is read again from the new tree (`index.kernel_of`);
+- in a kernel's body, the edited kernel is read again from the new tree (`index.kernel_of`);
+  in a host function's (a launcher, a `forward`), the kernels it may launch or call are, with
+  their launch sites there found again (`index.find_launches`) and the others moved;
 - every other kernel, and the module's functions and globals, are *relocated*: kept as where
   the old node was (its type and bytes, not the node, which would keep its tree alive), moved
   by the edit, and found in the new tree only when something reads them (a check, a hover, a
-  code lens). A kernel nothing reads costs one small object per edit.
+  code lens). A kernel nothing reads costs one small object per edit;
+- launch types already read are kept, moved, unless typing them read the edited function's
+  top-level statement or a name written in it (`launch_memo.TypedLaunch` says what each read).
 
 Whatever does not fit (the edit reaches outside one body, the module's top-level statements
 change, a `jit` appears or disappears, kernels made by assignment) returns None, and the caller
@@ -20,6 +24,7 @@ old tree: tree-sitter may rewrite, in place, the nodes around an edit, never the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +32,18 @@ from typing import Any
 from tree_sitter import Node
 
 from .document import Window
-from .index import Kernel, LaunchSite, ModuleIndex, callee_names, kernel_of
+from .index import (
+    Kernel,
+    LaunchSite,
+    ModuleIndex,
+    called_names,
+    callee_names,
+    find_launches,
+    function_body,
+    kernel_of,
+)
+from .launch_memo import TypedLaunch
+from .syntax import text, top_statement
 
 __all__ = ["Rebased", "RelocatedKernel", "RelocatedNodes", "rebase"]
 
@@ -189,44 +205,55 @@ class Rebased:
     index: ModuleIndex
     old: ModuleIndex  # the index it was rebased from
     window: Window
-    edited: int  # the edited kernel's position in `index.kernels`
-    called_before: frozenset[str]  # the names its body called before the edit, and now
-    called_now: frozenset[str]
+    edited: int | None  # the edited kernel's position in `index.kernels`; None: a host function's
+    called_before: frozenset[str] = frozenset()  # the names its body called before the edit, and now
+    called_now: frozenset[str] = frozenset()
+    # The kernels launched or called in the edited host function, before or after, and those
+    # whose launch types read the edited function (a caller of their launcher, a helper).
+    relaunched: frozenset[int] = frozenset()
 
     def dirty_kernels(self) -> set[int]:
-        """The kernels whose findings the edit may have changed: the edited one, those that
-        call it (they read its body as a helper), and those it starts or stops calling (whether
-        another kernel calls them decides what their parameters may be)."""
-        kernels = self.index.kernels
-        name = kernels[self.edited].name
-        per_kernel, callers = self.index._callees
-        toggled = self.called_before ^ self.called_now
-        dirty = {self.edited}
-        if not toggled and callers.get(name, 0) - (name in self.called_now) <= 0:
-            return dirty  # nothing calls it, and it calls what it called
-        for position, kernel in enumerate(kernels):
-            if kernel.name in toggled or name in per_kernel[id(kernel)]:
-                dirty.add(position)
+        """The kernels whose findings the edit may have changed: `relaunched`, and after an edit
+        in a kernel's body, that kernel, those that call it (they read its body as a helper),
+        and those it starts or stops calling (whether another kernel calls them decides what
+        their parameters may be)."""
+        dirty = set(self.relaunched)
+        if self.edited is None:
+            return dirty
+        index = self.index
+        dirty.add(self.edited)
+        for name in self.called_before ^ self.called_now:
+            dirty.update(i for i, kernel in enumerate(index.kernels) if kernel.name == name)
+        dirty.update(index.callers_of(index.kernels[self.edited].name))
         return dirty
 
 
 def rebase(old: ModuleIndex, old_source: bytes, root: Node, source: bytes, window: Window) -> Rebased | None:
     """The index of the new text (`root`, parsed from `source`), if every edit since `old` was
-    built (`window`, in `old_source`'s bytes) lies inside one kernel's body; None otherwise
-    (index the file in full). Reads no node of `old` the edits may have rewritten."""
-    spans, aliases = old.spans, old.jit_aliases
-    if spans is None or aliases is None or old.assigned_kernels or root.named_child_count != old.top_statements \
-            or old.rebases >= MAX_REBASES:
+    built (`window`, in `old_source`'s bytes) lies inside one function's body, a kernel's or a
+    host function's; None otherwise (index the file in full). Reads no node of `old` the edits
+    may have rewritten."""
+    spans, hosts, aliases = old.spans, old.host_spans, old.jit_aliases
+    if spans is None or hosts is None or aliases is None or old.assigned_kernels \
+            or root.named_child_count != old.top_statements or old.rebases >= MAX_REBASES:
         return None
     removed, added = old_source[window.start:window.old_end], source[window.start:window.new_end]
     if b"jit" in removed or b"jit" in added:
         return None  # may make or unmake a jit wrapper, and with it kernels elsewhere
-    position = _kernel_around(spans, window)
-    if position is None:
-        return None
-    start, end, body_start = spans[position]
-    if not (0 <= body_start < window.start and window.old_end < end):
-        return None
+    position = _body_around(spans, window)
+    if position is not None:
+        return _rebase_kernel(old, old_source, root, source, window, position)
+    host = _body_around(hosts, window)
+    if host is not None:
+        return _rebase_host(old, old_source, root, source, window, host)
+    return None
+
+
+def _rebase_kernel(old: ModuleIndex, old_source: bytes, root: Node, source: bytes, window: Window,
+                   position: int) -> Rebased | None:
+    """`rebase` of an edit inside the body of kernel `position`."""
+    assert old.spans is not None and old.jit_aliases is not None
+    start, end, body_start = old.spans[position]
     kernel = old.kernels[position]
     try:
         outer = _find(root, "decorated_definition", start, end + window.shift)
@@ -234,75 +261,153 @@ def rebase(old: ModuleIndex, old_source: bytes, root: Node, source: bytes, windo
         return None
     functions = RelocatedNodes(old.functions, window, root)
     globals_ = RelocatedNodes(old.globals, window, root)
-    fresh = kernel_of(outer, old.imports, aliases, globals_)
+    fresh = kernel_of(outer, old.imports, old.jit_aliases, globals_)
     body = fresh.body if fresh is not None else None
     if fresh is None or fresh.name != kernel.name or body is None or body.start_byte != body_start:
         return None
     # The edited kernel's launch sites are in host code the edit did not reach: moved, from the
     # nodes they were first read from.
-    _, launches, calls = _places_of(kernel)
-    chain: tuple[Window, ...] = (window,)
-    if type(kernel) is RelocatedKernel and "outer" not in kernel.__dict__:
-        chain = kernel._windows + chain
+    places, chain = _sites_of(kernel)
     try:
-        fresh.launches = [_moved_site(p, chain, root, launch=True) for p in launches]
-        fresh.direct_calls = [_moved_site(p, chain, root, launch=False) for p in calls]
+        fresh.launches = [_moved_site(p, chain + (window,), root, launch=True) for p in places[1]]
+        fresh.direct_calls = [_moved_site(p, chain + (window,), root, launch=False) for p in places[2]]
     except LookupError:
         return None
     if kernel.name in old.functions and _start_of(old.functions, kernel.name) == start:
         functions.replace(kernel.name, outer)
+    index = _carried(old, source, window, root, functions, globals_, {position: fresh})
+    called_before = callee_names(old_source[body_start:end])
+    called_now = callee_names(source[body_start:end + window.shift])
+    relaunched = _carry_launch_types(old, index, window, outer, old_source[start:end], source[start:end + window.shift])
+    return Rebased(index, old, window, position, called_before, called_now, frozenset(relaunched))
+
+
+def _rebase_host(old: ModuleIndex, old_source: bytes, root: Node, source: bytes, window: Window,
+                 host: int) -> Rebased | None:
+    """`rebase` of an edit inside the body of a host function (`old.host_spans[host]`): a
+    launcher, a module's `forward`. Its launch sites are found again; the kernels launched or
+    called there, before or after, and those whose launch types read it are to be checked."""
+    assert old.spans is not None and old.host_spans is not None and old.jit_aliases is not None
+    start, end, body_start = old.host_spans[host]
+    old_text, new_text = old_source[start:end], source[start:end + window.shift]
+    if b"jit" in old_text:
+        return None  # a jit wrapper's body says which decorators make kernels
+    try:
+        node = _find(root, "decorated_definition", start, end + window.shift) if old_text.startswith(b"@") \
+            else _find(root, "function_definition", start, end + window.shift)
+    except LookupError:
+        return None
+    body = function_body(node)
+    if body is None or body.start_byte != body_start:
+        return None
+    functions = RelocatedNodes(old.functions, window, root)
+    globals_ = RelocatedNodes(old.globals, window, root)
+    definition = node.child_by_field_name("definition") if node.type == "decorated_definition" else node
+    name = text(definition.child_by_field_name("name")) if definition is not None else ""
+    if name in old.functions and _start_of(old.functions, name) == start:
+        functions.replace(name, node)
+    # The kernels it may launch or call: each is read again, with the sites outside the function
+    # moved and those inside found anew.
+    named = called_names(old_text) | called_names(new_text)
+    launched = {position: kernel for position, kernel in enumerate(old.kernels) if kernel.name.encode() in named}
+    fresh: dict[int, Kernel] = {}
+    try:
+        for position, kernel in launched.items():
+            fresh[position] = _relaunched(kernel, window, root, old, globals_, start, end)
+    except LookupError:
+        return None
+    find_launches(root, list(fresh.values()), [node], None)
+    for kernel in fresh.values():
+        kernel.launches.sort(key=lambda site: site.node.start_byte)
+        kernel.direct_calls.sort(key=lambda site: site.node.start_byte)
+    index = _carried(old, source, window, root, functions, globals_, fresh)
+    relaunched = set(launched) | _carry_launch_types(old, index, window, node, old_text, new_text)
+    return Rebased(index, old, window, None, relaunched=frozenset(relaunched))
+
+
+_IDENTIFIER = re.compile(rb"[A-Za-z_\x80-\xff][\w\x80-\xff]*")
+
+
+def _sites_of(kernel: Kernel) -> tuple[_KernelPlaces, tuple[Window, ...]]:
+    """A kernel's places, and the edits made since they were read."""
+    if type(kernel) is RelocatedKernel and "outer" not in kernel.__dict__:
+        return kernel._places, kernel._windows
+    return _places_of(kernel), ()
+
+
+def _relaunched(kernel: Kernel, window: Window, root: Node, old: ModuleIndex, globals_: Mapping[str, Node],
+                start: int, end: int) -> Kernel:
+    """`kernel` read again from the new tree, with its launch sites outside the edited function
+    (`start`-`end` of the old text) moved and none inside it (`find_launches` adds those)."""
+    assert old.jit_aliases is not None
+    (outer_place, launches, calls), chain = _sites_of(kernel)
+    fresh = kernel_of(_resolve(outer_place, chain + (window,), root), old.imports, old.jit_aliases, globals_)
+    if fresh is None or fresh.name != kernel.name:
+        raise LookupError(f"kernel {kernel.name} is not where it was")
+
+    def outside(place: _Place) -> bool:
+        at = _moved(chain, place[1], place[2])
+        if at is None:
+            raise LookupError("an edit reached a launch site")
+        return not start <= at[0] < end
+
+    fresh.launches = [_moved_site(p, chain + (window,), root, launch=True) for p in launches if outside(p)]
+    fresh.direct_calls = [_moved_site(p, chain + (window,), root, launch=False) for p in calls if outside(p)]
+    return fresh
+
+
+def _carried(old: ModuleIndex, source: bytes, window: Window, root: Node, functions: RelocatedNodes,
+             globals_: RelocatedNodes, fresh: dict[int, Kernel]) -> ModuleIndex:
+    """The new index (of `source`): the kernels in `fresh` (by position) as given, every other
+    one relocated, and the spans moved."""
+    assert old.spans is not None and old.host_spans is not None and old.jit_aliases is not None
     index = ModuleIndex(imports=old.imports, kernels=[], functions=functions, globals=globals_, launch_cache=None,
-                        jit_aliases=aliases, top_statements=old.top_statements, rebases=old.rebases + 1)
-    index.kernels = [fresh if i == position else RelocatedKernel(k, (window,), root, index, aliases)
+                        jit_aliases=old.jit_aliases, top_statements=old.top_statements,
+                        windows=old.windows + (window,), source=source)
+    index.kernels = [fresh[i] if i in fresh else RelocatedKernel(k, (window,), root, index, old.jit_aliases)
                      for i, k in enumerate(old.kernels)]
-    shift = window.shift
-    index.spans = spans[:position] + [(start, outer.end_byte, body_start)] + \
-        [(a + shift, b + shift, c + shift) for a, b, c in spans[position + 1:]]
-    # What each kernel's body calls: the old table (or the old text), the edited kernel read again.
-    before = _callees_before(old, old_source)
-    called_before = before[position]
-    called_now = callee_names(body.text or b"")
-    per_kernel = dict(zip(map(id, index.kernels), before))
-    per_kernel[id(fresh)] = called_now
-    callers = dict(_callers_before(old, before))
-    for name in called_before - called_now:
-        callers[name] -= 1
-    for name in called_now - called_before:
-        callers[name] = callers.get(name, 0) + 1
-    index.__dict__["_callees"] = (per_kernel, callers)
-    # Launch types read so far (`rules.context.launch_param_types`, by launch and kernel start
-    # byte as `launch << 32 | kernel`): no launch is in the edited body, and typing reads a
-    # kernel's parameters, not its body, so each is what it was, moved with the text.
-    types: dict[int, dict[str, str]] | None = old.__dict__.get("_param_types")
-    if types:
-        shift, after, low = window.shift, window.old_end, (1 << 32) - 1
-        moved: dict[int, dict[str, str]] = {}
-        for key, found in types.items():
-            launch, kernel_at = key >> 32, key & low
-            moved[(launch + shift if launch >= after else launch) << 32
-                  | (kernel_at + shift if kernel_at >= after else kernel_at)] = found
-        index.__dict__["_param_types"] = moved
-    return Rebased(index, old, window, position, called_before, called_now)
+    index.spans = _moved_spans(old.spans, window)
+    index.host_spans = _moved_spans(old.host_spans, window)
+    return index
 
 
-def _callees_before(old: ModuleIndex, old_source: bytes) -> list[frozenset[str]]:
-    """What each kernel of `old` called, from its table if one was read, else from the text."""
-    if "_callees" in old.__dict__:
-        per_kernel, _ = old._callees
-        return [per_kernel[id(k)] for k in old.kernels]
+def _moved_spans(spans: list[tuple[int, int, int]], window: Window) -> list[tuple[int, int, int]]:
+    """Spans of functions moved by an edit inside one of them (whose end moves, not its start)."""
+    first = max(_last_before(spans, window.start), 0)  # those before it are left as they are
+    shift, after = window.shift, window.old_end
+    return spans[:first] + [(a + shift if a >= after else a, b + shift if b >= after else b,
+                             c + shift if c >= after else c) for a, b, c in spans[first:]]
+
+
+def _carry_launch_types(old: ModuleIndex, index: ModuleIndex, window: Window, edited: Node, old_text: bytes,
+                        new_text: bytes) -> set[int]:
+    """Carry the launch types `old` read (`rules.context.launch_param_types`, by launch and
+    kernel start byte as `launch << 32 | kernel`) into `index`, moved with the text, but for
+    those whose typing read the edited function's top-level statement (`edited`, whose text
+    was `old_text` and is `new_text`) or a name written in it (a caller, a helper, a constant):
+    those are typed again. Returns the positions of their kernels."""
+    types: dict[int, TypedLaunch] | None = old.__dict__.get("_param_types")
+    if not types:
+        return set()
+    # The statement's start in each epoch's text (bytes only move after an edit's window).
+    tops = [top_statement(edited).start_byte]
+    for earlier in reversed(old.windows):
+        tops.append(tops[-1] - earlier.shift if tops[-1] >= earlier.new_end else tops[-1])
+    tops.reverse()
+    written = {m.decode("utf-8", "replace") for m in _IDENTIFIER.findall(old_text + b"\n" + new_text)}
+    shift, after, low = window.shift, window.old_end, (1 << 32) - 1
+    moved: dict[int, TypedLaunch] = {}
+    retyped: set[int] = set()
+    for key, known in types.items():
+        launch, kernel_at = key >> 32, key & low
+        if known.statements is None or tops[known.epoch] in known.statements or not written.isdisjoint(known.names):
+            retyped.add(kernel_at)
+            continue
+        moved[(launch + shift if launch >= after else launch) << 32
+              | (kernel_at + shift if kernel_at >= after else kernel_at)] = known
+    index.__dict__["_param_types"] = moved
     assert old.spans is not None
-    return [callee_names(old_source[body:end]) if body >= 0 else frozenset() for _, end, body in old.spans]
-
-
-def _callers_before(old: ModuleIndex, before: list[frozenset[str]]) -> dict[str, int]:
-    """How many of `old`'s kernels call each name."""
-    if "_callees" in old.__dict__:
-        return old._callees[1]
-    callers: dict[str, int] = {}
-    for called in before:
-        for name in called:
-            callers[name] = callers.get(name, 0) + 1
-    return callers
+    return {position for at in retyped if (position := _kernel_at(old.spans, at)) is not None}
 
 
 def _start_of(table: Mapping[str, Node], name: str) -> int | None:
@@ -313,13 +418,28 @@ def _start_of(table: Mapping[str, Node], name: str) -> int | None:
     return moved[0] if moved is not None else None
 
 
-def _kernel_around(spans: list[tuple[int, int, int]], window: Window) -> int | None:
-    """The position of the last kernel starting before the window (kernels are in file order)."""
+def _last_before(spans: list[tuple[int, int, int]], at: int) -> int:
+    """The position of the last span starting before byte `at` (spans are in file order), or -1."""
     low, high = 0, len(spans)
     while low < high:
         middle = (low + high) // 2
-        if spans[middle][0] < window.start:
+        if spans[middle][0] < at:
             low = middle + 1
         else:
             high = middle
-    return low - 1 if low > 0 else None
+    return low - 1
+
+
+def _body_around(spans: list[tuple[int, int, int]], window: Window) -> int | None:
+    """The position of the function whose body holds the window strictly inside it, if any."""
+    position = _last_before(spans, window.start)
+    if position < 0:
+        return None
+    _, end, body_start = spans[position]
+    return position if 0 <= body_start < window.start and window.old_end < end else None
+
+
+def _kernel_at(spans: list[tuple[int, int, int]], at: int) -> int | None:
+    """The position of the kernel whose statement holds byte `at`."""
+    position = _last_before(spans, at + 1)
+    return position if position >= 0 and at < spans[position][1] else None

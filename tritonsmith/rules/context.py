@@ -26,6 +26,7 @@ from tree_sitter import Node
 from ..analysis.argtypes import LaunchTyper
 from ..analysis.index import Kernel, LaunchSite, ModuleIndex
 from ..analysis.infer import KernelTypes, Value, infer_kernel, parameter_values
+from ..analysis.launch_memo import TypedLaunch
 from ..analysis.syntax import call_args, text, unparen
 from ..analysis.values import UNKNOWN, evaluate
 
@@ -113,24 +114,26 @@ def launch_param_types(kernel: Kernel, module: ModuleIndex, launch: LaunchSite, 
     """`kernel`'s runtime parameters' signature types (`*fp16`, `i32`) as `launch` shows them
     (analysis/argtypes.py); unknown ones are left out. Computed once per launch and module (the
     typer caches the file's calls and scopes on the index), and, in the language server, kept
-    across the edits that cannot change them (analysis/launch_memo.py)."""
+    across the edits that cannot change them (analysis/launch_memo.py, analysis/rebase.py)."""
     # By launch and kernel start byte, as one number (`analysis/rebase.py` moves them).
-    cache: dict[int, dict[str, str]] = module.__dict__.setdefault("_param_types", {})
+    cache: dict[int, TypedLaunch] = module.__dict__.setdefault("_param_types", {})
     launch_byte = launch.node.start_byte
     key = launch_byte << 32 | kernel.node.start_byte
-    found = cache.get(key)
-    if found is not None:
-        return found
-    memo = module.launch_cache.launch_types if module.launch_cache is not None else None
+    known = cache.get(key)
+    if known is not None:
+        return known.types
+    epoch = module.rebases
+    # The memo lines up whole files (16 ms on 55,000 lines); an index carried across an edit
+    # (rebase.py) kept every answer the edit left alone, and types the few others afresh.
+    memo = module.launch_cache.launch_types if module.launch_cache is not None and not epoch else None
     if memo is not None:
         if not module.__dict__.get("_memo_advanced"):
             memo.advance(_root(kernel.node), source)  # once per version of the file
             module.__dict__["_memo_advanced"] = True
-        signature = kernel.signature
-        found = memo.get(launch_byte, kernel.name, signature)
-        if found is not None:
-            cache[key] = found
-            return found
+        known = memo.get(launch_byte, kernel.name, kernel.signature, epoch)
+        if known is not None:
+            cache[key] = known
+            return known.types
     typer = module.__dict__.get("_launch_typer")
     if typer is None:
         typer = module.__dict__["_launch_typer"] = LaunchTyper(_Root(_root(kernel.node), source), module)  # type: ignore[arg-type]
@@ -141,7 +144,9 @@ def launch_param_types(kernel: Kernel, module: ModuleIndex, launch: LaunchSite, 
         typed, reads = typer.launch_types_read(launch, runtime, positions)
     except (RecursionError, ValueError, KeyError):
         typed, reads = {}, None
-    found = cache[key] = {name: t.type for name, t in typed.items() if t.type not in ("*", "")}
+    found = {name: t.type for name, t in typed.items() if t.type not in ("*", "")}
+    cache[key] = TypedLaunch(found, frozenset(reads.statements) if reads is not None else None,
+                             frozenset(reads.names) if reads is not None else frozenset(), epoch)
     if memo is not None and reads is not None:
         memo.put(launch_byte, kernel.name, kernel.signature, found, reads)
     return found

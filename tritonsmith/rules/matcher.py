@@ -16,10 +16,15 @@ import hashlib
 import logging
 import re
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from ..analysis.document import Window
 from ..analysis.index import Kernel, ModuleIndex, index_module
 from ..analysis.rebase import Rebased
+from ..analysis.syntax import enclosing
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
 from .checks import CHECKS, NEEDLES, RULE_CHECKS, Check, Hit
 from .context import KernelContext, launch_param_types
 from .findings import Edit, Finding, Fix, Related, Span
@@ -44,8 +49,8 @@ def _called_names(kernel_text: bytes) -> frozenset[str]:
 
 __all__ = ["CheckRecord", "Matcher", "select_rules", "suppressed_codes"]
 
-KernelKey = tuple[bytes, bytes, tuple[tuple[int, int, int, bytes], ...], tuple[tuple[tuple[str, str], ...], ...],
-                  tuple[bytes, ...]]
+KernelKey = tuple[bytes, bytes, tuple[tuple[int, int, int, bytes], ...], tuple[bytes, ...],
+                  tuple[tuple[tuple[str, str], ...], ...], tuple[bytes, ...]]
 """A kernel's cache key (`Matcher._kernel_key`)."""
 _Anchor = tuple[int, int, tuple[int, int], bytes]
 """A span outside a kernel and its launch sites that a finding points at (`'z' is defined
@@ -282,6 +287,10 @@ class Matcher:
         sites = tuple((site.node.start_point[0] - base_row, site.node.start_point[1],
                        site.node.start_byte - base_byte, site.node.text or b"")
                       for site in kernel.launches + kernel.direct_calls)
+        # The functions the sites are in: checks read the names a launch passes back to their
+        # assignments there (`grid = lambda META: ...`, `BLOCK = 1024`).
+        launchers = tuple({id(n): n.text or b"" for site in kernel.launches + kernel.direct_calls
+                           if (n := _launcher(site.node)) is not None}.values())
         types = tuple(tuple(sorted(launch_param_types(kernel, index, site, source).items()))
                       for site in kernel.launches)
         outer_text = outer.text or b""
@@ -289,7 +298,7 @@ class Matcher:
         # second copy of the body): a helper more in the key only makes it stricter.
         called = _called_names(outer_text)
         helpers = tuple(jit[name].outer.text or b"" for name in sorted(n for n in called if n in jit and n != kernel.name))
-        return (module_key, outer_text, sites, types, helpers)
+        return (module_key, outer_text, sites, launchers, types, helpers)
 
     def _check_kernel(self, kernel: Kernel, index: ModuleIndex, source: bytes) -> list[Finding]:
         context = KernelContext(kernel, index, source, self.version)
@@ -344,6 +353,12 @@ def _still_holds(cached: _Cached, base_row: int, base_byte: int, source: bytes) 
     return pinned == (base_row, base_byte) and all(
         source[start:end] == text and (source.count(b"\n", 0, start), start - source.rfind(b"\n", 0, start) - 1) == point
         for start, end, point, text in anchors)
+
+
+def _launcher(site: Node) -> Node | None:
+    """The function a launch site is in (None at module level: its names are globals, which
+    the module's key holds)."""
+    return enclosing(site, "function_definition")
 
 
 class CheckRecord:
