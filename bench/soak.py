@@ -2,12 +2,13 @@
 after the first 1,000 edits).
 
 Spawns ``tritonsmith serve`` (bytecode cached, as ``lsp_latency.py`` does), opens a generated
-file of ``--lines`` lines and sends ``--edits`` one-character edits inside kernel bodies (insert,
-then delete, at sites spread over the file), waiting for each edit's diagnostics. Every
+file of ``--lines`` lines and sends ``--edits`` one-character edits inside kernel bodies, or
+with ``--sites host`` inside host functions (insert, then delete, at sites spread over the file), waiting for each edit's diagnostics. Every
 ``--every`` edits it reads the server's resident size (VmRSS) from /proc. The report: RSS after
 the first 1,000 edits, at the end, and the largest minus the smallest after 1,000.
 
     .venv/bin/python bench/soak.py --edits 10000 --json docs/benchmarks/soak-N.json
+    .venv/bin/python bench/soak.py --lines 5000 --sites host --edits 10000 --json docs/benchmarks/soak-host-N.json
 """
 
 from __future__ import annotations
@@ -33,13 +34,13 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-async def soak(lines: int, edits: int, every: int, timeout: float) -> dict:
+async def soak(lines: int, edits: int, every: int, timeout: float, where: str = "kernel") -> dict:
     folder = Path(tempfile.mkdtemp(prefix="tritonsmith-soak-"))
     text = generate(lines, seed=lines)
     path = folder / f"kernels_{lines}.py"
     path.write_text(text)
     uri = path.as_uri()
-    sites = editable_sites(text)
+    sites = editable_sites(text, where)
     pycache = Path(tempfile.mkdtemp(prefix="tritonsmith-soak-pycache-"))
     command, settings = server_command("tritonsmith")
     env = server_env(pycache)
@@ -68,7 +69,7 @@ async def soak(lines: int, edits: int, every: int, timeout: float) -> dict:
         await client.close()
     after = [mb for n, mb in samples if n >= 1000]
     return {
-        "lines": lines, "edits": edits, "seconds": round(time.perf_counter() - started, 1),
+        "lines": lines, "sites": where, "edits": edits, "seconds": round(time.perf_counter() - started, 1),
         "rss_mb": [[n, round(mb, 2)] for n, mb in samples],
         "rss_at_1000_mb": round(next((mb for n, mb in samples if n >= 1000), float("nan")), 2),
         "rss_end_mb": round(samples[-1][1], 2),
@@ -83,10 +84,12 @@ def main() -> int:
     parser.add_argument("--edits", type=int, default=10000)
     parser.add_argument("--every", type=int, default=250)
     parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("--sites", choices=("kernel", "host"), default="kernel",
+                        help="edit inside kernels' bodies or inside host functions (launchers)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    result = asyncio.run(soak(args.lines, args.edits, args.every, args.timeout))
-    print(f"{result['edits']} edits on {result['lines']} lines in {result['seconds']} s: RSS "
+    result = asyncio.run(soak(args.lines, args.edits, args.every, args.timeout, args.sites))
+    print(f"{result['edits']} edits ({result['sites']}) on {result['lines']} lines in {result['seconds']} s: RSS "
           f"{result['rss_at_1000_mb']} MB after 1,000 edits, {result['rss_end_mb']} MB at the end, "
           f"spread after 1,000: {result['spread_after_1000_mb']} MB")
     if args.json:
