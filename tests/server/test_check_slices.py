@@ -98,7 +98,9 @@ def test_an_edit_drops_the_stale_check_and_keeps_what_it_checked(monkeypatch: py
             "contentChanges": [{"range": {"start": {"line": last_row, "character": 4},
                                           "end": {"line": last_row, "character": 4}}, "text": "#"}]}})
         final = await session.until_published(2)
-        assert [p["version"] for p in session.published()] == [2]  # version 1 was never finished
+        # Version 1 was never finished. (Version 2 may be published twice: by the check task of
+        # version 1, which runs on into version 2, and by version 2's own scheduling.)
+        assert {p["version"] for p in session.published()} == {2}
         # Each kernel checked once, the edited one twice at most: nothing redone for the edit.
         assert len(session.checked) <= KERNELS + 1, len(session.checked)
         assert len(final["diagnostics"]) == KERNELS  # BLOCK without tl.constexpr, in each kernel

@@ -312,9 +312,7 @@ class TritonsmithServer(LanguageServer):
         if state is None:
             return
         if self._advance(state, time.monotonic() + SLICE_S):
-            # The check of the version before may have run on and finished this one already.
-            if state.published_generation != state.generation:
-                self._publish(state)
+            self._publish(state)
             return
         task = self._checks.get(uri)
         if task is None or task.done():
