@@ -114,11 +114,14 @@ class LaunchSite:
     arguments are read on first use: every keystroke re-indexes the file's launch sites, and
     only the edited kernel's checks read them."""
 
-    __slots__ = ("_args", "grid", "node")
+    __slots__ = ("_args", "grid", "node", "span")
 
     def __init__(self, node: Node, grid: Node | None) -> None:
         self.node = node
         self.grid = grid
+        # Its bytes as read now: the index carried across an edit in the function around it
+        # (`rebase.py`) must not read the node again, which the edit may have freed.
+        self.span = (node.start_byte, node.end_byte)
         self._args: tuple[list[Node], dict[str, tuple[Node, Node]]] | None = None
 
     @property

@@ -186,8 +186,8 @@ _KernelPlaces = tuple[_Place, tuple[_Place, ...], tuple[_Place, ...]]
 def _places_of(kernel: Kernel) -> _KernelPlaces:
     if type(kernel) is RelocatedKernel and "outer" not in kernel.__dict__:
         return kernel._places
-    return (_place(kernel.outer), tuple(_place(s.node) for s in kernel.launches),
-            tuple(_place(s.node) for s in kernel.direct_calls))
+    return (_place(kernel.outer), tuple(("call", *s.span) for s in kernel.launches),
+            tuple(("call", *s.span) for s in kernel.direct_calls))
 
 
 def _moved_site(place: _Place, windows: tuple[Window, ...], root: Node, *, launch: bool) -> LaunchSite:
