@@ -249,6 +249,8 @@ class ModuleIndex:
     host_spans: list[tuple[int, int, int]] | None = None
     windows: tuple[Window, ...] = ()
     source: bytes | None = None  # the text it was built from (where `spans` are read)
+    # Globals assigned more than once at module level, and how many times (the last one counts).
+    redefined: dict[str, int] = field(default_factory=dict)
 
     @property
     def rebases(self) -> int:
@@ -710,6 +712,7 @@ def index_module(root: Node, *, launch_cache: LaunchCache | None = None) -> Modu
     imports = _read_imports(statements)
     functions: dict[str, Node] = {}
     globals_: dict[str, Node] = {}
+    redefined: dict[str, int] = {}  # globals assigned more than once: how many times
     for node in statements:
         if node.type == "function_definition":
             functions[text(node.child_by_field_name("name"))] = node
@@ -722,10 +725,11 @@ def index_module(root: Node, *, launch_cache: LaunchCache | None = None) -> Modu
             if assign.type == "assignment":
                 left = assign.child_by_field_name("left")
                 right = assign.child_by_field_name("right")
-                if left is not None and left.type == "identifier" and right is not None:
-                    globals_[text(left)] = right
-                elif left is not None and left.type == "identifier":
-                    globals_[text(left)] = assign  # annotated without value
+                if left is not None and left.type == "identifier":
+                    name = text(left)
+                    if name in globals_:
+                        redefined[name] = redefined.get(name, 1) + 1
+                    globals_[name] = right if right is not None else assign  # annotated without value
     source = root.text or b""
     jit_aliases = _jit_wrappers(statements, imports, source, root.start_byte)
     kernels: list[Kernel] = []
@@ -752,7 +756,7 @@ def index_module(root: Node, *, launch_cache: LaunchCache | None = None) -> Modu
     return ModuleIndex(imports=imports, kernels=kernels, functions=functions, globals=globals_,
                        launch_cache=launch_cache, jit_aliases=frozenset(jit_aliases), assigned_kernels=bool(assigned),
                        top_statements=root.named_child_count, spans=spans, host_spans=host_spans,
-                       source=source if spans is not None else None)
+                       source=source if spans is not None else None, redefined=redefined)
 
 
 def function_body(node: Node) -> Node | None:

@@ -363,7 +363,7 @@ def _carried(old: ModuleIndex, source: bytes, window: Window, root: Node, functi
     assert old.spans is not None and old.host_spans is not None and old.jit_aliases is not None
     index = ModuleIndex(imports=old.imports, kernels=[], functions=functions, globals=globals_, launch_cache=None,
                         jit_aliases=old.jit_aliases, top_statements=old.top_statements,
-                        windows=old.windows + (window,), source=source)
+                        windows=old.windows + (window,), source=source, redefined=old.redefined)
     index.kernels = [fresh[i] if i in fresh else RelocatedKernel(k, (window,), root, index, old.jit_aliases)
                      for i, k in enumerate(old.kernels)]
     index.spans = _moved_spans(old.spans, window)

@@ -271,6 +271,9 @@ class Matcher:
         digest.update(repr(sorted(index.functions)).encode())
         for name, value in sorted(index.globals.items()):
             digest.update(name.encode() + b"=" + (value.text or b"")[:200])
+        # Which of several definitions is the global (the last) decides where a finding's "defined
+        # here" points: a definition more or less changes the key.
+        digest.update(repr(sorted(index.redefined.items())).encode())
         return digest.digest()
 
     def _kernel_key(self, kernel: Kernel, module_key: bytes, index: ModuleIndex, source: bytes,
