@@ -196,3 +196,26 @@ def copy(x, out):
     matcher = _matcher()
     assert "TS905" not in [f.code for f in matcher.check_source(source.format(key="BLOCK_SIZE"))]
     assert "TS905" in [f.code for f in matcher.check_source(source.format(key="BLOCK_SIZX"))]
+
+
+def test_a_global_defined_again_below_moves_where_the_finding_says_it_is_defined():
+    """Two `z = 1` at module level: the last is the global. The module's key held each
+    global's value text only, so a check after the second was added handed back the cached
+    finding pointing at the first."""
+    source = '''import triton
+import triton.language as tl
+
+z = 1
+
+
+@triton.jit
+def store_z(x_ptr):
+    tl.store(x_ptr, z)
+'''
+    matcher = _matcher()
+
+    def defined_at(text: str) -> list[int]:
+        return [r.span.start[0] for f in matcher.check_source(text) if f.code == "TS110" for r in f.related]
+
+    assert defined_at(source) == [3]
+    assert defined_at(source + "\n\nz = 1\n") == [11]
