@@ -12,7 +12,7 @@ Other DSLs' `jit` decorators (CuTe, TileLang, Gluon) are not Triton's and are no
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -308,7 +308,7 @@ class ModuleIndex:
             at = match.start()
             if at and (source[at - 1:at].isalnum() or source[at - 1] in b"_."):
                 continue  # the end of a longer name, or an attribute
-            position = bisect_right(spans, (at, _MAX)) - 1
+            position = bisect_left(spans, (at + 1,)) - 1  # the last function starting at or before it
             if position >= 0 and 0 <= spans[position][2] <= at < spans[position][1] and \
                     (not out or out[-1] != position):
                 out.append(position)
@@ -324,9 +324,6 @@ class ModuleIndex:
         if kernel.name in per_kernel.get(id(kernel), ()):
             count -= 1
         return count > 0
-
-
-_MAX = 1 << 62
 
 
 def callee_names(body: bytes) -> frozenset[str]:

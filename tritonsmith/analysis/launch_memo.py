@@ -26,9 +26,9 @@ from tree_sitter import Node
 if TYPE_CHECKING:
     from .argtypes import Reads
 
-__all__ = ["LaunchTypeMemo", "TypedLaunch"]
+__all__ = ["IDENTIFIER", "LaunchTypeMemo", "TypedLaunch"]
 
-_IDENTIFIER = re.compile(rb"[A-Za-z_\x80-\xff][\w\x80-\xff]*")
+IDENTIFIER = re.compile(rb"[A-Za-z_\x80-\xff][\w\x80-\xff]*")
 
 _WHOLE_FILE = (b"import", b"set_default_dtype")
 """Text whose change can alter any launch's types: the imports qualify every name, and the
@@ -121,7 +121,7 @@ class LaunchTypeMemo:
             self._entries = {}
             return
         # A name matters where it is written as a whole identifier (`add_1` is not in `add_10`).
-        written = {m.decode("utf-8", "replace") for text in changed for m in _IDENTIFIER.findall(text)}
+        written = {m.decode("utf-8", "replace") for text in changed for m in IDENTIFIER.findall(text)}
         kept: dict[tuple[int, str], _Entry] = {}
         for entry in self._entries.values():
             if entry.statement not in moved or not all(s in moved for s in entry.statements) \

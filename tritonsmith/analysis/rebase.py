@@ -24,7 +24,7 @@ old tree: tree-sitter may rewrite, in place, the nodes around an edit, never the
 
 from __future__ import annotations
 
-import re
+from bisect import bisect_left
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +42,7 @@ from .index import (
     function_body,
     kernel_of,
 )
-from .launch_memo import TypedLaunch
+from .launch_memo import IDENTIFIER, TypedLaunch
 from .syntax import text, top_statement
 
 __all__ = ["Rebased", "RelocatedKernel", "RelocatedNodes", "rebase"]
@@ -325,9 +325,6 @@ def _rebase_host(old: ModuleIndex, old_source: bytes, root: Node, source: bytes,
     return Rebased(index, old, window, None, relaunched=frozenset(relaunched))
 
 
-_IDENTIFIER = re.compile(rb"[A-Za-z_\x80-\xff][\w\x80-\xff]*")
-
-
 def _sites_of(kernel: Kernel) -> tuple[_KernelPlaces, tuple[Window, ...]]:
     """A kernel's places, and the edits made since they were read."""
     if type(kernel) is RelocatedKernel and "outer" not in kernel.__dict__:
@@ -394,7 +391,7 @@ def _carry_launch_types(old: ModuleIndex, index: ModuleIndex, window: Window, ed
     for earlier in reversed(old.windows):
         tops.append(tops[-1] - earlier.shift if tops[-1] >= earlier.new_end else tops[-1])
     tops.reverse()
-    written = {m.decode("utf-8", "replace") for m in _IDENTIFIER.findall(old_text + b"\n" + new_text)}
+    written = {m.decode("utf-8", "replace") for m in IDENTIFIER.findall(old_text + b"\n" + new_text)}
     shift, after, low = window.shift, window.old_end, (1 << 32) - 1
     moved: dict[int, TypedLaunch] = {}
     retyped: set[int] = set()
@@ -420,14 +417,7 @@ def _start_of(table: Mapping[str, Node], name: str) -> int | None:
 
 def _last_before(spans: list[tuple[int, int, int]], at: int) -> int:
     """The position of the last span starting before byte `at` (spans are in file order), or -1."""
-    low, high = 0, len(spans)
-    while low < high:
-        middle = (low + high) // 2
-        if spans[middle][0] < at:
-            low = middle + 1
-        else:
-            high = middle
-    return low - 1
+    return bisect_left(spans, (at,)) - 1
 
 
 def _body_around(spans: list[tuple[int, int, int]], window: Window) -> int | None:
