@@ -24,14 +24,15 @@ from typing import TYPE_CHECKING
 
 from . import __version__
 from .errors import TritonsmithError, UsageError
-from .report import FileFindings, to_json, to_sarif, to_text
-from .rules import Rule
-from .rules.fixes import apply_fixes
 from .settings import Settings, find_workspace_root, read_pyproject
-from .workspace import Workspace
 
+# The rules, the report and the workspace are imported where they are used: commands that need
+# none of them (`--help`, `verify`, `serve`'s start) do not wait 0.1 s for the rules to import.
 if TYPE_CHECKING:
     from .evaluator.verify import Spec, Verdict
+    from .report import FileFindings
+    from .rules import Rule
+    from .workspace import Workspace
 
 __all__ = ["main"]
 
@@ -76,6 +77,8 @@ def _settings(args: argparse.Namespace, root: Path, warnings: list[str]) -> Sett
 
 
 def _workspace(args: argparse.Namespace, first_path: str | None = None) -> Workspace:
+    from .workspace import Workspace
+
     root = find_workspace_root(Path(first_path or "."))
     warnings: list[str] = []
     settings = _settings(args, root, warnings)
@@ -102,6 +105,8 @@ def _write_atomic(path: Path, content: bytes) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from .report import to_json, to_sarif, to_text
+
     workspace = _workspace(args, args.paths[0])
     base = Path.cwd()
     paths = list(_python_files(args.paths))
@@ -179,6 +184,9 @@ def _check_inherited(item: tuple[Path, bool]) -> tuple[FileFindings, int] | str:
 
 
 def _check_one(workspace: Workspace, path: Path, fix: bool, jobs: int = 1) -> tuple[FileFindings, int] | str:
+    from .report import FileFindings
+    from .rules.fixes import apply_fixes
+
     try:
         source = path.read_bytes()
     except OSError as error:
@@ -694,6 +702,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _exit_without_teardown(code: int) -> None:
+    """End `check` without the interpreter's teardown: freeing a large file's tree, index and
+    findings object by object took 0.17-0.25 s of a 2 s check of 55,000 lines, and nothing is
+    left to run by then (forked children are reaped, output is written). mypy does the same."""
+    import logging
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    logging.shutdown()
+    os._exit(code)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -702,7 +723,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         tune_gc()
     try:
-        return int(args.handler(args))
+        code = int(args.handler(args))
+        if argv is None and args.handler is cmd_check:
+            _exit_without_teardown(code)
+        return code
     except UsageError as error:
         print(f"tritonsmith: error: {error.user_message}", file=sys.stderr)
         return 2

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .rules.model import parse_version
+from .version import parse_version
 
 if sys.version_info >= (3, 11):
     import tomllib

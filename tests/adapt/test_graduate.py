@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tritonsmith.adapt import induce
 from tritonsmith.adapt.graduate import GRADUATE_SYSTEM, graduate, known_good, verify_query
+from tritonsmith.adapt.induce import induce
 from tritonsmith.cli import main
 from tritonsmith.rules import Severity
 from tritonsmith.rules.checks.query import QUERY_CHECK

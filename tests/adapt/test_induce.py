@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonsmith.adapt import Thresholds, generality_filter, induce
+from tritonsmith.adapt.induce import Thresholds, generality_filter, induce
 from tritonsmith.errors import RulePackError
 from tritonsmith.rules import load_rules, pack_paths
 from tritonsmith.state import FailureLog, kernel_hash, load_learned
@@ -169,7 +169,7 @@ def test_the_kernels_own_names_are_rejected():
 _LEARNER = """
 import sys
 from pathlib import Path
-from tritonsmith.adapt import induce
+from tritonsmith.adapt.induce import induce
 from tritonsmith.state import FailureLog, kernel_hash
 
 root, who = Path(sys.argv[1]), sys.argv[2]

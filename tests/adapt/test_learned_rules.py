@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tritonsmith.adapt import induce
+from tritonsmith.adapt.induce import induce
 from tritonsmith.evaluator.compile import match_rules
 from tritonsmith.evaluator.protocol import Result
 from tritonsmith.evaluator.reports import compile_file

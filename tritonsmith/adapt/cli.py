@@ -27,14 +27,17 @@ import logging
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from ..rules import Rule, Severity
-from ..rules.checks.query import QUERY_CHECK
 from ..settings import find_workspace_root
-from ..state.learned import learned_path, load_learned, update_learned
-from .induce import Learned, Thresholds, induce
+from .defaults import COMPARE_MODES, DEFAULT_STEPS, MIN_FAILURES, MIN_KERNELS
+
+# Induction, the rules and the state are imported by the commands that use them: `register`
+# runs on every `tritonsmith` command, `check` included.
+if TYPE_CHECKING:
+    from ..rules import Rule
+    from .induce import Learned
 
 __all__ = ["cmd_adapt", "cmd_rules_review", "cmd_run", "register"]
 
@@ -48,10 +51,10 @@ def register(commands: Any, rules_commands: Any) -> None:
     induce_parser = adapt_commands.add_parser(
         "induce", help="cluster the failure log now and write learned rules to .tritonsmith/rules.toml")
     induce_parser.add_argument("path", nargs="?", default=".", metavar="PATH", help="a folder of the workspace")
-    induce_parser.add_argument("--min-count", type=int, default=Thresholds.count, metavar="N",
-                               help=f"failures before a cluster becomes a rule (default {Thresholds.count})")
-    induce_parser.add_argument("--min-kernels", type=int, default=Thresholds.kernels, metavar="N",
-                               help=f"distinct kernels before a rule is active (default {Thresholds.kernels})")
+    induce_parser.add_argument("--min-count", type=int, default=MIN_FAILURES, metavar="N",
+                               help=f"failures before a cluster becomes a rule (default {MIN_FAILURES})")
+    induce_parser.add_argument("--min-kernels", type=int, default=MIN_KERNELS, metavar="N",
+                               help=f"distinct kernels before a rule is active (default {MIN_KERNELS})")
     induce_parser.add_argument("--format", choices=("text", "json"), default="text")
     _llm_arguments(induce_parser)
     induce_parser.add_argument("--limit", type=int, metavar="N", help="with --llm: extract at most N failures this run")
@@ -139,6 +142,8 @@ def _hits(root: Path, rule: Rule, files: list[Path]) -> list[str]:
 
 
 def _json(rule: Rule, hits: list[str]) -> dict[str, Any]:
+    from ..rules.checks.query import QUERY_CHECK
+
     return {
         "code": rule.code, "name": rule.name, "status": rule.status, "reviewed": rule.reviewed,
         "hold": rule.hold, "statement": rule.statement, "category": rule.category,
@@ -158,6 +163,9 @@ def cmd_adapt(args: argparse.Namespace) -> int:
     root = _root(args)
     if args.min_count < 1 or args.min_kernels < 1:
         raise UsageError("--min-count and --min-kernels must be at least 1")
+    from ..state.learned import learned_path
+    from .induce import Thresholds, induce
+
     thresholds = Thresholds(count=args.min_count, kernels=args.min_kernels)
     model = _text_model(args)
     if model is not None:
@@ -283,6 +291,8 @@ def cmd_graduate(args: argparse.Namespace) -> int:
 
 
 def _describe(rule: Rule, hits: list[str]) -> str:
+    from ..rules.checks.query import QUERY_CHECK
+
     kernels = len(rule.kernels)
     lines = [
         f"{rule.code}  {rule.status}{' (reviewed)' if rule.reviewed else ''}  {rule.name}  "
@@ -311,6 +321,9 @@ def _describe(rule: Rule, hits: list[str]) -> str:
 
 
 def _decide(rules: list[Rule], accept: list[str], reject: list[str]) -> list[Rule]:
+    from ..rules import Severity
+    from ..rules.checks.query import QUERY_CHECK
+
     by_code = {r.code for r in rules}
     unknown = [c for c in [*accept, *reject] if c not in by_code]
     if unknown:
@@ -332,6 +345,8 @@ def _decide(rules: list[Rule], accept: list[str], reject: list[str]) -> list[Rul
 
 
 def cmd_rules_review(args: argparse.Namespace) -> int:
+    from ..state.learned import load_learned, update_learned
+
     root = _root(args)
     both = set(args.accept) & set(args.reject)
     if both:
@@ -364,8 +379,6 @@ def cmd_rules_review(args: argparse.Namespace) -> int:
 
 
 def _run_arguments(adapt_commands: Any) -> None:
-    from .run import COMPARE_MODES, DEFAULT_STEPS
-
     run = adapt_commands.add_parser(
         "run", help="search a folder of tasks (or synthesised ones) with the memory learning after each; "
         "report the rules learned and pass@1 / fast_1 before and after")

@@ -34,6 +34,7 @@ from ..rules import Rule, Severity
 from ..state.failure_log import FailureLog
 from ..state.learned import HEADER, learned_path, load_learned, pack_lock
 from ..state.signature import API_NAMES, core_message, error_type, normalise, signature_regex
+from .defaults import MIN_FAILURES, MIN_KERNELS
 
 __all__ = ["Cluster", "Learned", "Thresholds", "cluster_failures", "generality_filter", "induce", "learn"]
 
@@ -48,8 +49,8 @@ _STOP = {"a", "an", "the", "of", "to", "in", "is", "be", "with", "and", "or", "f
 class Thresholds:
     """When a cluster becomes a rule, and when a rule becomes active."""
 
-    count: int = 3  # failures (distinct kernel texts) before a cluster becomes a rule
-    kernels: int = 2  # distinct kernels before a rule becomes active
+    count: int = MIN_FAILURES  # failures (distinct kernel texts) before a cluster becomes a rule
+    kernels: int = MIN_KERNELS  # distinct kernels before a rule becomes active
 
 
 def inducible(failure: dict[str, Any]) -> bool:

@@ -57,6 +57,7 @@ from typing import Any
 from ..analysis import Document, index_module
 from ..errors import TritonsmithError
 from ..state.learned import load_learned
+from .defaults import COMPARE_MODES, DEFAULT_STEPS
 from .induce import Thresholds, induce
 
 __all__ = [
@@ -77,8 +78,6 @@ __all__ = [
     "workspace",
 ]
 
-DEFAULT_STEPS = 10
-COMPARE_MODES = ("halves", "baseline")
 
 
 # -- metrics --------------------------------------------------------------------------------

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from enum import Enum
 
+from ..version import parse_version  # re-exported: rules read versions in their ranges
+
 __all__ = ["STATUSES", "Rule", "Severity", "VersionRange", "parse_version"]
 
 _CODE = re.compile(r"^TS(\d{3}|L\d+|A\d+)$")
@@ -31,14 +33,6 @@ class Severity(str, Enum):
     WARNING = "warning"
     INFORMATION = "information"
     HINT = "hint"
-
-
-def parse_version(value: str) -> tuple[int, int]:
-    """`"3.9"` or `"3.9.0"` -> (3, 9). Raises ValueError on anything else."""
-    parts = value.strip().split(".")
-    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
-        raise ValueError(f"not a Triton version: {value!r} (expected MAJOR.MINOR, e.g. 3.6)")
-    return int(parts[0]), int(parts[1])
 
 
 @dataclass(frozen=True)
