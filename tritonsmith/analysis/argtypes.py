@@ -19,6 +19,7 @@ only: the server imports this module too, so no torch or triton here.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from collections.abc import Iterator
@@ -91,6 +92,11 @@ _FLOAT_RANK = {"float16": 1, "bfloat16": 1, "float32": 2, "float64": 3}
 _MAX_DEPTH = 24
 _SCOPES = frozenset({"function_definition", "class_definition", "lambda"})
 
+_Assigned = tuple[int, int, Node, "Node | None", Node]
+"""One assignment of a name: the statement's start and end bytes, the statement, and the target
+pattern and value `_last_assignment` answers with (a pattern only when its elements cannot be
+matched with the value's)."""
+
 
 def triton_type(dtype: str) -> str:
     """A torch dtype name (`float16`, `torch.int32`) as Triton writes it in a signature (`fp16`,
@@ -132,7 +138,7 @@ class LaunchTyper:
         self.document = document
         self.index = index
         self._calls: dict[str, list[Node]] | None = None
-        self._scope_assignments: dict[tuple[int, int], list[Node]] = {}
+        self._scope_assignments: dict[tuple[int, int], dict[str, list[_Assigned]]] = {}
         self.default_float = self._default_float()
         self._reads: Reads | None = None
         self._searches = 0  # callers found by searching the text, before the table is worth building
@@ -520,48 +526,51 @@ class LaunchTyper:
                 return _Value("int", node=value)
         return None
 
-    def _assignments(self, scope: Node) -> list[Node]:
-        """The assignments in `scope`'s body (not in nested scopes), read once per scope."""
+    def _assigned_names(self, scope: Node) -> dict[str, list[_Assigned]]:
+        """What `scope`'s body assigns (not in nested scopes), by name, in order; read once per
+        scope, since a launch's arguments look up several names in one function."""
         key = (scope.start_byte, scope.end_byte)
         found = self._scope_assignments.get(key)
-        if found is None:
-            body = scope.child_by_field_name("body")
-            found = [] if body is None else [n for n in _descendants(body) if n.type == "assignment"]
-            self._scope_assignments[key] = found
+        if found is not None:
+            return found
+        found = {}
+        body = scope.child_by_field_name("body")
+        for current in QueryCursor(_assignment_query()).captures(body).get("assignment", []) if body is not None else []:
+            if _nested_scope(current, scope):
+                continue
+            left, right = current.child_by_field_name("left"), current.child_by_field_name("right")
+            if left is None or right is None:
+                continue
+            start, end = current.start_byte, current.end_byte
+            if left.type == "identifier":
+                found.setdefault(text(left), []).append((start, end, current, None, right))
+            elif left.type in ("pattern_list", "tuple_pattern", "list_pattern"):
+                names = [c for c in left.named_children if c.type != "comment"]
+                inner = unparen(right)
+                elements = [c for c in inner.named_children if c.type != "comment"] \
+                    if inner is not None and inner.type in ("tuple", "list", "expression_list") else []
+                seen: set[str] = set()
+                for position, target in enumerate(names):
+                    name = text(target) if target.type == "identifier" else ""
+                    if not name or name in seen:
+                        continue  # a name twice in one pattern: its first place, as Python reads it
+                    seen.add(name)
+                    found.setdefault(name, []).append(
+                        (start, end, current, None, elements[position]) if len(elements) == len(names)
+                        else (start, end, current, left, right))
+        self._scope_assignments[key] = found
         return found
 
     def _last_assignment(self, scope: Node, name: str, before: int) -> tuple[Node | None, Node] | None:
         """The last `name = value` in `scope` before byte `before`: (None, value), or for an
         unpacking target the (target pattern, value) when `name` is one of its names."""
-        best: tuple[int, Node | None, Node] | None = None
-        conditional = False
-        for current in self._assignments(scope):
-            if current.end_byte > before:
-                continue
-            left, right = current.child_by_field_name("left"), current.child_by_field_name("right")
-            if left is None or right is None:
-                continue
-            if left.type == "identifier" and text(left) == name:
-                candidate: tuple[int, Node | None, Node] = (current.start_byte, None, right)
-            elif left.type in ("pattern_list", "tuple_pattern", "list_pattern") and \
-                    any(c.type == "identifier" and text(c) == name for c in left.named_children):
-                names = [c for c in left.named_children if c.type != "comment"]
-                index = next(i for i, c in enumerate(names) if c.type == "identifier" and text(c) == name)
-                inner = unparen(right)
-                elements = [c for c in inner.named_children if c.type != "comment"] \
-                    if inner is not None and inner.type in ("tuple", "list", "expression_list") else []
-                if len(elements) == len(names):
-                    candidate = (current.start_byte, None, elements[index])
-                else:
-                    candidate = (current.start_byte, left, right)
-            else:
-                continue
-            if best is None or candidate[0] > best[0]:
-                best = candidate
-                conditional = _in_branch(current, before)
-        if best is not None and conditional:
+        best: _Assigned | None = None
+        for assigned in self._assigned_names(scope).get(name, ()):
+            if assigned[1] <= before and (best is None or assigned[0] > best[0]):
+                best = assigned
+        if best is None or _in_branch(best[2], before):
             return None  # assigned on one branch of an if the use is not in: which one ran is not known
-        return (best[1], best[2]) if best is not None else None
+        return best[3], best[4]
 
     def _parameter(self, scope: Node, parameter: tuple[int, Node | None, str, str], depth: int,
                    seen: frozenset[int]) -> _Value | None:
@@ -630,22 +639,28 @@ class LaunchTyper:
         return None
 
     def _callers(self, name: str, cls: Node | None) -> list[Node]:
+        """The calls of function `name` (method `name` of `cls`) in the file's host code. Calls
+        inside kernels are not callers: a kernel cannot call a host function (TS401 says so),
+        and leaving them out spares walking kernels' bodies, most of a Triton file."""
         if self._reads is not None:
             self._reads.names.add(name)
         if self._calls is None and self._searches < _SEARCHES_BEFORE_TABLE:
             # A few lookups (an edit re-types a launch or two) search the text for the name: a
-            # few milliseconds, where the table of every call walks the whole tree (0.14 s on
+            # few milliseconds, where the table of every call walks the host code (40 ms on
             # 55,000 lines); a whole file's check builds the table once.
             self._searches += 1
             return self._callers_searched(name, cls)
         if self._calls is None:
             calls: dict[str, list[Node]] = {}
-            for _, captures in QueryCursor(_calls_query()).matches(self.document.root):  # one C walk of the file
-                call = captures["call"][0]
-                if "function" in captures:
-                    calls.setdefault(text(captures["function"][0]), []).append(call)
-                elif "method" in captures:
-                    calls.setdefault("." + text(captures["method"][0]), []).append(call)
+            cursor = QueryCursor(_calls_query())
+            for start, end in self._host_ranges():  # C walks of the host code only
+                cursor.set_byte_range(start, end)
+                for _, captures in cursor.matches(self.document.root):
+                    call = captures["call"][0]
+                    if "function" in captures:
+                        calls.setdefault(text(captures["function"][0]), []).append(call)
+                    elif "method" in captures:
+                        calls.setdefault("." + text(captures["method"][0]), []).append(call)
             for found in calls.values():
                 found.sort(key=lambda node: node.start_byte)
             self._calls = calls
@@ -653,9 +668,29 @@ class LaunchTyper:
             return list(self._calls.get(name, []))
         return [c for c in self._calls.get("." + name, []) if _in_class(c, cls)]
 
+    def _host_ranges(self) -> list[tuple[int, int]]:
+        """The file's byte ranges outside every kernel, in order."""
+        ranges, at = [], 0
+        for start, end in self._kernel_spans:
+            if start > at:
+                ranges.append((at, start))
+            at = max(at, end)
+        if at < len(self.document.source):
+            ranges.append((at, len(self.document.source)))
+        return ranges
+
+    @functools.cached_property
+    def _kernel_spans(self) -> list[tuple[int, int]]:
+        return sorted((k.outer.start_byte, k.outer.end_byte) for k in self.index.kernels)
+
+    def _in_kernel(self, offset: int) -> bool:
+        spans = self._kernel_spans
+        at = bisect.bisect_right(spans, (offset, len(self.document.source) + 1)) - 1
+        return at >= 0 and spans[at][0] <= offset < spans[at][1]
+
     def _callers_searched(self, name: str, cls: Node | None) -> list[Node]:
-        """`_callers` from the text: each `name(` (`.name(` for a method) the tree confirms is
-        a call whose function is that identifier (or that attribute)."""
+        """`_callers` from the text: each `name(` (`.name(` for a method) outside the kernels
+        that the tree confirms is a call whose function is that identifier (or that attribute)."""
         root = self.document.root
         source = self.document.source
         out: list[Node] = []
@@ -664,6 +699,8 @@ class LaunchTyper:
             before = source[start - 1:start]
             if before and (before.isalnum() or before == b"_" or before[0] >= 0x80):
                 continue  # part of a longer name
+            if self._in_kernel(start):
+                continue
             ident = root.descendant_for_byte_range(start, start + len(name.encode()))
             if ident is None or ident.type != "identifier" or ident.parent is None:
                 continue
@@ -745,6 +782,21 @@ _CALLS_SOURCE = """
 [(call function: (identifier) @function)
  (call function: (attribute attribute: (identifier) @method))] @call
 """
+
+
+@functools.cache
+def _assignment_query() -> Query:
+    return Query(PY_LANGUAGE, "(assignment) @assignment")
+
+
+def _nested_scope(node: Node, scope: Node) -> bool:
+    """Whether `node` is inside a function, class or lambda nested in `scope`."""
+    current = node.parent
+    while current is not None and current != scope:
+        if current.type in _SCOPES:
+            return True
+        current = current.parent
+    return False
 
 
 @functools.cache
