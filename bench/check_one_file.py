@@ -3,6 +3,9 @@ kernels in one process (`--jobs 1`) and split between forked processes (the defa
 core; `rules/forked.py`), alternating so both see the same load.
 
     .venv/bin/python bench/check_one_file.py --lines 55000 --repeat 3 --json docs/benchmarks/check-55k-forked-N.json
+
+Python's bytecode is cached between the runs as an installed package has it (`--bytecode none`:
+compiled on every run, as on a machine that sets PYTHONDONTWRITEBYTECODE).
 """
 
 from __future__ import annotations
@@ -23,17 +26,34 @@ from check_scaling import _commit  # noqa: E402
 from corpus import generate  # noqa: E402
 
 
-def _timed(path: Path, *jobs: str) -> tuple[float, str]:
+def _timed(path: Path, env: dict[str, str], *jobs: str) -> tuple[float, str]:
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "tritonsmith", "check", str(path), "--exit-zero", *jobs],
-                          capture_output=True, text=True, check=True)
+                          capture_output=True, text=True, check=True, env=env)
     return time.perf_counter() - started, done.stdout
+
+
+def _environment(bytecode: str, folder: Path) -> dict[str, str]:
+    """The checks' environment. `cached`: Python's bytecode is written on the warm-up run to a
+    folder of this run's own and read after, as an installed package has it (pip compiles it at
+    install); this machine sets PYTHONDONTWRITEBYTECODE, which would otherwise make every run
+    compile every module (about 0.2 s). `none`: compiled on every run, as that setting has it."""
+    env = dict(os.environ)
+    env.pop("PYTHONPYCACHEPREFIX", None)
+    if bytecode == "cached":
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(folder / "bytecode")
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lines", type=int, default=55000)
     parser.add_argument("--repeat", type=int, default=3, help="checks of each kind, alternating")
+    parser.add_argument("--bytecode", choices=("cached", "none"), default="cached",
+                        help="cached: as an installed package (the default); none: every module compiled each run")
     parser.add_argument("--json", metavar="OUT")
     args = parser.parse_args()
 
@@ -42,13 +62,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "kernels.py"
         path.write_text(generate(args.lines, seed=0))
-        _timed(path, "--jobs", "1")  # warm: bytecode and the file in the page cache
+        env = _environment(args.bytecode, Path(folder))
+        _timed(path, env, "--jobs", "1")  # warm: bytecode and the file in the page cache
         one: list[float] = []
         forked: list[float] = []
         for _ in range(args.repeat):
-            seconds, out_one = _timed(path, "--jobs", "1")
+            seconds, out_one = _timed(path, env, "--jobs", "1")
             one.append(seconds)
-            seconds, out_forked = _timed(path)
+            seconds, out_forked = _timed(path, env)
             forked.append(seconds)
             if out_forked != out_one:
                 raise SystemExit("the forked check's output differs from one process's")
@@ -58,6 +79,7 @@ def main() -> None:
         "tritonsmith": _commit(Path(tritonsmith.__file__).parent),
         "machine": {"python": platform.python_version(), "cpus": cores, "load_after": os.getloadavg()},
         "lines": args.lines,
+        "bytecode": args.bytecode,
         "jobs_1_s": one,
         "default_s": forked,
         "default_processes": cores,
