@@ -172,3 +172,18 @@ def test_the_forked_check_of_one_large_file_re_derives_from_its_json(run: str) -
            f"{statistics.median(data['default_s']):.2f} ({min(data['default_s']):.2f}-{max(data['default_s']):.2f}) | "
            f"{statistics.median(data['jobs_1_s']) / statistics.median(data['default_s']):.2f}x |")
     assert row in PAGE, row
+
+
+@pytest.mark.parametrize("bytecode", ["", "nobytecode-"])
+@pytest.mark.parametrize("which", ["before", "after"])
+@pytest.mark.parametrize("run", ["1", "2"])
+def test_the_check_of_55k_lines_within_2_s_re_derives_from_its_json(bytecode: str, which: str, run: str) -> None:
+    """docs/benchmarks.md, "`check` of 55,000 lines within 2 s": each run's medians and ranges."""
+    data = _load(f"check-55k-{bytecode}{which}-{run}.json")
+    assert data["lines"] == 55000 and len(data["jobs_1_s"]) == len(data["default_s"]) == 5
+    assert data["bytecode"] == ("none" if bytecode else "cached")
+    one, forked = data["jobs_1_s"], data["default_s"]
+    row = (f"| {data['bytecode']} | {which} ({data['tritonsmith']}), {run} | "
+           f"{statistics.median(one):.2f} ({min(one):.2f}-{max(one):.2f}) | "
+           f"{statistics.median(forked):.2f} ({min(forked):.2f}-{max(forked):.2f}) |")
+    assert row in PAGE, row
