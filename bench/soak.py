@@ -27,9 +27,11 @@ from corpus import editable_sites, generate  # noqa: E402
 from lsp_latency import open_document, server_command, server_env, start_server  # noqa: E402
 
 
-def rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """A resident size of `pid` from /proc: VmRSS (all), RssAnon (its heap) or RssFile (mapped
+    files: code and data of the interpreter and the libraries, touched as they are used)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -48,10 +50,12 @@ async def soak(lines: int, edits: int, every: int, timeout: float, where: str = 
                                       timeout=timeout, env=env)
     pid = client.proc.pid
     samples: list[tuple[int, float]] = []
+    anon: list[tuple[int, float]] = []  # RssAnon at the same points
     started = time.perf_counter()
     try:
         await open_document(client, uri, text, timeout=timeout)
         samples.append((0, rss_mb(pid)))
+        anon.append((0, rss_mb(pid, "RssAnon")))
         version = 1
         for n in range(edits):
             row, col = sites[(n // 2 * 7919) % len(sites)]
@@ -65,6 +69,7 @@ async def soak(lines: int, edits: int, every: int, timeout: float, where: str = 
             await client.wait_diagnostics(uri, after=mark, version=version, timeout=timeout)
             if (n + 1) % every == 0:
                 samples.append((n + 1, rss_mb(pid)))
+                anon.append((n + 1, rss_mb(pid, "RssAnon")))
     finally:
         await client.close()
     after = [mb for n, mb in samples if n >= 1000]
@@ -74,6 +79,7 @@ async def soak(lines: int, edits: int, every: int, timeout: float, where: str = 
         "rss_at_1000_mb": round(next((mb for n, mb in samples if n >= 1000), float("nan")), 2),
         "rss_end_mb": round(samples[-1][1], 2),
         "spread_after_1000_mb": round(max(after) - min(after), 2) if after else None,
+        "rss_anon_mb": [[n, round(mb, 2)] for n, mb in anon],
         "machine": {"platform": platform.platform(), "python": platform.python_version()},
     }
 

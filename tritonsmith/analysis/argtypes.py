@@ -136,7 +136,13 @@ class LaunchTyper:
 
     def __init__(self, document: Document, index: ModuleIndex) -> None:
         self.document = document
-        self.index = index
+        # What it reads of the index, not the index: the rules keep a typer on its index, and a
+        # typer pointing back would make a cycle that holds the index and its whole tree (a
+        # server's every edit in a host function) until the cyclic collector's rare full pass.
+        self.imports = index.imports
+        self.functions = index.functions
+        self.globals = index.globals
+        self.kernels = index.kernels
         self._calls: dict[str, list[Node]] | None = None
         self._scope_assignments: dict[tuple[int, int], dict[str, list[_Assigned]]] = {}
         self.default_float = self._default_float()
@@ -268,7 +274,7 @@ class LaunchTyper:
         return None
 
     def _attribute(self, node: Node, depth: int, seen: frozenset[int]) -> _Value | None:
-        qualified = self.index.imports.qualify(node) or ""
+        qualified = self.imports.qualify(node) or ""
         if qualified.startswith("torch."):
             name = qualified[len("torch."):]
             if name in TORCH_DTYPES:
@@ -307,7 +313,7 @@ class LaunchTyper:
             value = unparen(assigned)
             if value is None or value.type != "call":
                 continue
-            qualified = self.index.imports.qualify(value.child_by_field_name("function")) or ""
+            qualified = self.imports.qualify(value.child_by_field_name("function")) or ""
             if qualified.rsplit(".", 1)[-1] in _LAYERS_WITH_WEIGHTS and qualified.startswith("torch.nn"):
                 _, keywords = call_args(value)
                 if "dtype" in keywords:
@@ -352,7 +358,7 @@ class LaunchTyper:
     def _call(self, node: Node, depth: int, seen: frozenset[int]) -> _Value | None:
         function = node.child_by_field_name("function")
         positional, keywords = call_args(node)
-        qualified = self.index.imports.qualify(function) or ""
+        qualified = self.imports.qualify(function) or ""
         explicit = self._dtype_keyword(keywords, depth, seen)
         if qualified.startswith(("torch.", "torch.nn.functional.")) and function is not None and \
                 self._is_module_path(function):
@@ -414,7 +420,7 @@ class LaunchTyper:
             if obj is None:
                 return False
             head = obj
-        return head.type == "identifier" and text(head) in self.index.imports.names
+        return head.type == "identifier" and text(head) in self.imports.names
 
     def _method(self, function: Node, positional: list[Node], keywords: dict[str, tuple[Node, Node]],
                 explicit: _Value | None, node: Node, depth: int, seen: frozenset[int]) -> _Value | None:
@@ -470,7 +476,7 @@ class LaunchTyper:
         of return value), e.g. a launcher returning the tensor it allocated."""
         if self._reads is not None:
             self._reads.names.add(name)
-        definition = self.index.functions.get(name)
+        definition = self.functions.get(name)
         if definition is None or definition.id in seen:
             return None
         if definition.type == "decorated_definition":
@@ -506,7 +512,7 @@ class LaunchTyper:
                 return self._parameter(scope, parameter, depth, seen)
         if self._reads is not None:
             self._reads.names.add(name)
-        constant = self.index.globals.get(name)
+        constant = self.globals.get(name)
         if constant is not None and constant.type != "assignment" and constant.id not in seen:
             return self.value(constant, depth + 1, seen | {constant.id})
         return None
@@ -622,7 +628,7 @@ class LaunchTyper:
     def _returned_elements(self, function_name: str) -> list[Node] | None:
         if self._reads is not None:
             self._reads.names.add(function_name)
-        definition = self.index.functions.get(function_name)
+        definition = self.functions.get(function_name)
         if definition is not None and definition.type == "decorated_definition":
             definition = definition.child_by_field_name("definition")
         if definition is None or definition.type != "function_definition" or \
@@ -681,7 +687,7 @@ class LaunchTyper:
 
     @functools.cached_property
     def _kernel_spans(self) -> list[tuple[int, int]]:
-        return sorted((k.outer.start_byte, k.outer.end_byte) for k in self.index.kernels)
+        return sorted((k.outer.start_byte, k.outer.end_byte) for k in self.kernels)
 
     def _in_kernel(self, offset: int) -> bool:
         spans = self._kernel_spans
@@ -720,10 +726,10 @@ class LaunchTyper:
             if statement.type != "expression_statement" or not statement.named_children:
                 continue
             call = statement.named_children[0]
-            if call.type == "call" and (self.index.imports.qualify(call.child_by_field_name("function")) or "") \
+            if call.type == "call" and (self.imports.qualify(call.child_by_field_name("function")) or "") \
                     == "torch.set_default_dtype":
                 positional, _ = call_args(call)
-                qualified = self.index.imports.qualify(positional[0]) if positional else None
+                qualified = self.imports.qualify(positional[0]) if positional else None
                 if qualified and qualified.startswith("torch.") and qualified[6:] in TORCH_DTYPES:
                     return TORCH_DTYPES[qualified[6:]]
         return "float32"
