@@ -285,3 +285,21 @@ def test_edits_leave_no_reference_cycles_behind() -> None:
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+def test_a_host_edit_reads_only_the_kernels_it_may_change() -> None:
+    """An edit in a launcher re-reads from the new tree only the kernels it launches or calls:
+    the others keep their places and are not resolved (at 55,000 lines, reading every one of
+    them again cost 30 ms an edit; the launch typer's kernel spans once did that)."""
+    from tritonsmith.analysis.rebase import RelocatedKernel
+
+    server, state = _session()
+    source = state.document.source
+    at = source.index(b"    return out", source.index(b"def launch_bits"))
+    _edit(server, state, at, "\n    z = 1", 2)
+    server.ensure_checked(state)
+    index = state.index
+    assert index is not None and index.rebases == 1
+    relocated = [k for k in index.kernels if type(k) is RelocatedKernel]
+    resolved = [k.name for k in relocated if "outer" in k.__dict__]
+    assert len(relocated) >= 5 and len(resolved) <= 2, resolved
