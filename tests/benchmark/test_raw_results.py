@@ -187,3 +187,36 @@ def test_the_check_of_55k_lines_within_2_s_re_derives_from_its_json(bytecode: st
            f"{statistics.median(one):.2f} ({min(one):.2f}-{max(one):.2f}) | "
            f"{statistics.median(forked):.2f} ({min(forked):.2f}-{max(forked):.2f}) |")
     assert row in PAGE, row
+
+
+@pytest.mark.parametrize("run", ["1", "2"])
+def test_the_55k_line_edit_latencies_after_the_typing_changes_re_derive_from_their_json(run: str) -> None:
+    """docs/benchmarks.md, "After this session's changes to launch typing": each row."""
+    percentile = load("lsp_latency").percentile
+    data = _load(f"edit-55k-final-{run}.json")
+    assert {r["sites"] for r in data["results"]} == {"kernel", "host"}
+    for result in data["results"]:
+        latencies = result["latencies_ms"]
+        assert len(latencies) == 60 and result["lines"] == 55000
+        assert percentile(latencies, 0.95) == pytest.approx(result["p95_ms"])
+        row = f"| final, {run} | {result['sites']} | {result['p50_ms']:.1f} | {result['p95_ms']:.1f} | {result['max_ms']:.1f} |"
+        assert row in PAGE, row
+        assert result["p95_ms"] <= 50  # issue 17's target, as the page says
+
+
+@pytest.mark.parametrize("name", [f"{sites}-{which}-{run}" for sites in ("host", "kernel") for which in ("before", "fix")
+                                  for run in ("1", "2")] + ["host-final-1", "host-final-2"])
+def test_the_5k_line_soak_re_derives_from_its_json(name: str) -> None:
+    """docs/benchmarks.md, "Host edits' growth found and fixed": each run's row, from its samples."""
+    data = _load(f"soak-5k-{name}.json")
+    sites, which, run = name.split("-")
+    commit = {"before": "aabc723", "fix": "c6b5959", "final": "027f369"}[which]
+    assert data["lines"] == 5000 and data["edits"] == 10000 and data["sites"] == sites
+    after = [mb for n, mb in data["rss_mb"] if n >= 1000]
+    assert data["spread_after_1000_mb"] == pytest.approx(max(after) - min(after), abs=0.011)
+    at_3000 = next(mb for n, mb in data["rss_mb"] if n >= 3000)
+    row = (f"| {commit}, {run} | {sites} | {data['rss_at_1000_mb']:.2f} | {at_3000:.2f} | {data['rss_end_mb']:.2f} | "
+           f"{data['spread_after_1000_mb']:.2f} | {data['seconds']:.1f} |")
+    assert row in PAGE, row
+    if which != "before":
+        assert data["spread_after_1000_mb"] <= 5  # issue 17's target, as the page says
