@@ -17,7 +17,13 @@ from pathlib import Path
 import pytest
 
 from tritonsmith.evaluator import Job, Result, WorkerPool
-from tritonsmith.evaluator.jail import JAIL_NAMESPACES, JAIL_REDUCED, namespaces_available
+from tritonsmith.evaluator.jail import (
+    JAIL_NAMESPACES,
+    JAIL_REDUCED,
+    JAIL_TOOL_ENV,
+    jail_prefix,
+    namespaces_available,
+)
 from tritonsmith.evaluator.sandbox import scrub, secret_values, worker_environment
 
 ATTACKS = str(Path(__file__).parent / "fixtures" / "attacks.py")
@@ -44,13 +50,19 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return home
 
 
-@pytest.fixture(scope="module")
-def pool(home: Path) -> Iterator[WorkerPool]:
+@pytest.fixture(scope="module", params=["unshare", "bwrap"])
+def pool(home: Path, request: pytest.FixtureRequest) -> Iterator[WorkerPool]:
+    """A jailed pool, its namespaces made by `unshare`, then by bubblewrap: every attack meets
+    both (a tool that cannot make them here is skipped)."""
     saved = dict(os.environ)
     os.environ.update(CANARIES, HOME=str(home))
+    os.environ[JAIL_TOOL_ENV] = request.param
     try:
+        if jail_prefix() is None:
+            pytest.skip(f"{request.param} cannot make the namespaces here")
         with WorkerPool(1) as jailed:
             assert jailed.sandbox == JAIL_NAMESPACES
+            assert jailed._command[0] == request.param
             yield jailed
     finally:
         os.environ.clear()
@@ -159,6 +171,25 @@ def test_without_namespaces_the_pool_says_reduced(monkeypatch: pytest.MonkeyPatc
     with WorkerPool(1) as reduced:
         assert reduced.sandbox == JAIL_REDUCED
         assert reduced.run(call("echo", "ok")).payload == {"value": "ok"}
+
+
+def test_bubblewrap_makes_the_namespaces_where_unshare_cannot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where `unshare` may not make user namespaces (Ubuntu 24.04's AppArmor) but bubblewrap may,
+    the jail uses bubblewrap; where neither can, there is no jail (and verdicts say reduced)."""
+    from tritonsmith.evaluator import jail
+
+    monkeypatch.delenv(JAIL_TOOL_ENV, raising=False)
+    monkeypatch.setattr(jail, "UNSHARE", ("false",))  # an `unshare` that is refused
+    jail._probe.cache_clear()
+    try:
+        bwrap = jail._probe("bwrap")
+        jail._probe.cache_clear()
+        assert jail.jail_prefix() == bwrap  # bubblewrap if it works here, else no jail
+        monkeypatch.setattr(jail, "BWRAP", ("false",))
+        jail._probe.cache_clear()
+        assert jail.jail_prefix() is None and not jail.namespaces_available()
+    finally:
+        jail._probe.cache_clear()
 
 
 def test_a_compile_job_leaves_no_temporary_folder() -> None:

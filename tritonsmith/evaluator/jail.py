@@ -1,9 +1,10 @@
 """Linux namespaces around an evaluator worker: what makes the sandbox a boundary.
 
 A worker the pool starts through `jail_command()` runs as the first process of fresh user, pid,
-mount, network and IPC namespaces (util-linux `unshare`; no setuid helper, no root needed). The
-worker calls `enter()` before it reads its first job, while it still holds the capabilities the
-new user namespace gave it, and then gives them up for good. What candidate code sees after that:
+mount, network and IPC namespaces (util-linux `unshare`, or bubblewrap where only it may make
+them; no setuid helper, no root needed). The worker calls `enter()` before it reads its first
+job, while it still holds the capabilities the new user namespace gave it, and then gives them
+up for good. What candidate code sees after that:
 
 - **Files:** every mount read-only; `$HOME`, `/tmp`, `/var/tmp`, `/dev/shm` and `/run` replaced by
   empty private folders; the Python installation and the tritonsmith package mounted back
@@ -46,10 +47,12 @@ __all__ = [
     "JAIL_ENV",
     "JAIL_NAMESPACES",
     "JAIL_REDUCED",
+    "JAIL_TOOL_ENV",
     "JailError",
     "enter",
     "jail_command",
     "jail_plan",
+    "jail_prefix",
     "namespaces_available",
     "set_not_dumpable",
 ]
@@ -65,6 +68,18 @@ JAIL_REDUCED = ("reduced: no Linux namespaces here, so candidate code can read t
 UNSHARE = ("unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child",
            "--mount", "--mount-proc", "--net", "--ipc", "--propagation", "private")
 
+BWRAP = ("bwrap", "--unshare-user", "--uid", "0", "--gid", "0", "--unshare-pid", "--as-pid-1",
+         "--unshare-net", "--unshare-ipc", "--die-with-parent", "--bind", "/", "/", "--dev-bind", "/dev", "/dev",
+         "--proc", "/proc", "--cap-add", "ALL", "--")
+"""The same namespaces made by bubblewrap, for where `unshare` may not make them but bubblewrap
+may (Ubuntu 24.04's AppArmor allows user namespaces to `bwrap`, not to `unshare`). It only makes
+the namespaces, with the worker as their root and the whole system bound in; `enter` then sets up
+the view and drops the capabilities exactly as after `unshare`. A setuid bubblewrap cannot grant
+those capabilities and is not used."""
+
+JAIL_TOOL_ENV = "TRITONSMITH_JAIL_TOOL"
+"""`unshare` or `bwrap`: use only that one (tests, and a machine where one of them misbehaves)."""
+
 HIDDEN_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/run")
 """Replaced by empty private folders (with `$HOME`)."""
 
@@ -77,22 +92,39 @@ class JailError(RuntimeError):
     """The worker could not enter its jail: it must not run candidate code."""
 
 
-@functools.lru_cache(maxsize=1)
-def namespaces_available() -> bool:
-    """Whether `unshare` can make the namespaces here (one trial run, cached)."""
+def jail_prefix() -> tuple[str, ...] | None:
+    """What starts a command inside fresh namespaces here: `unshare`, else bubblewrap, whichever
+    makes them in a trial run; None where neither can. `JAIL_TOOL_ENV` tries only the one it
+    names."""
+    return _probe(os.environ.get(JAIL_TOOL_ENV) or None)
+
+
+@functools.cache
+def _probe(wanted: str | None) -> tuple[str, ...] | None:
     if not sys.platform.startswith("linux"):
-        return False
-    try:
-        probe = subprocess.run([*UNSHARE, "true"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return probe.returncode == 0
+        return None
+    for prefix in (UNSHARE, BWRAP):
+        if wanted is not None and prefix[0] != wanted:
+            continue
+        try:
+            probe = subprocess.run([*prefix, "true"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, timeout=10, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if probe.returncode == 0:
+            return prefix
+    return None
+
+
+def namespaces_available() -> bool:
+    """Whether `unshare` or bubblewrap can make the namespaces here (one trial run, cached)."""
+    return jail_prefix() is not None
 
 
 def jail_command(command: list[str]) -> list[str]:
     """`command` started inside fresh namespaces, or unchanged where none can be made."""
-    return [*UNSHARE, *command] if namespaces_available() else list(command)
+    prefix = jail_prefix()
+    return [*prefix, *command] if prefix is not None else list(command)
 
 
 def jail_plan(writable: Iterable[str | os.PathLike[str]] = ()) -> str:
