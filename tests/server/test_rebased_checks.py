@@ -303,3 +303,21 @@ def test_a_host_edit_reads_only_the_kernels_it_may_change() -> None:
     relocated = [k for k in index.kernels if type(k) is RelocatedKernel]
     resolved = [k.name for k in relocated if "outer" in k.__dict__]
     assert len(relocated) >= 5 and len(resolved) <= 2, resolved
+
+
+def test_an_edit_in_a_helper_reads_only_the_kernels_it_may_change() -> None:
+    """An edit in a jit helper's body (called, never launched) re-checks the helper and its
+    callers without re-reading every other kernel from the new tree: whether the helper is called
+    is the index's answer (`callers_of`), not a walk of every kernel's body."""
+    from tritonsmith.analysis.rebase import RelocatedKernel
+
+    server, state = _session()
+    source = state.document.source
+    at = source.index(b"return x * 2", source.index(b"def _twice"))
+    _edit(server, state, at + len("return "), "triton.cdiv(x, 2) + ", 2)  # runs the check that asks
+    server.ensure_checked(state)
+    index = state.index
+    assert index is not None and index.rebases == 1
+    relocated = [k for k in index.kernels if type(k) is RelocatedKernel]
+    resolved = [k.name for k in relocated if "outer" in k.__dict__]
+    assert len(relocated) >= 5 and len(resolved) <= 2, resolved

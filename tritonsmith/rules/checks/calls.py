@@ -13,10 +13,8 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterator
 
-from tree_sitter import Node, Query, QueryCursor
+from tree_sitter import Node
 
-from ...analysis.document import PY_LANGUAGE
-from ...analysis.index import ModuleIndex
 from ...analysis.syntax import call_args, text, unparen, walk
 from ..context import KernelContext
 from . import Hit, check, edit, fix
@@ -76,29 +74,6 @@ _STATIC_BUILTINS = frozenset(
     {"len", "isinstance", "type", "getattr", "hasattr", "print", "str", "repr"}
 )
 
-_IDENT_CALLS = Query(PY_LANGUAGE, "(call function: (identifier) @f)")
-
-
-def _module_callees(module: ModuleIndex) -> set[str]:
-    """Names called (as `name(...)`) from the bodies of the module's jit functions."""
-    cached = _CALLEES.get(id(module))
-    if cached is not None and cached[0] is module:
-        return cached[1]
-    names: set[str] = set()
-    cursor = QueryCursor(_IDENT_CALLS)
-    for kernel in module.kernels:
-        body = kernel.body
-        if body is None:
-            continue
-        for node in cursor.captures(body).get("f", []):
-            names.add(text(node))
-    _CALLEES.clear()  # one module at a time: the file being checked
-    _CALLEES[id(module)] = (module, names)
-    return names
-
-
-_CALLEES: dict[int, tuple[ModuleIndex, set[str]]] = {}
-
 
 def is_launched(ctx: KernelContext) -> bool:
     """Whether the function is certainly a kernel (launched here, autotuned or with heuristics),
@@ -135,7 +110,9 @@ class Runtime:
         candidates = {p.name for p in kernel.params if not p.is_constexpr and p.name not in meta}
         if is_launched(ctx):
             return candidates
-        if kernel.name in _module_callees(ctx.module) or not any(ctx.tl_calls("program_id")):
+        # Called from a jit function's body (the index's answer: on an index carried across an
+        # edit it searches the text, where reading every body would re-read every kernel).
+        if ctx.module.callers_of(kernel.name) or not any(ctx.tl_calls("program_id")):
             return set()  # a helper: its callers may pass constexprs (or tensors)
         # Neither launched nor called here but reading its program id: a kernel launched from
         # another file. Upper-case names and shape arguments are constexprs by convention.
