@@ -287,37 +287,37 @@ def test_edits_leave_no_reference_cycles_behind() -> None:
         gc.enable()
 
 
-def test_a_host_edit_reads_only_the_kernels_it_may_change() -> None:
-    """An edit in a launcher re-reads from the new tree only the kernels it launches or calls:
-    the others keep their places and are not resolved (at 55,000 lines, reading every one of
-    them again cost 30 ms an edit; the launch typer's kernel spans once did that)."""
+def _assert_few_kernels_read_again(state: Any) -> None:
+    """The edit took the carried path, and at most 2 of its relocated kernels were read again
+    from the new tree (every one of them costs about 30 ms an edit on 55,000 lines)."""
     from tritonsmith.analysis.rebase import RelocatedKernel
 
-    server, state = _session()
-    source = state.document.source
-    at = source.index(b"    return out", source.index(b"def launch_bits"))
-    _edit(server, state, at, "\n    z = 1", 2)
-    server.ensure_checked(state)
     index = state.index
     assert index is not None and index.rebases == 1
     relocated = [k for k in index.kernels if type(k) is RelocatedKernel]
     resolved = [k.name for k in relocated if "outer" in k.__dict__]
     assert len(relocated) >= 5 and len(resolved) <= 2, resolved
+
+
+def test_a_host_edit_reads_only_the_kernels_it_may_change() -> None:
+    """An edit in a launcher re-reads from the new tree only the kernels it launches or calls:
+    the others keep their places and are not resolved (at 55,000 lines, reading every one of
+    them again cost 30 ms an edit; the launch typer's kernel spans once did that)."""
+    server, state = _session()
+    source = state.document.source
+    at = source.index(b"    return out", source.index(b"def launch_bits"))
+    _edit(server, state, at, "\n    z = 1", 2)
+    server.ensure_checked(state)
+    _assert_few_kernels_read_again(state)
 
 
 def test_an_edit_in_a_helper_reads_only_the_kernels_it_may_change() -> None:
     """An edit in a jit helper's body (called, never launched) re-checks the helper and its
     callers without re-reading every other kernel from the new tree: whether the helper is called
     is the index's answer (`callers_of`), not a walk of every kernel's body."""
-    from tritonsmith.analysis.rebase import RelocatedKernel
-
     server, state = _session()
     source = state.document.source
     at = source.index(b"return x * 2", source.index(b"def _twice"))
     _edit(server, state, at + len("return "), "triton.cdiv(x, 2) + ", 2)  # runs the check that asks
     server.ensure_checked(state)
-    index = state.index
-    assert index is not None and index.rebases == 1
-    relocated = [k for k in index.kernels if type(k) is RelocatedKernel]
-    resolved = [k.name for k in relocated if "outer" in k.__dict__]
-    assert len(relocated) >= 5 and len(resolved) <= 2, resolved
+    _assert_few_kernels_read_again(state)
