@@ -48,6 +48,15 @@ def _environment(bytecode: str, folder: Path) -> dict[str, str]:
     return env
 
 
+def _relative(path: str) -> str:
+    """`path` from the checkout's root when it lies in it: the record names no machine's folders."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        return str(Path(path).resolve().relative_to(root))
+    except ValueError:
+        return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lines", type=int, default=55000)
@@ -75,7 +84,7 @@ def main() -> None:
                 raise SystemExit("the forked check's output differs from one process's")
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     result = {
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "command": " ".join([Path(sys.executable).name, _relative(sys.argv[0]), *sys.argv[1:]]),
         "tritonsmith": _commit(Path(tritonsmith.__file__).parent),
         "machine": {"python": platform.python_version(), "cpus": cores, "load_after": os.getloadavg()},
         "lines": args.lines,
