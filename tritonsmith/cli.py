@@ -20,7 +20,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .errors import TritonsmithError, UsageError
@@ -194,7 +194,7 @@ def _check_one(workspace: Workspace, path: Path, fix: bool, jobs: int = 1) -> tu
     findings = workspace.check_source(source, jobs=jobs)
     fixed = 0
     if fix and any(f.fix for f in findings):
-        original, before = source, len(findings)
+        original, before = source, _problems(findings)
         for _ in range(5):  # fixes can uncover or unblock others; stop when nothing changes
             fixable = [f for f in findings if f.fix]
             if not fixable:
@@ -206,8 +206,13 @@ def _check_one(workspace: Workspace, path: Path, fix: bool, jobs: int = 1) -> tu
             findings = workspace.check_source(source)
         if source != original:
             _write_atomic(path, source)
-            fixed = max(before - len(findings), 0)
+            fixed = max(before - _problems(findings), 0)
     return FileFindings(path, source, findings), fixed
+
+
+def _problems(findings: list[Any]) -> int:
+    """Findings as the summary counts them: a secondary one is a note on another."""
+    return sum(1 for f in findings if not f.secondary)
 
 
 def _rule_summary(rule: Rule) -> str:

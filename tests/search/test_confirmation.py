@@ -488,3 +488,32 @@ def test_a_candidate_that_slows_down_the_original_beside_it_is_not_claimed(tmp_p
                              policy=RoundPolicy(min_rounds=4, max_rounds=6, runs=3))
     assert not result.claimed, result.text()
     assert "altered after it was written" in (result.error or ""), result.text()
+
+
+def test_a_trimmed_candidate_always_parses() -> None:
+    """Tree-sitter reads a block put back at its old depth as the same tree, so its key alone
+    would let `without_unmeasured` put back the first pass's loop body, indented, after the
+    single-pass rewrite removed the loop (issue 34: Accept wrote a file Python rejects). Every
+    text it returns parses."""
+    import ast
+
+    from tritonsmith.search.proposers.single_pass import single_pass
+
+    softmax = (Path(__file__).parents[2] / "examples" / "softmax.py").read_text()
+    layer_norm = (Path(__file__).parents[2] / "bench" / "problems" / "layer_norm.py").read_text()
+    # The single pass as the review's search found it: `start = 0`, the bodies one level out.
+    loops = softmax.split("    for start in range(0, n_cols, BLOCK_SIZE):\n")
+    assert len(loops) == 3
+    unrolled = loops[0] + "    start = 0\n" + loops[1].replace("\n        ", "\n    ").replace("        cols", "    cols", 1)
+    second = loops[2].replace("        cols = start + offsets\n", "").replace("\n        ", "\n    ").replace("        mask", "    mask", 1)
+    unrolled += second.replace("BLOCK_SIZE=128", "BLOCK_SIZE=triton.next_power_of_2(n_cols)")
+    ast.parse(unrolled)
+    candidates = [(softmax, unrolled), (softmax, single_pass(softmax, "softmax_kernel")),
+                  (layer_norm, single_pass(layer_norm, "layer_norm_kernel"))]
+    for source, candidate in candidates:
+        assert candidate is not None
+        for measure in ("interpreter", "predicted", "gpu"):
+            trimmed = without_unmeasured(source, candidate, measure)
+            ast.parse(trimmed)
+            assert equivalence_key(trimmed, measure) == equivalence_key(candidate, measure)
+    assert without_unmeasured("x = 1\n", "x = (\n", "interpreter") == "x = (\n"  # nothing to trim from broken text

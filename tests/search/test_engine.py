@@ -245,3 +245,47 @@ def test_active_learned_rules_join_the_prompts_pitfalls(tmp_path: Path) -> None:
     update_learned(tmp_path, lambda rules: [learned("TSL001", 5, "active"), learned("TSL002", 9, "pending"),
                                             learned("TSL003", 2, "active"), learned("TSL004", 3, "active")])
     assert pitfalls(Workspace(tmp_path, Settings()), None) == ("You cannot do TSL001.", "You cannot do TSL004.")
+
+
+class UnrollingProposer:
+    """Regenerates by unrolling a one-trip loop and adding a hint the interpreter cannot see:
+    the case where putting the old lines back (the loop's body at its old depth) keeps the
+    canonical form and breaks the indentation."""
+
+    name = "unrolling"
+    cost_usd = 0.0
+
+    def refine(self, context: StepContext) -> tuple[str, list[Edit]]:
+        raise ProposalError("no refinement")
+
+    def regenerate(self, context: StepContext) -> str:
+        return UNROLLED
+
+
+LOOPED = "def kernel(p):\n    BLOCK = 16\n    z = load(p)\n    for i in range(1):\n        x = i + z\n        y = x * 2\n"
+UNROLLED = "def kernel(p):\n    BLOCK = 32\n    z = load(p, eviction_policy='evict_first')\n    i = 0\n    x = i + z\n    y = x * 2\n"
+
+
+def test_what_is_offered_is_exactly_what_was_evaluated(tmp_path: Path) -> None:
+    """Issue 34: the search trims what the measure cannot see before it evaluates, so the
+    verified node, the confirmed text, the patched file and the diff are one text, and it
+    parses; the text evaluated is never trimmed afterwards."""
+    import ast
+
+    path = tmp_path / "k.py"
+    path.write_text(LOOPED)
+    task = Task(path=str(path), kernel="kernel", source=LOOPED, spec="harness:k", device="interpreter")
+    evaluator = BlockEvaluator()
+    result = Search(task, UnrollingProposer(), evaluator, Journal(tmp_path), SearchOptions(steps=2, seed=0)).run()
+    assert result.improved and result.best is not None
+    assert result.patched == result.best.source and result.best.source in evaluator.sources
+    assert evaluator.confirmed == [(LOOPED, result.patched)]
+    ast.parse(result.patched)
+    assert "eviction_policy" not in result.patched  # the hint the interpreter cannot see went, before the evaluation
+    assert "\n    x = i + z\n" in result.patched  # the unrolled body stays at its new depth
+    import subprocess
+
+    (tmp_path / "p.patch").write_text(result.diff)
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "apply", "p.patch"], cwd=tmp_path, check=True)
+    assert path.read_text() == result.patched

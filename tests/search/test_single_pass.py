@@ -19,8 +19,7 @@ SINGLE_PASS_SOFTMAX = '''def softmax_kernel(x_ptr, out_ptr, n_cols, row_stride, 
     out_row = out_ptr + row * row_stride
     offsets = tl.arange(0, BLOCK_SIZE)
     row_max = tl.full([BLOCK_SIZE], float("-inf"), dtype=tl.float32)
-    start = 0
-    cols = start + offsets
+    cols = offsets
     x = tl.load(x_row + cols, mask=cols < n_cols, other=float("-inf"))
     row_max = tl.maximum(row_max, x)
     m = tl.max(row_max, axis=0)
@@ -28,7 +27,6 @@ SINGLE_PASS_SOFTMAX = '''def softmax_kernel(x_ptr, out_ptr, n_cols, row_stride, 
     total += tl.exp(x - m)
     s = tl.sum(total, axis=0)
     mask = cols < n_cols
-    x = tl.load(x_row + cols, mask=mask, other=float("-inf"))
     tl.store(out_row + cols, tl.exp(x - m) / s, mask=mask)
 '''
 
@@ -56,6 +54,28 @@ def test_tiles_and_matmul_k_loops_keep_their_loops(name: str, kernel: str):
     """A whole row times a tile's other dimension, or a whole K for a dot, would not fit a GPU's
     registers: the interpreter would time it faster, a GPU would spill."""
     assert single_pass((PROBLEMS / f"{name}.py").read_text(), kernel) is None
+
+
+def test_the_single_pass_carries_no_dead_code():
+    """The loop variable, now 0, goes where it is added (`cols = start + offsets` is `cols =
+    offsets`); a load that reads what an earlier one read through a name for its mask goes; an
+    assignment nothing reads again goes, one that stores stays."""
+    source = SOFTMAX.replace("        s = tl.sum(total, axis=0)\n",
+                             "        s = tl.sum(total, axis=0)\n        unused = tl.sum(x, axis=0)\n")
+    out = single_pass(source, "softmax_kernel")
+    assert out is not None and SINGLE_PASS_SOFTMAX in out and "unused" not in out and "start" not in out
+    # A use of the loop variable that is not a sum keeps it, as 0.
+    scaled = SOFTMAX.replace("        cols = start + offsets\n        x = tl.load(x_row + cols, mask=cols < n_cols, "
+                             "other=float(\"-inf\"))\n        row_max",
+                             "        cols = start * 1 + offsets\n        x = tl.load(x_row + cols, mask=cols < n_cols, "
+                             "other=float(\"-inf\"))\n        row_max")
+    assert scaled != SOFTMAX
+    out = single_pass(scaled, "softmax_kernel")
+    assert out is not None and "    start = 0\n    cols = start * 1 + offsets\n" in out
+    # A different `other=` is a different load: kept.
+    log = (PROBLEMS / "log_softmax.py").read_text()
+    out = single_pass(log, "log_softmax_kernel")
+    assert out is not None and out.count("tl.load(") == 2
 
 
 def test_a_repeated_accumulation_is_not_a_repeat():

@@ -126,7 +126,7 @@ class SearchResult:
     best: Node | None = None  # the confirmed candidate; else the fastest new one by screening
     improved: bool = False  # `best`'s speedup is confirmed (`confirmation.claimed`)
     diff: str = ""  # unified diff of the improvement against the starting file ("" when none)
-    patched: str = ""  # the file the diff makes: `best` without the edits the measure cannot see
+    patched: str = ""  # the file the diff makes: `best`'s source, as verified and confirmed
     cost_usd: float = 0.0
     confirmation: Confirmation | None = None  # `best`'s confirmation, when one ran
     confirmations: list[tuple[int, Confirmation]] = field(default_factory=list)  # every one that ran, in order
@@ -339,6 +339,9 @@ class Search:
             if checked is None:
                 return source, Evaluation(Outcome.NOT_COMPILED, message=f"guardian: {note}"), seconds, note
             source = checked
+        # Only what the measure can see stays (equivalence.without_unmeasured), and it is cut
+        # here, before the evaluation: the text verified and timed is the text a patch carries.
+        source = without_unmeasured(self.task.source, source, self._measure)
         digest, key = _digest(source), equivalence_key(source, self._measure)
         with self._lock:
             exact, same = self._seen.get(digest), self._same.get(key)
@@ -444,8 +447,8 @@ class Search:
                 result.best, result.confirmation = node, confirmation
             if confirmation.claimed:
                 result.improved = True
-                # Only what was measured goes into the patch (equivalence.without_unmeasured).
-                result.patched = without_unmeasured(self.task.source, node.source, self._measure)
+                # Exactly the text that was verified and confirmed (trimmed before, in `_step`).
+                result.patched = node.source
                 result.diff = unified_diff(self.task.source, result.patched, self.relative_path)
                 break
         return result

@@ -38,6 +38,7 @@ Pure Python over tree-sitter: nothing here imports torch or triton.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import hashlib
 import re
@@ -205,7 +206,15 @@ def without_unmeasured(original: str, candidate: str, measure: str) -> str:
     within a line that still differs, each changed run of tokens (a `num_warps=8` next to a
     block size it was proposed with). A change goes back only when the candidate keeps its
     `equivalence_key` without it; on a GPU, where every hint can change the binary, only what
-    the canonical form ignores (comments, layout) goes back."""
+    the canonical form ignores (comments, layout) goes back.
+
+    Every text tried must also be Python that `ast` parses: the canonical form is read from
+    tree-sitter's tree, which recovers from a misplaced indent, so a block put back at its old
+    depth (a loop's body after the loop was unrolled) keeps the key but no longer parses. Such
+    a block stays as the candidate wrote it. The search trims before it evaluates
+    (`engine.Search._step`), so what a patch carries is the text that was verified."""
+    if not _parses(candidate):
+        return candidate
     target = equivalence_key(candidate, measure)
     before, after = original.splitlines(keepends=True), candidate.splitlines(keepends=True)
     blocks = [op for op in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes() if op[0] != "equal"]
@@ -213,12 +222,26 @@ def without_unmeasured(original: str, candidate: str, measure: str) -> str:
     # From the last block back, so earlier blocks' line numbers in `after` stay valid.
     for tag, i1, i2, j1, j2 in reversed(blocks):
         trial = kept[:j1] + before[i1:i2] + kept[j2:]
-        if equivalence_key("".join(trial), measure) == target:
+        if _same(trial, measure, target):
             kept = trial
         elif tag == "replace" and i2 - i1 == j2 - j1:  # line for line: try each changed run of tokens
             for offset in range(j2 - j1):
                 kept[j1 + offset] = _line_without_unmeasured(before[i1 + offset], kept, j1 + offset, measure, target)
     return "".join(kept)
+
+
+def _parses(source: str) -> bool:
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError):  # ValueError: a NUL byte
+        return False
+    return True
+
+
+def _same(lines: list[str], measure: str, target: str) -> bool:
+    """Whether the file of `lines` is valid Python with the key `target`."""
+    source = "".join(lines)
+    return equivalence_key(source, measure) == target and _parses(source)
 
 
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
@@ -233,7 +256,7 @@ def _line_without_unmeasured(old_line: str, lines: list[str], at: int, measure: 
     def revert(i1: int, i2: int, j1: int, j2: int) -> bool:
         nonlocal new
         trial = new[:j1] + old[i1:i2] + new[j2:]
-        if equivalence_key(head + "".join(trial) + tail, measure) != target:
+        if not _same([head, *trial, tail], measure, target):
             return False
         new = trial
         return True

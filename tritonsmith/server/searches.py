@@ -755,7 +755,6 @@ def step_diff(before: str, after: str) -> str:
 def search_tree(roots: list[Path], journal_id: str) -> dict[str, Any] | None:
     """A journaled search as a `tritonsmith/searchResult` payload (without `edit`), so that a
     view draws a past search as it draws one that just ended."""
-    from ..search.equivalence import measure_of, without_unmeasured
     from ..search.model import Outcome, StepKind
 
     loaded = _load(roots, journal_id)
@@ -778,7 +777,6 @@ def search_tree(roots: list[Path], journal_id: str) -> dict[str, Any] | None:
     patched = best.source if best is not None else ""
     if best is not None and improved:
         name = Path(task.path).name
-        patched = without_unmeasured(task.source, best.source, measure_of(task))  # as the engine wrote it
         diff = "".join(difflib.unified_diff(task.source.splitlines(keepends=True), patched.splitlines(keepends=True),
                                             f"a/{name}", f"b/{name}"))
     return {

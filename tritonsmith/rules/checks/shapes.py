@@ -49,15 +49,16 @@ def _names_in(node: Node) -> set[str]:
 
 
 def _origin_hits(
-    ctx: KernelContext, scenario: Scenario, names: set[str], at: Node, message: str
+    ctx: KernelContext, scenario: Scenario, names: set[str], at: Node, message: str, the_fix: Any = None,
 ) -> Iterator[Hit]:
-    """A second finding on the Config value or launch keyword itself, pointing back at the use."""
+    """A second finding on the Config value or launch keyword itself, pointing back at the use
+    (with the primary's fix, so it is offered at either place)."""
     if scenario.origin is None:
         return
     for name in sorted(names):
         source = scenario.sources.get(name)
         if source is not None and not ctx.in_body(source):
-            yield Hit(source, message, related(at, "used here"), secondary=True)
+            yield Hit(source, message, related(at, "used here"), the_fix, secondary=True)
 
 
 @check("arange_pow2")
@@ -77,11 +78,41 @@ def arange_pow2(ctx: KernelContext) -> Iterator[Hit]:
             given = ", ".join(f"{n}={scenario.env[n]}" for n in sorted(names) if n in scenario.sources)
             where = f" with {given} from {scenario.label}" if scenario.origin is not None and given else ""
             message = f"tl.arange range {size} ({lo}..{hi}) is not a power of 2{where}"
-            yield Hit(call, message, _origin_related(scenario, names))
+            the_fix = _round_up_fix(ctx, scenario, start, end, lo, size)
+            yield Hit(call, message, _origin_related(scenario, names), the_fix)
             yield from _origin_hits(
                 ctx, scenario, names, call,
-                f"{given} makes {text(call)} span {size} elements, which is not a power of 2",
+                f"{given} makes {text(call)} span {size} elements, which is not a power of 2", the_fix,
             )
+
+
+def _round_up_fix(ctx: KernelContext, scenario: Scenario, start: Node, end: Node, lo: int, size: int) -> Any:
+    """`BLOCK=1000` at a launch (or in a Config) as the next power of 2, for `tl.arange(0,
+    BLOCK)`: the literal that gave the block, and the same literal in the launch grid's
+    `cdiv(..., 1000)` so the grid still covers the data once. Offered only where every load and
+    store of the kernel is masked, as the extra lanes must be."""
+    end = unparen(end) or end
+    if lo != 0 or text(start) != "0" or end.type != "identifier" or scenario.origin is None:
+        return None
+    source = scenario.sources.get(text(end))
+    if source is None or source.type != "integer" or ctx.in_body(source):
+        return None
+    masks = [ctx.arg(c, 1, "mask") for c in ctx.tl_calls("load")] + [ctx.arg(c, 2, "mask") for c in ctx.tl_calls("store")]
+    if None in masks:
+        return None
+    rounded = 1 << (size - 1).bit_length()
+    edits = [edit(source, str(rounded))]
+    site = next((site for site in ctx.kernel.launches if site.node == scenario.origin), None)
+    if site is not None and site.grid is not None:
+        for call in walk(site.grid):
+            if call.type == "call" and text(call.child_by_field_name("function")).rsplit(".", 1)[-1] == "cdiv":
+                _, keywords = ctx.args(call)
+                positional = [a for a in (call.child_by_field_name("arguments") or call).named_children
+                              if a.type != "comment"]
+                if len(positional) == 2 and not keywords and positional[1].type == "integer" \
+                        and text(positional[1]) == text(source):
+                    edits.append(edit(positional[1], str(rounded)))
+    return fix(f"Round {text(end)} up to {rounded} (the next power of 2; the masks cover the extra lanes)", *edits)
 
 
 def _shape_args(ctx: KernelContext) -> Iterator[tuple[Node, Node]]:
@@ -303,9 +334,35 @@ def dtype_call(ctx: KernelContext) -> Iterator[Hit]:
             continue
         function = call.child_by_field_name("function")
         arg = positional[0]
-        arg_text = text(arg) if arg.type in ("identifier", "attribute", "call", "subscript", "parenthesized_expression") else f"({text(arg)})"
-        yield Hit(call, f"{text(function)}(x) is not a cast: use x.to({text(function)})",
-                  fix=fix(f"Use .to({text(function)})", edit(call, f"{arg_text}.to({text(function)})")))
+        if not _python_number(ctx, arg):
+            arg_text = text(arg) if arg.type in ("identifier", "attribute", "call", "subscript",
+                                                 "parenthesized_expression") else f"({text(arg)})"
+            the_fix = fix(f"Use .to({text(function)})", edit(call, f"{arg_text}.to({text(function)})"))
+        else:
+            # A Python number (`tl.float32(-float("inf"))`), or what may be one, has no `.to`:
+            # tl.cast turns it into a tensor of that dtype first, and casts a tensor as `.to` does.
+            cast = f"{tl_alias(ctx)}.cast"
+            the_fix = fix(f"Use {cast}(x, {text(function)})", edit(call, f"{cast}({text(arg)}, {text(function)})"))
+        how = the_fix.title[len("Use "):] if the_fix.title.startswith("Use ") else f"x.to({text(function)})"
+        yield Hit(call, f"{text(function)}(x) is not a cast: use {how}", fix=the_fix)
+
+
+_NUMBER_CALLS = frozenset({"float", "int", "bool", "abs", "min", "max", "round"})
+
+
+def _python_number(ctx: KernelContext, node: Node) -> bool:
+    """Whether `node` is (or may be) a Python number rather than a tensor: built from
+    literals, `float("inf")`-style calls and constexprs, or inferred a constexpr or literal."""
+    node = unparen(node) or node
+    if node.type in ("integer", "float", "true", "false") or ctx.is_constexpr_expr(node):
+        return True
+    if node.type == "unary_operator":
+        return _python_number(ctx, node.named_children[-1])
+    if node.type == "binary_operator":
+        return all(_python_number(ctx, c) for c in node.named_children if c.type != "comment")
+    if node.type == "call" and text(node.child_by_field_name("function")) in _NUMBER_CALLS:
+        return True
+    return any(v.constexpr or v.weak for v in ctx.inferred(node))
 
 
 @check("global_not_constexpr")

@@ -18,8 +18,13 @@ Preconditions:
   `triton.next_power_of_2(...)`, with a grid that does not read the block, in a module that
   imports `triton`.
 
-A repeated statement is dropped only when it is the same plain assignment as an earlier
-top-level one and nothing between them assigns its target or a name it reads, or stores.
+The result carries no dead code. The loop variable, now 0, goes where every use adds it
+(`cols = start + offsets` becomes `cols = offsets`). A repeated statement is dropped when it is
+the same plain assignment as an earlier top-level one and nothing between them assigns its
+target or a name it reads, or stores; "the same" compares the expressions with each name that
+is assigned once in the kernel read as its value (the last pass's `tl.load(..., mask=mask)` is
+the first pass's `tl.load(..., mask=cols < n_cols)`). Then an assignment that nothing reads
+again (and that stores nothing) goes.
 
 Text only; the verifier decides whether the result is right and faster. For very long rows a
 whole-row block spills registers on a GPU: the search's timing, not this module, rejects it.
@@ -27,6 +32,7 @@ whole-row block spills registers on a GPU: the search's timing, not this module,
 
 from __future__ import annotations
 
+import ast
 import re
 
 from tree_sitter import Node
@@ -70,7 +76,7 @@ def single_pass(source: str, kernel_name: str) -> str | None:
     out = data
     for start, end, new in sorted(edits, reverse=True):
         out = out[:start] + new + out[end:]
-    return _drop_repeats(out.decode("utf-8"), kernel_name)
+    return _without_dead_code(_drop_repeats(out.decode("utf-8"), kernel_name), kernel_name)
 
 
 def _loop_shape(kernel: Kernel, loops: list[Node]) -> tuple[str, str] | None:
@@ -114,18 +120,44 @@ def _argument(kernel: Kernel, site: object, param: str) -> Node | None:
 
 
 def _unrolled(data: bytes, loop: Node) -> str:
-    """`for v in range(0, N, B): body` as `v = 0` and the body one level out."""
+    """`for v in range(0, N, B): body` as the body one level out, with `v` as 0: each `v + e`
+    (or `e + v`) as `e` where every use of `v` is one, else `v = 0` before the body."""
     indent = data[data.rfind(b"\n", 0, loop.start_byte) + 1:loop.start_byte].decode()
     body = loop.child_by_field_name("body")
     assert body is not None
     variable = text(loop.child_by_field_name("left"))
     start = data.rfind(b"\n", 0, body.start_byte) + 1
     end = line_span(data, body)[1]
-    lines = data[start:end].decode().splitlines()
+    sums = _sums_with(body, variable)
+    block = data[start:end]
+    if sums is not None:
+        for whole, kept in sorted(sums, key=lambda pair: pair[0].start_byte, reverse=True):
+            block = (block[:whole.start_byte - start] + data[kept.start_byte:kept.end_byte]
+                     + block[whole.end_byte - start:])
+    lines = block.decode().splitlines()
     inner = re.match(r"[ \t]*", next((line for line in lines if line.strip()), "")).group(0)  # type: ignore[union-attr]
-    out = [f"{indent}{variable} = 0"]
+    out = [] if sums is not None else [f"{indent}{variable} = 0"]
     out += [indent + line[len(inner):] if line.startswith(inner) else line for line in lines]
     return "\n".join(out) + "\n"
+
+
+def _sums_with(body: Node, variable: str) -> list[tuple[Node, Node]] | None:
+    """(`v + e`, `e`) for every use of `variable` in `body`, or None when one use is not an
+    operand of a `+` (nor assigned, which the preconditions already exclude)."""
+    sums = []
+    for node in walk(body):
+        if node.type != "identifier" or text(node) != variable:
+            continue
+        parent = node.parent
+        operator = parent.child_by_field_name("operator") if parent is not None else None
+        if parent is None or parent.type != "binary_operator" or operator is None or text(operator) != "+":
+            return None
+        left, right = parent.child_by_field_name("left"), parent.child_by_field_name("right")
+        other = right if left is not None and left.id == node.id else left
+        if other is None or any(node.id == n.id for n in walk(other)):
+            return None
+        sums.append((parent, other))
+    return sums
 
 
 def _assigned(statement: Node) -> tuple[str, bool] | None:
@@ -145,12 +177,74 @@ def _writes_memory(statement: Node) -> bool:
 
 
 def _drop_repeats(source: str, kernel_name: str) -> str:
-    """Drop a top-level plain assignment that repeats an earlier one whose value still holds."""
+    """Drop each top-level plain assignment that repeats an earlier one whose value still
+    holds, until none is left (a dropped `cols = ...` can make two loads the same)."""
+    while True:
+        out = _drop_repeats_once(source, kernel_name)
+        if out == source:
+            return out
+        source = out
+
+
+def _single_values(statements: list[Node], body: Node) -> dict[str, ast.expr]:
+    """Each name assigned exactly once in the kernel body, by a top-level plain assignment,
+    with its value as Python's parser reads it (what `_expanded` reads the name as)."""
+    counts: dict[str, int] = {}
+    for node in walk(body):
+        if node.type in ("assignment", "augmented_assignment", "for_statement"):
+            left = node.child_by_field_name("left")
+            for name in (n for n in walk(left) if n.type == "identifier") if left is not None else ():
+                counts[text(name)] = counts.get(text(name), 0) + 1
+    values: dict[str, ast.expr] = {}
+    for statement in statements:
+        target = _assigned(statement)
+        right = statement.named_children[0].child_by_field_name("right") if target is not None else None
+        if target is None or not target[1] or right is None or counts.get(target[0]) != 1:
+            continue
+        try:
+            values[target[0]] = ast.parse(text(right), mode="eval").body
+        except SyntaxError:
+            continue
+    return values
+
+
+class _Expand(ast.NodeTransformer):
+    def __init__(self, values: dict[str, ast.expr]) -> None:
+        self.values, self.depth = values, 0
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        value = self.values.get(node.id)
+        if value is None or self.depth > 8:
+            return node
+        self.depth += 1
+        expanded = self.visit(ast.parse(ast.unparse(value), mode="eval").body)
+        self.depth -= 1
+        return expanded
+
+
+def _expanded(statement: Node, values: dict[str, ast.expr]) -> tuple[str, ast.expr] | None:
+    """(target, the value with each single-assignment name read as its value)."""
+    target = _assigned(statement)
+    right = statement.named_children[0].child_by_field_name("right") if target is not None else None
+    if target is None or right is None:
+        return None
+    try:
+        return target[0], _Expand(values).visit(ast.parse(text(right), mode="eval").body)
+    except (SyntaxError, RecursionError):
+        return None
+
+
+def _same_value(a: tuple[str, ast.expr] | None, b: tuple[str, ast.expr] | None) -> bool:
+    return a is not None and b is not None and a[0] == b[0] and ast.dump(a[1]) == ast.dump(b[1])
+
+
+def _drop_repeats_once(source: str, kernel_name: str) -> str:
     document = Document(source)
     kernel = index_module(document.root).kernel(kernel_name)
     if kernel is None or kernel.body is None:
         return source
     statements = list(kernel.body.named_children)
+    values = _single_values(statements, kernel.body)
     drop: list[Node] = []
     for j, later in enumerate(statements):
         target = _assigned(later)
@@ -160,11 +254,15 @@ def _drop_repeats(source: str, kernel_name: str) -> str:
         reads = {text(n) for n in walk(right) if n.type == "identifier"} if right is not None else set()
         if target[0] in reads:
             continue  # `acc = acc + x` twice is not once
+        value = _expanded(later, values)
+        if value is not None:  # what it reads once each single-assignment name is its value
+            reads = {n.id for n in ast.walk(value[1]) if isinstance(n, ast.Name)}
         for i in range(j - 1, -1, -1):
             earlier = statements[i]
             if earlier.type == "comment" or any(earlier.id == d.id for d in drop):
                 continue  # a dropped repeat assigns what its original already holds
-            if earlier.type == "expression_statement" and text(earlier) == text(later):
+            if earlier.type == "expression_statement" and (
+                    text(earlier) == text(later) or _same_value(_expanded(earlier, values), value)):
                 drop.append(later)
                 break
             assigned = {text(n) for n in walk(earlier) if n.type == "identifier" and n.parent is not None
@@ -172,8 +270,50 @@ def _drop_repeats(source: str, kernel_name: str) -> str:
                         and n.parent.child_by_field_name("left") == n}
             if assigned & (reads | {target[0]}) or _writes_memory(earlier) or earlier.type != "expression_statement":
                 break
-    data = document.source
-    for statement in sorted(drop, key=lambda n: n.start_byte, reverse=True):
+    return _cut(document.source, drop)
+
+
+def _cut(data: bytes, statements: list[Node]) -> str:
+    for statement in sorted(statements, key=lambda n: n.start_byte, reverse=True):
         start, end = line_span(data, statement)
         data = data[:start] + data[end:]
     return data.decode("utf-8")
+
+
+_EFFECTS = re.compile(r"(^|\.)(store|atomic_\w+|device_print|device_assert|static_print|static_assert|"
+                      r"debug_barrier|print|inline_asm_elementwise)$")
+
+
+def _without_dead_code(source: str, kernel_name: str) -> str:
+    """Drop each top-level plain assignment whose name nothing reads after it (before it is
+    assigned again, or ever), when its value has no effect, until none is left."""
+    while True:
+        document = Document(source)
+        kernel = index_module(document.root).kernel(kernel_name)
+        if kernel is None or kernel.body is None:
+            return source
+        statements = list(kernel.body.named_children)
+        dead = [statement for j, statement in enumerate(statements) if _dead(statement, statements[j + 1:])]
+        if not dead:
+            return source
+        source = _cut(document.source, dead[-1:])  # one at a time: a dropped one may free another
+
+
+def _dead(statement: Node, after: list[Node]) -> bool:
+    target = _assigned(statement)
+    if target is None or not target[1]:
+        return False
+    right = statement.named_children[0].child_by_field_name("right")
+    if right is None or any(n.type == "call" and _EFFECTS.search(text(n.child_by_field_name("function")))
+                            for n in walk(right)):
+        return False
+    name = target[0]
+    for later in after:
+        reads = [n for n in walk(later) if n.type == "identifier" and text(n) == name]
+        assigned = _assigned(later)
+        if assigned is not None and assigned[0] == name and assigned[1]:
+            value = later.named_children[0].child_by_field_name("right")
+            return value is not None and not any(text(n) == name for n in walk(value) if n.type == "identifier")
+        if reads:
+            return False
+    return True
