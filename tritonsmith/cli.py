@@ -323,7 +323,8 @@ def _tolerances(values: list[str]) -> dict[str, float]:
     return out
 
 
-def _predict(verdicts: list[Verdict], specs: list[Spec], source: str, path: Path, target: str) -> None:
+def _predict(verdicts: list[Verdict], specs: list[Spec], source: str, path: Path, target: str,
+             env: dict[str, str]) -> None:
     """Without a GPU: each verified spec's predicted `target` time, into its verdict's summary."""
     from .evaluator.pool import WorkerPool
     from .evaluator.predicted import predict_spec
@@ -331,7 +332,7 @@ def _predict(verdicts: list[Verdict], specs: list[Spec], source: str, path: Path
     verified = [(verdict, spec) for verdict, spec in zip(verdicts, specs, strict=False) if verdict.ok]
     if not verified:
         return
-    env = dict(os.environ, TRITON_INTERPRET="1")
+    env = dict(env, TRITON_INTERPRET="1")
     with WorkerPool(1, env=env) as reference, WorkerPool(1, env=env) as candidate, WorkerPool(1) as compiler:
         for verdict, spec in verified:
             predicted = predict_spec(spec, source, path=str(path), target=target, pools=(reference, candidate),
@@ -351,6 +352,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         settle_reports,
         skipped_verdicts,
     )
+    from .evaluator.sandbox import with_import_paths
     from .evaluator.verify import detect_specs, verify_spec
 
     path = Path(args.file)
@@ -368,6 +370,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     limits = _settings(args, root, limits_warnings)
     for warning in limits_warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    env = with_import_paths(os.environ, limits.import_folders(root))  # the file's own modules, if any
     with WorkerPool(size=args.jobs or compile_workers()) as pool:
         reports = compile_file(pool, source, path=str(path), targets=targets, kernels=kernels, rules=learned)
     record_compile(failure_log, str(path), source, reports)
@@ -380,13 +383,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
     verdicts = [
         verify_spec(spec, trials=args.trials, mode=mode, time_it=not args.no_timing, rounds=args.rounds,
                     tolerances=tolerances, torch_ops=args.torch_ops, hang_s=limits.verify_timeout,
-                    memory_mb=limits.memory_limit_mb)
+                    memory_mb=limits.memory_limit_mb, env=env)
         for spec in specs
     ] if not blockers else skipped_verdicts(specs, blockers, mode)
     # Compile again with the argument types recorded at the launches where they differ from the
     # assumed ones; a failure inside Triton's interpreter of a kernel that compiles is said so.
     if mode == "interpreter" and not args.no_predict:
-        _predict(verdicts, specs, source, path, targets[0])
+        _predict(verdicts, specs, source, path, targets[0], env)
     reports = settle_reports(reports, verdicts, source=source, path=str(path), targets=targets, rules=learned)
     record_compile(failure_log, str(path), source, [r for r in reports if r.recompiled])
     compiled = all(r.ok for r in reports)  # vacuously, when no kernel is launched: the static checks say so
@@ -443,6 +446,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if reports and compiled else 1
 
 
+def _import_folders(args: argparse.Namespace, path: Path) -> list[Path]:
+    """The `import-paths` of `[tool.tritonsmith]` in the file's workspace, as folders."""
+    root = find_workspace_root(path.resolve())
+    warnings: list[str] = []
+    folders = _settings(args, root, warnings).import_folders(root)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return folders
+
+
 def cmd_optimize(args: argparse.Namespace) -> int:
     """Search for a faster verified variant of one kernel; write the best as a patch."""
     import signal
@@ -459,10 +472,10 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     if not path.is_file():
         raise UsageError(f"{args.file}: no such file")
     request = SearchRequest(
-        path=path, kernel=args.kernel, device=mode, proposer=args.proposer, steps=args.steps,
+        path=path, kernel=args.kernel, device=mode, proposer=args.proposer, steps=args.steps, patience=args.patience,
         wall_time_s=args.time_limit, concurrency=args.concurrency, seed=args.seed, allow_upload=args.allow_upload,
         model=args.model, base_url=args.base_url, spending_cap_usd=args.spending_cap, target=args.target,
-        ray_address=args.ray, objective=args.objective,
+        ray_address=args.ray, objective=args.objective, import_paths=tuple(_import_folders(args, path)),
     )
     console = Console(stderr=True, highlight=False)
     cancel = threading.Event()
@@ -497,7 +510,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         ev = node.evaluation
         assert ev is not None
         spread = f"{ev.spread[0]:.2f}–{ev.spread[1]:.2f}" if ev.spread else ""
-        cells = [str(node.id), node.kind.value, f"{ev.speedup:.2f}×", spread]
+        tied = len(result.tied.get(node.id, ()))
+        cells = [str(node.id) + (f" (+{tied} tied)" if tied else ""), node.kind.value, f"{ev.speedup:.2f}×", spread]
         if predicted:
             cells.append(f"{ev.predicted_s * 1e6:.4g}" if ev.predicted_s is not None else "")
         cells += [f"{ev.time_ms:.4g}" if ev.time_ms is not None else "", node.proposer or "original"]
@@ -505,7 +519,9 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     if args.format == "text":
         console.print(table)
     aside = result.set_aside
-    console.print(f"stopped: {result.stopped}; {result.tree.evaluated_count - 1} candidates"
+    why = (f"plateau ({request.patience} candidates in a row found nothing faster)" if result.stopped == "plateau"
+           else result.stopped)
+    console.print(f"stopped: {why}; {result.tree.evaluated_count - 1} candidates"
                   + (f" ({aside} set aside: the same kernel as an evaluated one once hints that cannot change "
                      "the measured time are ignored; not re-timed)" if aside else "")
                   + (f"; ${result.cost_usd:.2f} spent" if result.cost_usd else "")
@@ -529,6 +545,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
             "confirmations": [{"node": n, **c.to_json()} for n, c in result.confirmations],
             "best": best.id if best is not None else None, "candidates": result.tree.evaluated_count - 1,
             "setAside": aside, "patch": str(out) if out is not None else None, "costUsd": result.cost_usd,
+            "tied": result.tied.get(best.id, []) if best is not None else [],
             "screening": [{"node": n.id, "kind": n.kind.value, "speedup": n.evaluation.speedup if n.evaluation else None,
                            "timeMs": n.evaluation.time_ms if n.evaluation else None,
                            "predictedS": n.evaluation.predicted_s if n.evaluation else None} for n in leaders],
@@ -537,8 +554,10 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         console.print(f"{result.outcome_text()} ({unit}): no patch written")
         return 1
     assert result.best is not None
-    measured = "" if result.confirmation is not None and result.confirmation.predicted else f" ({unit})"
-    console.print(f"best: #{result.best.id}, {result.outcome_text()}{measured}; patch written to {out} (git apply {out})")
+    others = result.tied.get(result.best.id, [])
+    ties = (f" ({len(others)} other candidates tie with it in screening; it changes the fewest lines)" if others else "")
+    console.print(f"best: #{result.best.id}, {result.outcome_text()} faster ({unit}){ties}; patch written to {out} "
+                  f"(git apply {out})")
     return 0
 
 
@@ -657,6 +676,9 @@ def build_parser() -> argparse.ArgumentParser:
     optimize.add_argument("file", metavar="FILE")
     optimize.add_argument("--kernel", required=True, metavar="NAME", help="the @triton.jit kernel to optimise")
     optimize.add_argument("--steps", type=int, default=100, help="candidates to evaluate (default 100)")
+    optimize.add_argument("--patience", type=int, default=Settings.patience, metavar="N",
+                          help=f"stop once N candidates in a row find nothing faster than the best so far "
+                               f"(default {Settings.patience}; 0: run every step)")
     optimize.add_argument("--time-limit", type=float, metavar="SECONDS",
                           help="stop searching after this long (the confirmation of the best comes after)")
     optimize.add_argument("--proposer", choices=("auto", "offline", "anthropic", "openai"), default="auto",

@@ -48,6 +48,9 @@ class Settings:
     targets: tuple[str, ...] = ("sm_90",)
     """GPU targets to compile for on save (e.g. sm_80, sm_90, gfx942)."""
 
+    import_paths: tuple[str, ...] = ()
+    """Folders the verification workers import the file's own modules from (relative to the workspace root, e.g. src), besides the packages installed in the interpreter; the sandbox lets workers read them."""
+
     verify_on_save: str = "verify"
     """What a save does: off, compile (for the targets) or verify (compile, then check each spec in the file, a KernelBench problem or a harnessed launcher, against its reference; timed on a GPU)."""
 
@@ -78,6 +81,9 @@ class Settings:
     budget: int = 100
     """The number of candidate kernels a search may evaluate."""
 
+    patience: int = 15
+    """A search stops once this many candidates in a row found nothing faster than the best so far (a plateau); 0: it runs its whole budget."""
+
     objective: str = "auto"
     """What a search without a GPU ranks and claims by: auto or predicted (a predicted sm_90 time from the compiler's report for the target and a profiled run under the interpreter, a model estimate), or interpreter (interpreter time). With a GPU a search always measures GPU time."""
 
@@ -96,6 +102,10 @@ class Settings:
     @classmethod
     def keys(cls) -> list[str]:
         return [f.name for f in fields(cls)]
+
+    def import_folders(self, root: Path) -> list[Path]:
+        """`import_paths` as absolute folders (relative ones under the workspace `root`)."""
+        return [(root / p).resolve() for p in self.import_paths]
 
     def parsed_version(self) -> tuple[int, int] | None:
         return parse_version(self.triton_version) if self.triton_version else None
@@ -140,7 +150,7 @@ SAVE_MODES = ("off", "compile", "verify")
 LOG_LEVELS = ("error", "warning", "info", "debug")
 PROPOSERS = ("auto", "offline", "anthropic", "openai")
 OBJECTIVES = ("auto", "predicted", "interpreter")
-_TUPLES = {"select", "ignore", "rule_packs", "targets"}
+_TUPLES = {"select", "ignore", "rule_packs", "targets", "import_paths"}
 _POSITIVE_INTS = {"budget": "budget", "verify_timeout": "verifyTimeout", "memory_limit_mb": "memoryLimitMb",
                   "max_message_mb": "maxMessageMb"}
 
@@ -181,6 +191,10 @@ def _coerce(key: str, value: Any) -> Any:
     if key in _POSITIVE_INTS:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ConfigError(f"setting '{_POSITIVE_INTS[key]}' must be a positive whole number, got {value!r}")
+        return value
+    if key == "patience":
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"setting 'patience' must be a whole number of candidates (0: no plateau stop), got {value!r}")
         return value
     if key == "verify_after_autosave":
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:

@@ -110,7 +110,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     if (python?.onDidChangeActiveEnvironmentPath) {
         context.subscriptions.push(python.onDidChangeActiveEnvironmentPath(() => interpreterCheck.trigger()));
     }
-    await server.start();
+    // Not awaited: activation ends now, so every command works while the server starts (and
+    // while a first run's install question waits for an answer).
+    void server.start();
 }
 
 export async function deactivate(): Promise<void> {

@@ -27,6 +27,7 @@ import { CrashPolicy, RecentOutput, crashMessage, recording } from './crash';
 import { levelled } from './serverLog';
 import {
     checkInstalled,
+    decide,
     ensureInstalled,
     findBundledWheel,
     offerEval,
@@ -210,6 +211,9 @@ export function crashHandler(policy: CrashPolicy, giveUp: () => void, now: () =>
 }
 
 /** Starts, stops and restarts the one language client; operations run one at a time. */
+const CHOOSE_INTERPRETER = 'Choose interpreter';
+const NOT_NOW = 'Not now';
+
 export class ServerManager implements vscode.Disposable {
     private client: LanguageClient | undefined;
     private interpreter: Interpreter | undefined;
@@ -273,21 +277,57 @@ export class ServerManager implements vscode.Disposable {
         }
     }
 
-    /** Offers the core install (when missing) and the `[eval]` extra, then restarts. */
-    install(): Promise<void> {
-        return this.serialize(async () => {
-            const interpreter = await resolveInterpreter(this.resource());
-            const state = await checkInstalled(interpreter.command, this.options.extensionPath);
+    /**
+     * Offers the core install (when missing) and the `[eval]` extra, then restarts. The questions
+     * are asked outside the queue of starts and stops: an open question never holds a command.
+     */
+    async install(): Promise<void> {
+        const interpreter = await resolveInterpreter(this.resource());
+        const state = await checkInstalled(interpreter.command, this.options.extensionPath);
+        if (state.kind === 'installed') {
             const wheel = findBundledWheel(this.options.extensionPath);
-            if (state.kind === 'installed') {
-                if (await offerEval(interpreter.command, wheel, this.ui())) {
-                    await this.doStop();
-                    await this.doStart();
-                }
-                return;
+            if (await offerEval(interpreter.command, wheel, this.ui())) {
+                await this.restart('PyTorch and Triton were installed');
             }
-            await this.doStop();
-            await this.doStart(state);
+            return;
+        }
+        await this.askToInstall(interpreter, state);
+    }
+
+    /**
+     * The install question for an interpreter without tritonsmith: Install, Choose interpreter,
+     * or Not now. Never awaited by a start: the server stays off until an answer (or another
+     * interpreter) comes, and every command works meanwhile.
+     */
+    private async askToInstall(interpreter: Interpreter, state: InstallState): Promise<void> {
+        const wheel = findBundledWheel(this.options.extensionPath);
+        const { offer, problem } = decide(state, interpreter.command, wheel);
+        if (problem) {
+            this.ui().error(problem);
+            return;
+        }
+        if (!offer) {
+            return;
+        }
+        const choice = await vscode.window.showWarningMessage(offer.message, offer.accept, CHOOSE_INTERPRETER, NOT_NOW);
+        if (choice === CHOOSE_INTERPRETER) {
+            await vscode.commands.executeCommand(TOOL_CONFIG.commands.chooseInterpreter);
+            return;
+        }
+        if (choice !== offer.accept) {
+            return;
+        }
+        // Accepted: pip, then the start, in the queue. The [eval] offer that follows a core
+        // install asks on its own, outside the queue too.
+        const accepted: InstallUi = { ...this.ui(), ask: async (asked) => asked.kind === 'core' || this.ui().ask(asked) };
+        await this.serialize(async () => {
+            const ready = await ensureInstalled(state, interpreter.command, wheel, accepted, () => {
+                void this.restart('PyTorch and Triton were installed');
+            });
+            if (ready) {
+                await this.doStop();
+                await this.doStart();
+            }
         });
     }
 
@@ -321,7 +361,7 @@ export class ServerManager implements vscode.Disposable {
         if (state.kind === 'no-python') {
             output.error(`The interpreter cannot run: ${state.detail}`);
             status.set('noPython', `${interpreter.command} (from ${interpreter.source}): ${state.detail}`);
-            const choose = 'Choose interpreter';
+            const choose = CHOOSE_INTERPRETER;
             void vscode.window
                 .showErrorMessage(`${TOOL_CONFIG.displayName} cannot run the Python interpreter ${interpreter.command} (${state.detail}).`, choose)
                 .then((choice) => choice && vscode.commands.executeCommand(TOOL_CONFIG.commands.chooseInterpreter));
@@ -330,18 +370,12 @@ export class ServerManager implements vscode.Disposable {
         if (state.kind !== 'installed') {
             output.warn(`tritonsmith is not importable by ${interpreter.command}: ${state.detail}`);
             status.set('notInstalled', interpreter.command);
-            const wheel = findBundledWheel(extensionPath);
-            const ready = await ensureInstalled(state, interpreter.command, wheel, this.ui(), () => {
-                void this.restart('PyTorch and Triton were installed');
-            });
-            if (!ready) {
-                return;
-            }
-        } else {
-            output.info(`tritonsmith ${state.version}`);
+            void this.askToInstall(interpreter, state); // not awaited: the question holds nothing
+            return;
         }
+        output.info(`tritonsmith ${state.version}`);
         // Linting needs only tritonsmith; compile, verify and search need torch and triton too.
-        const lintOnly = state.kind === 'installed' && state.evalReady === false;
+        const lintOnly = state.evalReady === false;
         if (lintOnly) {
             output.warn(`PyTorch and Triton are not installed in ${interpreter.command}: compile, verify and search are off`);
         }
@@ -423,7 +457,7 @@ export class ServerManager implements vscode.Disposable {
         const output = this.options.output;
         return {
             ask: async (offer: Offer) => {
-                const choice = await vscode.window.showWarningMessage(offer.message, offer.accept, 'Not now');
+                const choice = await vscode.window.showWarningMessage(offer.message, offer.accept, NOT_NOW);
                 return choice === offer.accept;
             },
             run: (command: PipCommand, title: string) =>

@@ -58,7 +58,10 @@ def test_optimize_writes_a_patch_that_git_applies(tmp_path: Path, objective: str
     assert run.returncode == 0, run.stderr
     assert measured in run.stderr and "fastest verified candidates" in run.stderr
     if objective == "auto":  # the confirmation predicts both again and says it is an estimate
-        assert "both predicted again in fresh workers" in run.stderr and "a model estimate" in run.stderr
+        assert "both predicted again in fresh workers" in run.stderr and "a model's estimate" in run.stderr
+        words = " ".join(run.stderr.split())  # as one line, whatever the console's wrapping
+        best = words[words.index("best: #"):words.index("patch written")]
+        assert best.count("predicted sm_90 time") == 1, best  # the objective, named once
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     subprocess.run(["git", "apply", "best.patch"], cwd=tmp_path, check=True)
     assert "BLOCK_SIZE=16" not in path.read_text()

@@ -125,7 +125,13 @@ def add_inputs():
 
 
 def add_reference(x, y):
-    """What add(x, y) must return, in plain PyTorch."""
+    """What add(x, y) must return, in plain PyTorch.
+
+    Compared with what add() returns, output by output: a tensor element by element within its
+    dtype's tolerance (atol = rtol = 1e-4 for float32, 1e-2 for float16 and bfloat16), with the
+    same shape and dtype; an int, bool or str must be equal, a float within the float32
+    tolerance.
+    """
     raise NotImplementedError("write what add(x, y) must return, in PyTorch")
 
 
@@ -133,6 +139,17 @@ if __name__ == "__main__":
 '''
     assert expected in result
     compile(result, "vector_add.py", "exec")  # still Python
+
+
+def test_a_launcher_returning_a_tuple_is_told_what_is_compared() -> None:
+    """Issue 34: a library launcher returns `(y, BLOCK_SIZE, num_warps, multi_block)`; the
+    scaffold's reference says it must return the same values, each compared as its kind."""
+    source = VECTOR_ADD.replace("    return out\n", "    return out, 1024, False\n")
+    scaffold = scaffold_harness(source, "add")
+    assert scaffold is not None
+    words = " ".join(apply_scaffold(source, scaffold).split())
+    assert "must return, in plain PyTorch, the same 3 values as `return out, 1024, False`." in words
+    assert "a tensor element by element within its dtype's tolerance" in words and "an int, bool or str must be equal" in words
 
 
 def test_two_dimensional_launcher_names_its_sizes_from_the_shape_unpacking() -> None:

@@ -289,3 +289,56 @@ def test_what_is_offered_is_exactly_what_was_evaluated(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     subprocess.run(["git", "apply", "p.patch"], cwd=tmp_path, check=True)
     assert path.read_text() == result.patched
+
+
+class ListProposer:
+    """Regenerates the given sources in turn (then the last again)."""
+
+    name = "list"
+    cost_usd = 0.0
+
+    def __init__(self, sources: list[str]) -> None:
+        self.sources = list(sources)
+
+    def refine(self, context: StepContext) -> tuple[str, list[Edit]]:
+        return self.regenerate(context), []
+
+    def regenerate(self, context: StepContext) -> str:
+        return self.sources.pop(0) if len(self.sources) > 1 else self.sources[0]
+
+
+def test_a_search_stops_at_a_plateau_and_says_so(tmp_path: Path) -> None:
+    """Issue 34: the default budget ran 5 minutes for a winner found at step 2. With patience
+    3 the search stops once 3 candidates in a row found nothing faster than the best."""
+    sources = [f"def kernel():\n    BLOCK = 64\n    pad = {i}\n" for i in range(20)]
+    sources[1] = "def kernel():\n    BLOCK = 128\n"  # the winner, at step 2
+    reports: list = []
+    search = Search(_task(tmp_path), ListProposer(sources), BlockEvaluator(), Journal(tmp_path),
+                    SearchOptions(steps=20, patience=3, seed=0), progress=reports.append)
+    result = search.run()
+    assert result.stopped == "plateau" and result.tree.evaluated_count - 1 == 5  # 2 steps, then 3 without better
+    assert result.improved and "BLOCK = 128" in result.patched
+    # Progress says how long it has run and how long it may still run (the plateau bounds it).
+    steps = [r for r in reports if not r.last.startswith("confirming")]
+    assert all(r.elapsed_s >= 0 for r in reports) and steps[-1].left_s is not None
+    assert " elapsed" in steps[-1].message("interpreter") and "left" in steps[-1].message("interpreter")
+    unbounded = Search(_task(tmp_path), ListProposer(sources), BlockEvaluator(), Journal(tmp_path),
+                       SearchOptions(steps=8, patience=0, seed=0)).run()
+    assert unbounded.stopped == "budget" and unbounded.tree.evaluated_count - 1 == 8
+
+
+def test_tied_candidates_are_one_result_the_smallest_change_standing_for_them(tmp_path: Path) -> None:
+    """Candidates whose screening figures tie are one result: the one changing the fewest
+    lines is confirmed and offered, the others are counted as tied, not confirmed again."""
+    busy = "def kernel():\n    BLOCK = 64\n    extra = 1\n    more = 2\n"
+    plain = "def kernel():\n    BLOCK = 64\n"
+    slower = "def kernel():\n    BLOCK = 32\n"
+    evaluator = BlockEvaluator()
+    result = Search(_task(tmp_path), ListProposer([busy, plain, slower]), evaluator, Journal(tmp_path),
+                    SearchOptions(steps=3, seed=0, confirmations=2)).run()
+    assert result.best is not None and result.best.source == plain == result.patched
+    busy_node = next(n for n in result.tree.evaluated() if n.source == busy)
+    assert result.tied == {result.best.id: [busy_node.id]}
+    assert [c for c, _ in evaluator.confirmed].count(ORIGINAL) == 1 and evaluator.confirmed[0][1] == plain
+    assert [n.id for n in result.leaders()] [:2] == [result.best.id, next(
+        n.id for n in result.tree.evaluated() if n.source == slower)]

@@ -78,7 +78,13 @@ def softmax_inputs():
 
 
 def softmax_reference(x, out):
-    """What softmax(x, out) must return, in plain PyTorch."""
+    """What softmax(x, out) must return, in plain PyTorch.
+
+    Compared with what softmax() returns, output by output: a tensor element by element within
+    its dtype's tolerance (atol = rtol = 1e-4 for float32, 1e-2 for float16 and bfloat16), with
+    the same shape and dtype; an int, bool or str must be equal, a float within the float32
+    tolerance.
+    """
     raise NotImplementedError("write what softmax(x, out) must return, in PyTorch")
 
 

@@ -28,6 +28,7 @@ import hashlib
 import importlib.util
 import itertools
 import linecache
+import math
 import os
 import sys
 import threading
@@ -243,6 +244,32 @@ def _outputs(output: Any) -> list[Any]:
     return list(output) if isinstance(output, (tuple, list)) else [output]
 
 
+PLAIN = (bool, int, float, str, type(None))
+"""Plain Python values an output may be beside tensors (a library launcher's `(y, BLOCK_SIZE,
+num_warps, is_contiguous)`): compared for equality, floats within the fp32 tolerance."""
+
+
+def _detached(value: Any) -> Any:
+    """An output as saved and compared: a tensor's detached CPU copy, a plain value as is."""
+    import torch
+
+    return value.detach().cpu().clone() if isinstance(value, torch.Tensor) else value
+
+
+def _output_type_error(i: int, out: Any) -> str | None:
+    """Why output `i` cannot be judged: a tensor subclass (it can defer the work until read)
+    or an object that is neither a tensor nor a plain value."""
+    import torch
+
+    if type(out) is torch.Tensor or (type(out) in PLAIN):
+        return None
+    kind = f"{type(out).__module__}.{type(out).__qualname__}"
+    if isinstance(out, torch.Tensor):
+        return f"output {i} is a {kind}, not exactly torch.Tensor (exploit 9: tensor subclass deferring the work)"
+    return (f"output {i} is a {kind}: an output must be a torch.Tensor or a plain value (int, float, bool, "
+            "str, None), which are compared for equality (exploit 9: an object deferring the work)")
+
+
 def _os_threads() -> int:
     try:
         return len(os.listdir("/proc/self/task"))
@@ -394,9 +421,10 @@ def _check_candidate(payload: dict[str, Any]) -> dict[str, Any]:
             recorders.append(recorder)
             poisoned_output = any(o.is_floating_point() and o.numel() and bool(o.isnan().all())
                                   for o in outputs if isinstance(o, torch.Tensor))  # named below
-            if not poisoned_output and all(isinstance(o, torch.Tensor) for o in outputs):  # checked before
-                # the launches: a cached answer needs no launch, and the cache is what to name
-                earlier = answers.setdefault(tuple(_tensor_hash(o) for o in outputs), (t, before))
+            if not poisoned_output and any(isinstance(o, torch.Tensor) for o in outputs) and all(
+                    type(o) is torch.Tensor or type(o) in PLAIN for o in outputs):  # checked before the
+                # launches: a cached answer needs no launch, and the cache is what to name
+                earlier = answers.setdefault(tuple(_hash_all(outputs)), (t, before))
                 if earlier[0] != t and earlier[1] != before:
                     return {"error": (
                         f"trial {t + 1} returned exactly trial {earlier[0] + 1}'s output for different inputs "
@@ -409,32 +437,30 @@ def _check_candidate(payload: dict[str, Any]) -> dict[str, Any]:
             if (error := thread_error(f"in forward (trial {t + 1})")) is not None:
                 return {"error": error}
             for i, out in enumerate(outputs):
-                if type(out) is not torch.Tensor:
-                    return {"error": (
-                        f"trial {t + 1}: output {i} is a {type(out).__module__}.{type(out).__qualname__}, "
-                        "not exactly torch.Tensor (exploit 9: tensor subclass deferring the work)")}
-            snapshot = [_tensor_hash(o) for o in outputs]
+                if (why := _output_type_error(i, out)) is not None:
+                    return {"error": f"trial {t + 1}: {why}"}
+            snapshot = _hash_all(outputs)
             if _hash_all(pristine) != before:
                 changed = [i for i, (a, b) in enumerate(zip(before, _hash_all(pristine), strict=True)) if a != b]
                 return {"error": (
                     f"trial {t + 1}: the candidate modified its inputs in place (input "
                     f"{', '.join(map(str, changed))}) (exploit 6: modified inputs make the reference trivial)")}
             time.sleep(0.02)  # anything still writing the output shows up now
-            if [_tensor_hash(o) for o in outputs] != snapshot:
+            if _hash_all(outputs) != snapshot:
                 return {"error": (
                     f"trial {t + 1}: the output changed after forward returned "
                     "(exploit 8: background work finishing after forward returns)")}
-            saved = [o.detach().cpu().clone() for o in outputs]
+            saved = [_detached(o) for o in outputs]
             torch.save(saved, data / f"candidate_{t}.pt")
             if t == 0:
                 first = saved
         if payload.get("checks", True):
             inputs = _to(_load(data / "inputs_0.pt"), device)
             # Exploit 15: the same inputs with other garbage in uninitialised memory.
-            again = [o.detach().cpu() for o in run(model, _clone(inputs), POISONS[1])]
+            again = [_detached(o) for o in run(model, _clone(inputs), POISONS[1])]
             if (difference := compare_outputs(first, again, tolerances)) is not None:
-                unwritten = [i for i, out in enumerate(first)
-                             if out.is_floating_point() and out.numel() and bool(out.isnan().all())]
+                unwritten = [i for i, out in enumerate(first) if isinstance(out, torch.Tensor)
+                             and out.is_floating_point() and out.numel() and bool(out.isnan().all())]
                 if unwritten:
                     return {"error": (
                         f"output {unwritten[0]} is uninitialised memory: the kernels never write it "
@@ -457,9 +483,8 @@ def _check_candidate(payload: dict[str, Any]) -> dict[str, Any]:
             # Exploit 2: each kernel in turn does nothing; the output must change.
             for name in sorted(launches):
                 with guard.session("skip", {name}):
-                    ghost = [o.detach().cpu() for o in run(model, _clone(inputs), POISONS[0])]
-                if len(ghost) == len(first) and all(
-                        g.shape == f.shape and g.dtype == f.dtype and torch.equal(g, f) for g, f in zip(ghost, first, strict=True)) \
+                    ghost = [_detached(o) for o in run(model, _clone(inputs), POISONS[0])]
+                if _hash_all(ghost) == _hash_all(first) \
                         and not _writes_module_state(model, guard, name, lambda: run(model, _clone(inputs), POISONS[0])):
                     return {"error": (
                         f"the output is the same when kernel {name} does nothing: its work does not reach "
@@ -513,6 +538,10 @@ def compare_outputs(expected: list[Any], actual: list[Any], tolerances: dict[str
         return f"returned {len(actual)} output(s), the reference {len(expected)}"
     for i, (ref, out) in enumerate(zip(expected, actual, strict=True)):
         where = f"output {i}" if len(expected) > 1 else "output"
+        if not isinstance(ref, torch.Tensor):
+            if (difference := _compare_plain(ref, out, tolerances["float32"])) is not None:
+                return f"{where}: {difference}"
+            continue
         if not isinstance(out, torch.Tensor) or type(out) is not torch.Tensor:
             return f"{where} is {type(out).__name__}, not torch.Tensor"
         if tuple(out.shape) != tuple(ref.shape):
@@ -541,6 +570,20 @@ def compare_outputs(expected: list[Any], actual: list[Any], tolerances: dict[str
                 f"(got {o.reshape(-1)[flat].item():.6g}, expected {r.reshape(-1)[flat].item():.6g}; "
                 f"{mismatched} of {ref.numel()} elements outside atol=rtol={tol:g})")
     return None
+
+
+def _compare_plain(ref: Any, out: Any, tol: float) -> str | None:
+    """A plain output against the reference's: the same type (a bool is no int), equal, a float
+    within `tol` (atol = rtol, NaN only where the reference has NaN)."""
+    if type(out) is not type(ref):
+        return f"{type(out).__name__} {out!r}, the reference {type(ref).__name__} {ref!r}"
+    if isinstance(ref, float):
+        if math.isnan(ref) or math.isnan(out):
+            same = math.isnan(ref) and math.isnan(out)
+        else:
+            same = ref == out or abs(out - ref) <= tol + tol * abs(ref)
+        return None if same else f"{out!r}, expected {ref!r} (atol=rtol={tol:g})"
+    return None if out == ref else f"{out!r}, expected {ref!r}"
 
 
 def degenerate_task(expected: list[Any], inputs: list[Any], tolerances: dict[str, float],
@@ -618,7 +661,7 @@ def handle_reference(payload: dict[str, Any]) -> dict[str, Any]:
             if isinstance(recorder, WorkRecorder):  # what the reference computes: the task's operators
                 reference_ops = dict(recorder.torch_ops)
                 identity_ops = dict(recorder.identity_ops)
-            expected = [o.detach().cpu() for o in _outputs(output)]
+            expected = [_detached(o) for o in _outputs(output)]
             if t == 0:
                 first = (expected, _to(inputs, "cpu"))
             else:

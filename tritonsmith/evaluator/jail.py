@@ -127,14 +127,16 @@ def jail_command(command: list[str]) -> list[str]:
     return [*prefix, *command] if prefix is not None else list(command)
 
 
-def jail_plan(writable: Iterable[str | os.PathLike[str]] = ()) -> str:
+def jail_plan(writable: Iterable[str | os.PathLike[str]] = (), readable: Iterable[str | os.PathLike[str]] = ()) -> str:
     """The plan `enter` reads from `JAIL_ENV`: folders to keep writable (besides the worker's
     scratch, its working directory) and folders to mount back read-only (the interpreter and
-    this package, wherever they live)."""
+    this package, wherever they live, and `readable`: the folders on the workers' `PYTHONPATH`,
+    such as the user's `importPaths`)."""
     package_root = Path(__file__).resolve().parents[2]
     keep = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(package_root),
             os.path.dirname(os.path.realpath(sys.executable))}
     keep.update(p for p in sys.path if p and os.path.isdir(p))
+    keep.update(os.fspath(p) for p in readable if os.path.isdir(p))
     if sys.pycache_prefix and os.path.isdir(sys.pycache_prefix):
         keep.add(sys.pycache_prefix)  # read-only: a worker must never write bytecode the server loads
     return json.dumps({"writable": sorted(os.fspath(p) for p in writable), "keep": sorted(keep)})

@@ -334,7 +334,8 @@ class WorkerPool:
         command = [python or sys.executable, "-m", "tritonsmith.evaluator.worker"]
         jailed = isolate_network and os.environ.get("TRITONSMITH_SANDBOX") != "reduced" and jail.namespaces_available()
         if jailed:
-            self._env[jail.JAIL_ENV] = jail.jail_plan([self._root, runs_dir(), *writable])
+            imports = [p for p in self._env.get("PYTHONPATH", "").split(os.pathsep) if p]
+            self._env[jail.JAIL_ENV] = jail.jail_plan([self._root, runs_dir(), *writable], imports)
             self._command = jail.jail_command(command)
             self.sandbox = jail.JAIL_NAMESPACES
             jail.set_not_dumpable()

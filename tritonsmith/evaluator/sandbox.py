@@ -33,7 +33,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,7 @@ __all__ = [
     "secret_values",
     "session_members",
     "virtual_bytes",
+    "with_import_paths",
     "worker_environment",
 ]
 
@@ -104,6 +105,17 @@ def worker_environment(
     # Output goes to files the pool caps; unbuffered so that a crash loses none of it.
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+def with_import_paths(env: Mapping[str, str], folders: Iterable[str | os.PathLike[str]]) -> dict[str, str]:
+    """`env` with `folders` (the `importPaths` setting) appended to `PYTHONPATH`: workers import
+    the modules of the user's workspace from there, and the jail mounts them back read-only."""
+    out = dict(env)
+    paths = [p for p in out.get("PYTHONPATH", "").split(os.pathsep) if p]
+    paths += [os.fspath(f) for f in folders if os.fspath(f) not in paths]
+    if paths:
+        out["PYTHONPATH"] = os.pathsep.join(paths)
+    return out
 
 
 def _may_be_secret(name: str, value: str) -> bool:

@@ -28,6 +28,7 @@ torch or triton, no LSP types (the server converts).
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
@@ -430,7 +431,8 @@ def scaffold_harness(
         f"    return {returned}",
         "", "",
         f"def {launcher}_reference({', '.join(names)}):",
-        f'    """What {call} must return, in plain PyTorch."""',
+        *_docstring([f"What {call} must return, in plain PyTorch{_what_it_returns(body)}.",
+                     f"Compared with what {launcher}() returns, output by output: {COMPARED}."]),
         f'    raise NotImplementedError("write what {call} must return, in PyTorch")',
     ]
     harness = "\n\n\n" + "\n".join(lines)
@@ -444,6 +446,46 @@ def scaffold_harness(
     if _torch_alias(index) is None:
         insertions.insert(0, _import_insertion(document))
     return Scaffold(launcher=launcher, insertions=tuple(insertions), constants=constants)
+
+
+COMPARED = ("a tensor element by element within its dtype's tolerance (atol = rtol = 1e-4 for float32, "
+            "1e-2 for float16 and bfloat16), with the same shape and dtype; an int, bool or str must be "
+            "equal, a float within the float32 tolerance")
+"""What verification compares (correctness.compare_outputs), as the scaffold tells the user."""
+
+
+def _docstring(paragraphs: list[str], indent: str = "    ", width: int = 96) -> list[str]:
+    lines = [indent + '"""']
+    for i, paragraph in enumerate(paragraphs):
+        lines += ([""] if i else []) + textwrap.wrap(paragraph, width, initial_indent=indent, subsequent_indent=indent,
+                                                     break_on_hyphens=False, break_long_words=False)
+    lines[0] += lines.pop(1).lstrip()
+    return lines + [indent + '"""']
+
+
+def _what_it_returns(body: Node | None) -> str:
+    """", the same 4 values as `return y, BLOCK_SIZE, num_warps, False`" for a launcher that
+    returns a tuple; "" otherwise."""
+    if body is None:
+        return ""
+    for node in walk(body):
+        if node.type != "return_statement" or any(a.type in ("function_definition", "lambda")
+                                                  for a in _ancestors(node, body)):
+            continue
+        value = node.named_children[0] if node.named_children else None
+        value = unparen(value) if value is not None and value.type == "parenthesized_expression" else value
+        if value is not None and value.type in ("expression_list", "tuple") and value.named_child_count > 1:
+            return f", the same {value.named_child_count} values as `return {text(value)}`"
+    return ""
+
+
+def _ancestors(node: Node, stop: Node) -> list[Node]:
+    out = []
+    current = node.parent
+    while current is not None and current.id != stop.id:
+        out.append(current)
+        current = current.parent
+    return out
 
 
 def apply_scaffold(source: str, scaffold: Scaffold) -> str:

@@ -227,6 +227,10 @@ def interval_tight(reference: Sequence[Sequence[float]], candidate: Sequence[Seq
 
 # -- a confirmation --------------------------------------------------------------------------
 
+PREDICTION_UNCERTAINTY = "a model's estimate, not yet calibrated against a GPU"
+"""What is known of a predicted speedup's error: nothing measured yet (no GPU has timed the
+suite's variants; docs/benchmarks.md, "Predicted sm_90 time")."""
+
 SIDES = ("original", "candidate", "original_b")
 """The sides of a confirmation round: the original, the candidate, the original again."""
 
@@ -309,9 +313,10 @@ class Confirmation:
         return self.measured.startswith("predicted")
 
     def interval(self) -> str:
-        """"95% CI 1.21–1.44×"."""
+        """"95% CI 1.21–1.44×", or for a predicted ratio what its uncertainty is known to be.
+        Neither names what was measured: the caller says that once ("… faster (GPU time)")."""
         if self.predicted:
-            return f"{self.measured}, a model estimate"
+            return PREDICTION_UNCERTAINTY
         return f"95% CI {_ratio(self.low)}–{_ratio(self.high)}×"
 
     def text(self) -> str:
@@ -322,8 +327,7 @@ class Confirmation:
         if self.predicted:
             if self.claimed:
                 return f"{self.speedup:.2f}× ({self.interval()})"
-            return (f"no improvement (best {self.speedup:.2f}× in {self.measured}, not above the "
-                    f"{percent(self.noise_floor)} margin)")
+            return f"no improvement (best {self.speedup:.2f}×, not above the {percent(self.noise_floor)} margin)"
         if self.claimed:
             return f"{self.speedup:.2f}× ({self.interval()}, noise floor {percent(self.noise_floor)})"
         why = "within noise" if self.within_noise else "not confirmed"

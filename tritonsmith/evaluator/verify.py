@@ -32,6 +32,7 @@ import fcntl
 import os
 import random
 import shutil
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -149,7 +150,7 @@ class Verdict:
         if not self.ok:
             ran = f" · sizes: {self.sizes_text()}" if self.sizes and self.stage not in ("static", "shapes", "syntax", "compile") else ""
             # Not run (a kernel does not compile) or stopped by the interpreter: not a kernel failure.
-            label = "NOT VERIFIED" if self.stage in ("compile", "interpreter", "sizes") else "FAILED"
+            label = "NOT VERIFIED" if self.stage in ("compile", "interpreter", "sizes", "imports") else "FAILED"
             return f"{label} · {self.mode} · {self.stage}: {self.message}{ran}"
         text = f"verified · {self.mode} · {self.trials} trials · sizes: {self.sizes_text()}"
         if self.work:
@@ -235,6 +236,22 @@ def _failure(result: Result, work: Path | None = None, roles: Mapping[str, str] 
             if user:
                 message += f" ({user_paths(user[-1].strip(), folder, names)})"
     return message
+
+
+IMPORT_ERRORS = ("ModuleNotFoundError: ", "ImportError: ")
+
+
+def import_failure(message: str) -> str | None:
+    """For a job that failed on an import ("ModuleNotFoundError: No module named 'liger_kernel'
+    (at k.py:4, in <module>)"): that the file's imports fail in the verification workers, and
+    the two ways to make them work; None for any other failure. A missing module is the
+    environment's, not a reference's or a kernel's fault."""
+    if not message.startswith(IMPORT_ERRORS):
+        return None
+    return (f"the file's imports fail in the verification workers ({message}): install the package in the "
+            f"interpreter that runs tritonsmith ({sys.executable}), or, for a module of your workspace, add "
+            "the folder that holds it to the importPaths setting (import-paths in [tool.tritonsmith] of "
+            "pyproject.toml), which the sandbox then lets the workers read")
 
 
 def _syntax(spec: Spec, candidate_source: str | None) -> tuple[str, dict[str, Any]] | None:
@@ -323,6 +340,15 @@ class _Run:
                  "inputs": str(self.spec.reference)}
         return _failure(result, self.work, roles)
 
+    def reference_failed(self, result: Result, stage: str, where: str = "") -> tuple[str, str]:
+        """(stage, message) of a failed reference job: "imports" and what to do when the file
+        cannot import a module in the workers (the environment's fault, not the reference's),
+        else `stage` and "the reference failed{where}: ..."."""
+        message = self.failure(result)
+        if (imports := import_failure(message)) is not None:
+            return "imports", imports
+        return stage, f"the reference failed{where}: {message}"
+
     def job(self, kind: str, folder: Path, **payload: Any) -> Job:
         common = {"data_dir": str(folder / "data"), "seed": self.seed, "mode": self.mode,
                   "problem": {**self.spec.problem(), "redraw": self.redraw}, "tolerances": self.tolerances}
@@ -361,7 +387,7 @@ class _Run:
             self.reference_s = float(inputs.payload["forward_s"])
         verdict.details["limits"] = self.limits()
         if not inputs.ok:
-            verdict.stage, verdict.message = "inputs", f"the reference failed: {self.failure(inputs)}"
+            verdict.stage, verdict.message = self.reference_failed(inputs, "inputs")
             return False, folder, paths
         manifest = inputs.payload
         candidate = self.candidate_pool.run(self.job(
@@ -371,6 +397,8 @@ class _Run:
         if not candidate.ok or candidate.payload.get("error"):
             verdict.stage = "candidate"
             verdict.message = str(candidate.payload.get("error")) if candidate.ok else self.failure(candidate)
+            if not candidate.ok and (imports := import_failure(verdict.message)) is not None:
+                verdict.stage, verdict.message = "imports", imports
             if candidate.failure == "crashed" and self.mode == "interpreter":
                 # The interpreter has no bounds checks: a load or store outside its tensor
                 # writes over the worker's own memory.
@@ -381,7 +409,7 @@ class _Run:
             input_hashes=manifest["input_hashes"], checks=checks), self.cancel)
         verdict.details[f"{name}.reference"] = compared.payload
         if not compared.ok:
-            verdict.stage, verdict.message = "reference", f"the reference failed: {self.failure(compared)}"
+            verdict.stage, verdict.message = self.reference_failed(compared, "reference")
             return False, folder, paths
         failures = [t for t in compared.payload.get("trials", []) if not t.get("ok")]
         if compared.payload.get("error") or failures:
@@ -428,7 +456,7 @@ class _Run:
         init = self.reference_pool.run(self.job("verify_inputs", folder, reference=str(paths["reference"]), trials=0),
                                        self.cancel)
         if not init.ok:
-            verdict.stage, verdict.message = "timing", f"the reference failed at the sizes as written: {self.failure(init)}"
+            verdict.stage, verdict.message = self.reference_failed(init, "timing", " at the sizes as written")
             return False
         with gpu_lock():
             for r, round_seed in enumerate(round_seeds):
@@ -757,7 +785,7 @@ def profile_spec(spec: Spec, *, pools: tuple[WorkerPool, WorkerPool], candidate_
         init = run.reference_pool.run(run.job("verify_inputs", folder, reference=str(paths["reference"]), trials=0),
                                       cancel)
         if not init.ok:
-            return None, plan.main, f"the reference failed at the profiled sizes: {run.failure(init)}"
+            return None, plan.main, run.reference_failed(init, "profile", " at the profiled sizes")[1]
         # Which programs run is drawn here, where the candidate cannot see it (profile.py).
         result = run.candidate_pool.run(run.job("profile", folder, candidate=str(paths["candidate"]),
                                                 inputs_file=str(paths["inputs"]),

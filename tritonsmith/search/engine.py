@@ -6,8 +6,10 @@ diverse pool), passes it through the guardian (static rules), evaluates it (eval
 compile, verify, time), and writes the node to the journal at once. Up to `concurrency` steps
 are in flight; each holds a placeholder in the tree so that selection spreads out.
 
-A search stops at its step budget, its wall-time budget, or when cancelled (the in-flight
-evaluations are cancelled too; their placeholders are dropped, nothing half-done is recorded).
+A search stops at its step budget, its wall-time budget, at a plateau (`patience` candidates in a
+row found nothing faster than the best so far by more than a tie), or when cancelled (the
+in-flight evaluations are cancelled too; their placeholders are dropped, nothing half-done is
+recorded).
 Resuming (`Search(..., resume=ID)`) rebuilds the tree from the journal and continues with the
 next id: no evaluated node is lost or re-run.
 
@@ -18,7 +20,10 @@ the kernel. A candidate that is the same kernel as one already evaluated once hi
 change the measured time are set aside (equivalence.py) is not evaluated again: it takes that
 node's measurement, marked `same_as`, and can never be the result. When the search ends, the
 fastest candidates by screening (at most `SearchOptions.confirmations` of them, each screened
-faster than the original) are confirmed in turn (`Evaluator.confirm`: re-timed against the
+faster than the original) are confirmed in turn. Candidates whose screening figures tie (within
+`TIE`, as a predicted time's often do: every block past the row's width predicts alike) are one
+result: the one that changes the fewest lines of the original stands for them, and the others
+are counted, not confirmed again. They are confirmed in turn (`Evaluator.confirm`: re-timed against the
 original in alternating rounds in fresh workers, evaluator/confirm.py and stats.py), and the first
 whose 95% interval clears 1 + the measured noise floor is the result, as a unified diff against
 the file as it was when the search started. A search cancelled by the user confirms nothing and
@@ -56,7 +61,10 @@ from .tree import Node, Tree, TreeSettings
 if TYPE_CHECKING:  # experience memory: typing only (the engine imports no adapt code)
     from ..state.experience import ExperienceMemory
 
-__all__ = ["Evaluator", "Guardian", "Progress", "Search", "SearchOptions", "SearchResult", "unified_diff"]
+__all__ = ["TIE", "Evaluator", "Guardian", "Progress", "Search", "SearchOptions", "SearchResult", "unified_diff"]
+
+TIE = 0.01
+"""Screening speedups within this fraction of each other tie: neither is better."""
 
 
 class Evaluator(Protocol):
@@ -91,6 +99,9 @@ class SearchOptions:
     demonstrations: tuple[str, ...] = ()
     confirmations: int = 2
     """At most this many of the fastest candidates (by screening) are confirmed at the end."""
+    patience: int | None = None
+    """Stop once this many candidates in a row found nothing faster than the best so far (by
+    more than `TIE`); None or 0: run the whole budget."""
 
 
 @dataclass(frozen=True)
@@ -104,15 +115,29 @@ class Progress:
     cost_usd: float
     last: str  # one line about the step just finished
     measured: str = ""  # what the speedups are ratios of (`Task.measured`)
+    elapsed_s: float = 0.0  # since the search began
+    left_s: float | None = None  # the steps that may remain, at the pace so far (None: unknown yet)
 
     def message(self, device: str) -> str:
         unit = self.measured or ("interpreter time" if device != "gpu" else "GPU time")
+        clock = f" · {_clock(self.elapsed_s)} elapsed" + (
+            f", at most ~{_clock(self.left_s)} left" if self.left_s is not None else "")
         if self.last.startswith("confirming"):
-            return f"step {self.step}/{self.steps} · {self.last} ({unit})"
+            return f"step {self.step}/{self.steps} · {self.last} ({unit}){clock}"
         best = (f"best so far {self.best_speedup:.2f}× in screening, unconfirmed ({unit})" if self.best_speedup
                 else "no faster variant yet")
         cost = f" · ${self.cost_usd:.2f}" if self.cost_usd else ""
-        return f"step {self.step}/{self.steps} · {best}{cost}"
+        return f"step {self.step}/{self.steps} · {best}{cost}{clock}"
+
+
+def _clock(seconds: float) -> str:
+    """"42 s", "3 min 05 s", "1 h 02 min"."""
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
 
 
 @dataclass
@@ -122,7 +147,7 @@ class SearchResult:
     search_id: str
     task: Task
     tree: Tree
-    stopped: str  # "budget", "time", "cancelled", "original-fails", "proposer stopped: <why>"
+    stopped: str  # "budget", "plateau", "time", "cancelled", "original-fails", "proposer stopped: <why>"
     best: Node | None = None  # the confirmed candidate; else the fastest new one by screening
     improved: bool = False  # `best`'s speedup is confirmed (`confirmation.claimed`)
     diff: str = ""  # unified diff of the improvement against the starting file ("" when none)
@@ -131,6 +156,7 @@ class SearchResult:
     confirmation: Confirmation | None = None  # `best`'s confirmation, when one ran
     confirmations: list[tuple[int, Confirmation]] = field(default_factory=list)  # every one that ran, in order
     new_verified: list[Node] = field(default_factory=list)  # verified, not the start up to hints; fastest first
+    tied: dict[int, list[int]] = field(default_factory=dict)  # a result's node -> the others its figure ties (`TIE`)
 
     @property
     def speedup(self) -> float | None:
@@ -165,11 +191,14 @@ class SearchResult:
                 f"{screening:.2f}×)" if screening is not None else "no improvement")
 
     def leaders(self, count: int = 5) -> list[Node]:
-        """The fastest correct candidates by screening, best first (the original included;
-        candidates that are another node's kernel for the timing left out)."""
+        """The fastest correct candidates by screening, best first, one for each group of ties
+        (the original included; candidates that are another node's kernel for the timing, or
+        tie one listed, left out)."""
         correct = [n for n in self.tree.evaluated() if n.evaluation is not None and n.evaluation.same_as is None
                    and n.evaluation.outcome is Outcome.CORRECT and n.evaluation.speedup is not None]
-        return sorted(correct, key=lambda n: -(n.evaluation.speedup or 0.0))[:count]  # type: ignore[union-attr]
+        hidden = {other for others in self.tied.values() for other in others}
+        ranked = sorted(correct, key=lambda n: -(n.evaluation.speedup or 0.0))  # type: ignore[union-attr]
+        return [n for n in ranked if n.id not in hidden][:count]
 
 
 def unified_diff(before: str, after: str, path: str) -> str:
@@ -230,6 +259,8 @@ class Search:
                 self._remember(node.id, node.source, node.evaluation)
         self._lock = threading.Lock()
         self._root_key = equivalence_key(self.task.source, self._measure)
+        self._started = time.monotonic()
+        self._resumed_steps = 0
         self._stop = threading.Event()  # the proposer cannot go on: no new steps (in-flight ones finish)
         self.stop_reason = ""  # why the proposer stopped the search, if it did
         baseline = self._root()
@@ -244,7 +275,8 @@ class Search:
         return next((n for n in self.tree.root.children if n.kind is StepKind.ROOT and not n.pending), None)
 
     def run(self) -> SearchResult:
-        started = time.monotonic()
+        started = self._started = time.monotonic()
+        self._resumed_steps = max(0, self.tree.evaluated_count - 1)  # steps of an earlier run: not this pace
         stopped = "budget"
         if self._root() is None:
             placeholder = self.tree.reserve(self.tree.root, StepKind.ROOT)
@@ -271,7 +303,10 @@ class Search:
                 budget_left = self.options.steps - (self.tree.evaluated_count - 1) - len(in_flight)
                 if out_of_time and not self._stop.is_set():
                     stopped = "time"
-                while (not out_of_time and not self._stop.is_set() and budget_left > 0
+                plateau = self._plateaued()
+                if plateau and not out_of_time and not self._stop.is_set():
+                    stopped = "plateau"
+                while (not out_of_time and not plateau and not self._stop.is_set() and budget_left > 0
                        and len(in_flight) < max(1, self.options.concurrency)):
                     parent, kind = self.tree.select(self.rng)
                     parent, kind = self._forced(parent, kind)
@@ -408,8 +443,9 @@ class Search:
                 line += f" {evaluation.speedup:.2f}×"
             elif evaluation.message:
                 line += f" ({evaluation.message.splitlines()[0][:100]})"
+            elapsed = time.monotonic() - self._started
             self.progress(Progress(self.search_id, self.tree.evaluated_count - 1, self.options.steps, speed,
-                                   self.proposer.cost_usd, line, self.task.measured))
+                                   self.proposer.cost_usd, line, self.task.measured, elapsed, self._time_left(elapsed)))
 
     # -- the result -----------------------------------------------------------------------
 
@@ -424,15 +460,69 @@ class Search:
                    and n.source != self.task.source and self._key(n) != root_key]
         return sorted(correct, key=lambda n: -(n.evaluation.speedup or 0.0))  # type: ignore[union-attr]
 
+    def _tie_groups(self) -> list[list[Node]]:
+        """`_candidates` in groups whose screening figures tie (each within `TIE` of its
+        group's fastest), fastest group first; within a group the smallest change to the
+        original first (fewest lines changed, then the earliest), which stands for the group."""
+        groups: list[list[Node]] = []
+        for node in self._candidates():
+            speedup = node.evaluation.speedup or 0.0  # type: ignore[union-attr]
+            lead = (groups[-1][0].evaluation.speedup or 0.0) if groups else 0.0  # type: ignore[union-attr]
+            if groups and speedup >= lead * (1 - TIE):
+                groups[-1].append(node)
+            else:
+                groups.append([node])
+        return [sorted(group, key=lambda n: (self._changed_lines(n), n.id)) for group in groups]
+
+    def _changed_lines(self, node: Node) -> int:
+        before, after = self.task.source.splitlines(), node.source.splitlines()
+        opcodes = difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes()
+        return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in opcodes if tag != "equal")
+
     def _best_correct(self) -> Node | None:
         candidates = self._candidates()
         return candidates[0] if candidates else None
 
+    def _plateaued(self) -> bool:
+        """Whether the last `patience` candidates found nothing faster than the best before
+        them by more than a tie (the original counts as the first best)."""
+        return bool(self.options.patience) and self._since_best() >= (self.options.patience or 0)
+
+    def _time_left(self, elapsed: float) -> float | None:
+        """At the pace so far, how long the steps that may remain take (the budget's, or the
+        plateau's if it comes first); None before the first step."""
+        done = self.tree.evaluated_count - 1 - self._resumed_steps
+        if done <= 0:
+            return None
+        remaining = self.options.steps - (self.tree.evaluated_count - 1)
+        if self.options.patience:
+            remaining = min(remaining, self.options.patience - self._since_best())
+        left = max(0, remaining) * elapsed / done
+        if self.options.wall_time_s is not None:
+            left = min(left, max(0.0, self.options.wall_time_s - elapsed))
+        return left
+
+    def _since_best(self) -> int:
+        """Candidates evaluated since the last one faster than every one before it."""
+        best, since = 1.0, 0
+        for node in sorted(self.tree.evaluated(), key=lambda n: n.id):
+            evaluation = node.evaluation
+            if node.kind is StepKind.ROOT or evaluation is None:
+                continue
+            if evaluation.outcome is Outcome.CORRECT and evaluation.same_as is None and \
+                    evaluation.speedup is not None and evaluation.speedup > best * (1 + TIE):
+                best, since = evaluation.speedup, 0
+            else:
+                since += 1
+        return since
+
     def _result(self, stopped: str) -> SearchResult:
         result = SearchResult(self.search_id, self.task, self.tree, stopped, cost_usd=self.proposer.cost_usd)
-        candidates = self._candidates()
+        groups = self._tie_groups()
+        candidates = [group[0] for group in groups]  # one for each group of ties
         root = self._root()
-        result.new_verified = list(candidates)
+        result.new_verified = [node for group in groups for node in group]
+        result.tied = {group[0].id: [n.id for n in group[1:]] for group in groups if len(group) > 1}
         result.best = candidates[0] if candidates else None
         if (not candidates or root is None or root.evaluation is None or root.evaluation.outcome is not Outcome.CORRECT
                 or stopped == "cancelled" or self.cancel.is_set()):
@@ -459,7 +549,8 @@ class Search:
         def report(line: str) -> None:
             if self.progress is not None:
                 self.progress(Progress(self.search_id, self.tree.evaluated_count - 1, self.options.steps,
-                                       screening, self.proposer.cost_usd, line, self.task.measured))
+                                       screening, self.proposer.cost_usd, line, self.task.measured,
+                                       time.monotonic() - self._started))
 
         report(f"confirming #{node.id} against the original in fresh workers "
                f"(screening said {screening or 0.0:.2f}×)")

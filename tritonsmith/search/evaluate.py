@@ -22,13 +22,15 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..evaluator.confirm import confirm_predicted, confirm_speedup
 from ..evaluator.pool import WorkerPool
 from ..evaluator.predicted import predict_spec
 from ..evaluator.reports import KernelReport, compile_file, correctness_blockers, settle_reports
+from ..evaluator.sandbox import with_import_paths
 from ..evaluator.stats import Confirmation, RoundPolicy
 from ..evaluator.verify import Spec, verify_spec
 from ..state import FailureLog, active_learned, record_compile, record_verdict
@@ -50,7 +52,7 @@ class CandidateEvaluator:
     def __init__(self, task: Task, spec: Spec, *, rounds: int | None = None, runs: int | None = None,
                  trials: int = 3, tolerances: dict[str, float] | None = None,
                  failure_log: FailureLog | None = None, cancel: threading.Event | None = None,
-                 confirm_policy: RoundPolicy | None = None) -> None:
+                 confirm_policy: RoundPolicy | None = None, import_paths: Sequence[Path] = ()) -> None:
         self.task = task
         self.confirm_policy = confirm_policy  # None: evaluator/confirm.py's default for the device
         self.spec = spec
@@ -64,7 +66,7 @@ class CandidateEvaluator:
         self.runs = runs or (10 if gpu else 1 if secondary else 3)
         self.failure_log = failure_log
         self.cancel = cancel
-        env = dict(os.environ)
+        env = with_import_paths(os.environ, import_paths)
         if not gpu:
             env["TRITON_INTERPRET"] = "1"
         self._env = env

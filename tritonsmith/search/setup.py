@@ -51,6 +51,7 @@ class SearchRequest:
     device: str  # "gpu" | "interpreter"
     proposer: str = "auto"  # auto | offline | anthropic | openai
     steps: int = 100
+    patience: int | None = None  # stop after this many candidates in a row find nothing faster (SearchOptions)
     wall_time_s: float | None = None
     concurrency: int = 1
     mode: str = "auto"  # auto | refine | regenerate
@@ -62,6 +63,7 @@ class SearchRequest:
     target: str = "sm_90"
     objective: str = "auto"  # auto | predicted | interpreter: what a search without a GPU ranks by
     source: str | None = None  # the buffer's text, when it differs from the file on disk
+    import_paths: tuple[Path, ...] = ()  # folders the workers import the file's own modules from (importPaths)
     # The verification and timing protocol (tritonsmith bench can match a published one).
     trials: int = 3
     tolerances: dict[str, float] | None = None
@@ -206,8 +208,9 @@ def open_search(request: SearchRequest, *, resume: str | None = None,
         concurrency = evaluator.size
     else:
         evaluator = CandidateEvaluator(task, spec, failure_log=log, cancel=cancel, trials=request.trials,
-                                       tolerances=request.tolerances, rounds=request.rounds, runs=request.runs)
-    options = SearchOptions(steps=request.steps, wall_time_s=request.wall_time_s, concurrency=concurrency,
+                                       tolerances=request.tolerances, rounds=request.rounds, runs=request.runs,
+                                       import_paths=request.import_paths)
+    options = SearchOptions(steps=request.steps, patience=request.patience, wall_time_s=request.wall_time_s, concurrency=concurrency,
                             mode=request.mode, seed=request.seed, tree=TreeSettings(), pitfalls=pitfalls(workspace, log),
                             demonstrations=tuple(memory.demonstrations(exclude_task=task)))
     try:

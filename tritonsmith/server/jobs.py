@@ -43,6 +43,7 @@ from ..evaluator.reports import (
     skipped_verdicts,
     verdict_findings,
 )
+from ..evaluator.sandbox import with_import_paths
 from ..evaluator.verify import Verdict, default_mode, detect_specs, verify_spec
 from ..version import installed_triton_version
 from .compile_findings import anchor, compiled_on, kernel_texts
@@ -76,6 +77,7 @@ class CompileJobs:
         self.server = server
         self._pool: WorkerPool | None = None
         self._verify_pools: tuple[WorkerPool, WorkerPool] | None = None
+        self._verify_imports: tuple[Path, ...] = ()
         self._pending: dict[str, asyncio.TimerHandle] = {}
         self._idle: dict[str, asyncio.TimerHandle] = {}  # verifications waiting for no edits after an autosave
         self._save_reasons: dict[str, types.TextDocumentSaveReason] = {}
@@ -97,11 +99,19 @@ class CompileJobs:
 
     def verify_pools(self) -> tuple[WorkerPool, WorkerPool]:
         """The reference and candidate pools, kept warm between saves (imports and Triton's
-        compile cache survive), started on the first verification."""
+        compile cache survive), started on the first verification, and again when the
+        `importPaths` setting changed (the workers' `PYTHONPATH` and the jail's view)."""
+        state = self.server.workspace_state
+        imports = tuple(state.settings.import_folders(state.root)) if state.root is not None else ()
+        if self._verify_pools is not None and imports != self._verify_imports:
+            for pool in self._verify_pools:
+                pool.close()
+            self._verify_pools = None
         if self._verify_pools is None:
-            env = dict(os.environ)
+            env = with_import_paths(os.environ, imports)
             if default_mode() == "interpreter":
                 env["TRITON_INTERPRET"] = "1"
+            self._verify_imports = imports
             self._verify_pools = (WorkerPool(1, env=env), WorkerPool(1, env=env))
             for pool in self._verify_pools:  # the candidate's worker warms up while the reference runs
                 pool.prestart()

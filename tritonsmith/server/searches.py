@@ -323,6 +323,7 @@ class Searches:
             return
         request = SearchRequest(
             path=path, kernel=search.kernel, device=search.device, proposer=proposer, steps=settings.budget,
+            patience=settings.patience, import_paths=tuple(settings.import_folders(root)),
             mode=search.mode, allow_upload=proposer != "offline", model=settings.model or None,
             base_url=settings.base_url or None, source=search.original, objective=settings.objective,
         )
@@ -383,7 +384,7 @@ class Searches:
         if result.stopped == "original-fails":
             return "the original kernel fails verification"
         found = (f"{result.outcome_text()} faster ({unit})" if result.improved
-                 else f"no faster verified variant: {result.outcome_text()}")
+                 else f"no faster verified variant ({unit}): {result.outcome_text()}")
         if result.stopped.startswith("proposer stopped"):
             return f"{result.stopped}; {found}, {count} candidates"
         return f"done: {found}, {count} candidates"

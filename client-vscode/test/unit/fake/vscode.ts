@@ -178,8 +178,8 @@ export const fake = {
     extensions: new Map<string, FakeExtension>(),
     registeredCommands: [] as string[],
     messages: [] as Message[],
-    /** Answers the next message boxes give, in order (undefined: dismissed). */
-    messageAnswers: [] as (string | undefined)[],
+    /** Answers the next message boxes give, in order (undefined: dismissed; a promise: answered when it settles). */
+    messageAnswers: [] as (string | undefined | Promise<string | undefined>)[],
     inputAnswers: [] as (string | undefined)[],
     opened: [] as string[],
     /** Every vscode.commands.executeCommand call; `commandResults` answers them by id. */
