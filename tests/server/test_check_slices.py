@@ -1,6 +1,10 @@
 """A long check runs in slices between messages (issue 17, item 2): an edit drops the check of
 the version it replaced, keeping the kernels already checked, and a hover answers from the
-kernel under the cursor instead of waiting for the whole file."""
+kernel under the cursor instead of waiting for the whole file.
+
+The tests control the schedule, not the clock (issue 34): a slice is one kernel (`SLICE_S` = 0),
+so how far a check has come when the edit or the hover arrives depends on how often the event
+loop ran, never on how fast the machine is."""
 
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ class Session:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         from tritonsmith.server import create_server
 
+        monkeypatch.setattr("tritonsmith.server.server.SLICE_S", 0.0)  # one kernel a slice
         self.server = create_server()
         self.sent: list[dict[str, Any]] = []
         self.checked: list[str] = []  # each kernel the rules ran on, in order

@@ -33,7 +33,11 @@ class _Handler(FileSystemEventHandler):
         if event.event_type in ("opened", "closed_no_write"):
             return
         paths = [str(event.src_path), str(getattr(event, "dest_path", "") or "")]
-        if any(p.endswith((".toml", ".tritonsmith")) for p in paths):
+        if any(p.endswith(".toml") for p in paths) or (
+                event.event_type != "modified" and any(p.endswith(".tritonsmith") for p in paths)):
+            # `.tritonsmith` itself only when it comes or goes (its pack is then watched): the
+            # state database written there at every save "modifies" the folder, and must not
+            # reload the rules and re-check every open document.
             log.debug("%s: %s", event.event_type, event.src_path)
             self.watcher.changed()
 
