@@ -281,3 +281,65 @@ def test_helper_returns_must_agree_unless_a_constexpr_picks_one():
     issues = context.types(context.typed_scenarios()[0]).issues
     assert [(i.kind, document.source[i.node.start_byte:i.node.end_byte].decode()) for i in issues] == \
         [("return-type", "relu_or_zero(x, n)")]
+
+
+MATMUL_UNTYPED = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def mm(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+def launch(a, b, c):
+    M, K = a.shape
+    _, N = b.shape
+    mm[(triton.cdiv(M, 64),)](a, b, c, M, N, K, BLOCK_M=64, BLOCK_N=32, BLOCK_K=16)
+'''
+
+
+def _hover(source: str, line_text: str, column_text: str, recorded=None):
+    document = Document(source)
+    lines = source.splitlines()
+    row = next(i for i, line in enumerate(lines) if line_text in line)
+    column = lines[row].index(column_text)
+    return name_types(document.root, document.source, index_module(document.root), (row, column), (3, 9), recorded)
+
+
+def test_every_use_of_a_loop_carried_value_has_a_hover():
+    """Issue 34: `acc += tl.dot(a, b)` with operands of unknown element type (the launcher's
+    tensors come from outside) left the accumulator unknown after its loop, so `tl.store(...,
+    acc)` had no hover. The carried value keeps its type (the compiler requires it); inside the
+    loop the sum's shape shows even though its element type is unknown."""
+    after = _hover(MATMUL_UNTYPED, "tl.store(", "acc)")
+    assert after is not None and after.by_configuration[0][1] == "fp32[BLOCK_M=64, BLOCK_N=32]"
+    inside = _hover(MATMUL_UNTYPED, "acc += tl.dot", "acc")
+    assert inside is not None and inside.by_configuration[0][1] == "?[BLOCK_M=64, BLOCK_N=32]"
+    operand = _hover(MATMUL_UNTYPED, "acc += tl.dot", "a, b")
+    assert operand is not None and operand.by_configuration[0][1] == "?[BLOCK_M=64, BLOCK_K=16]"
+
+
+def test_the_last_check_runs_launches_fill_in_what_the_source_leaves_unknown():
+    """A library kernel whose launcher gets its tensors from outside and computes its block at
+    run time: after a check run the hover has the element type and the block as launched, and
+    says where they came from."""
+    from tritonsmith.rules.types_at import RecordedLaunches
+
+    source = MATMUL_UNTYPED.replace("BLOCK_M=64, BLOCK_N=32, BLOCK_K=16", "BLOCK_M=64, BLOCK_N=bn(N), BLOCK_K=16")
+    before = _hover(source, "acc += tl.dot", "a, b")
+    assert before is not None and before.by_configuration[0][1] == "?[BLOCK_M=64, BLOCK_K=16]"
+    recorded = RecordedLaunches({"mm": {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32"}}, {"mm": {"BLOCK_N": 128}})
+    a = _hover(source, "acc += tl.dot", "a, b", recorded)
+    assert a is not None and a.by_configuration[0][1] == "fp16[BLOCK_M=64, BLOCK_K=16]"
+    acc = _hover(source, "acc += tl.dot", "acc", recorded)
+    assert acc is not None and acc.by_configuration[0][1] == "fp32[BLOCK_M=64, BLOCK_N=128]"
+    assert "# as launched in the last check run: BLOCK_N=128 (at the check's sizes), a_ptr: *fp16" in acc.markdown()

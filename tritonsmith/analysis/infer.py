@@ -1445,12 +1445,27 @@ def _induction_variable(bounds: list[Value]) -> Value:
 
 def _loop_join(a: Value, b: Value) -> Value:
     """A loop-carried name's value: unchanged, or of the same type with its value unknown, or
-    unknown when the loop changes its type (TS205 names that)."""
+    unknown when the loop changes its type (TS205 names that). What one side does not know
+    the other tells: the compiler requires a carried value to keep its type, so `acc += tl.dot(a,
+    b)` on operands of unknown element type keeps the accumulator's fp32 (and its shape)."""
     if a == b:
         return a
+    if a.kind == b.kind and a.kind in ("tensor", "pointer") and not _types_differ(a, b) \
+            and not (a.constexpr or b.constexpr or a.weak or b.weak):
+        return Value(a.kind, a.dtype if a.dtype is not None else b.dtype, _join_shape(a.shape, b.shape))
     if a.kind == b.kind and a.dtype == b.dtype and a.shape == b.shape:
         return replace(a, const=UNKNOWN, constexpr=False)
     return UNKNOWN_VALUE
+
+
+def _join_shape(a: Shape | None, b: Shape | None) -> Shape | None:
+    """Two shapes no dimension of which certainly differs, as one: each dimension as the side
+    that knows it (its size or its constexpr's name)."""
+    if a is None or b is None:
+        return b if a is None else a
+    if len(a) != len(b):
+        return None
+    return tuple(x if x.size is not None or x.name is not None else y for x, y in zip(a, b, strict=True))
 
 
 def _long(short: str) -> str:

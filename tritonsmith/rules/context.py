@@ -509,6 +509,14 @@ class KernelContext:
             cache[id(scenario)] = found
         return found
 
+    def types_as_launched(self, scenario: Scenario, arg_types: Mapping[str, str]) -> KernelTypes:
+        """Each expression's type and shape in `scenario` with the runtime parameters' types
+        the source leaves unknown taken from `arg_types` (recorded at a launch of a check run)."""
+        types = {**arg_types, **self.param_types(scenario)}
+        params = parameter_values([(p.name, p.is_constexpr) for p in self.kernel.params], scenario.env, types,
+                                  entry=self.is_entry)
+        return self._interpret(scenario, keep_values=True, params=params)
+
     def inferred(self, node: Node) -> list[Value]:
         """The node's inferred value in each typed scenario where it is known (for the learned
         rules' dtype and shape predicates); the interpretations are kept once computed."""

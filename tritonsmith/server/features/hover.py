@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from ...evaluator.reports import recorded_launch_constexprs, recorded_launch_types
 from ...evaluator.verify import Verdict
 from ...rules.docs import rule_markdown
-from ...rules.types_at import name_types
+from ...rules.types_at import RecordedLaunches, name_types
 from ..convert import to_lsp_range
 from ..server import TritonsmithServer
 
@@ -43,9 +44,12 @@ def register(server: TritonsmithServer) -> None:
                 return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
                                                                 value=verdict_markdown(verdict)))
         if index is not None:
+            # What the source leaves unknown, as the last check run launched it.
+            recorded = RecordedLaunches(recorded_launch_types(state.verdicts),
+                                        recorded_launch_constexprs(state.verdicts)) if state.verdicts else None
             try:
                 typed = name_types(state.document.root, state.document.source, index, point,
-                                   ls.workspace_state.version)
+                                   ls.workspace_state.version, recorded)
             except Exception:  # noqa: BLE001 - a hover never takes the server down
                 typed = None
             if typed is not None:
