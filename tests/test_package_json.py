@@ -155,14 +155,31 @@ def test_settings_are_listed_by_importance_not_alphabetically():
 
 
 def test_the_extension_page_is_the_users_readme_and_its_images_ship():
-    """vsce packages client-vscode/README.md as the extension's page (--readme-path), where links
-    resolve from the package root; the images it shows must exist and be packaged."""
+    """vsce packages client-vscode/README.md, with its images inlined as data: URIs
+    (client-vscode/readme.mjs), as the extension's page: VS Code's extension page admits images
+    from https: and data: only, so a relative link to a packaged PNG showed as a broken image
+    (issue 34). The images it shows must exist, and the packaged page holds each one."""
     import re
+    import subprocess
 
-    assert "--readme-path client-vscode/README.md" in MANIFEST["scripts"]["package"]
+    script = MANIFEST["scripts"]["package"]
+    assert "node client-vscode/readme.mjs dist/README.md" in script and "--readme-path dist/README.md" in script
     readme = (ROOT / "client-vscode" / "README.md").read_text(encoding="utf-8")
     images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", readme)
     assert images and all((ROOT / image).is_file() for image in images), images
     shipped = (ROOT / ".vscodeignore").read_text(encoding="utf-8")
-    assert "!client-vscode/images/*.png" in shipped and "\n!README.md" not in shipped
+    assert "!client-vscode/images/icon.png" in shipped and "\n!README.md" not in shipped
+    node = __import__("shutil").which("node")
+    if node is not None:
+        out = ROOT / "out" / "README.test.md"
+        subprocess.run([node, str(ROOT / "client-vscode" / "readme.mjs"), str(out)], check=True, capture_output=True)
+        packaged = out.read_text(encoding="utf-8")
+        assert packaged.count("](data:image/png;base64,") == len(images)
+        assert not re.search(r"!\[[^\]]*\]\((?!data:)", packaged)
     assert (ROOT / MANIFEST["icon"]).is_file()
+
+
+def test_the_workspace_state_folder_is_hidden_from_the_explorer():
+    """`.tritonsmith/` (the state database, journals, patches) is the tool's, not the user's:
+    VS Code hides it by default; a user can still show it (the learned rules have their view)."""
+    assert MANIFEST["contributes"]["configurationDefaults"]["files.exclude"] == {"**/.tritonsmith": True}

@@ -19,6 +19,7 @@ from tritonsmith.evaluator.reports import (
     _findings,
     correctness_blockers,
     interpreter_failure,
+    lens_details,
     lens_title,
     recorded_launch_types,
     settle_reports,
@@ -201,7 +202,8 @@ def test_an_error_under_assumed_pointer_types_waits_for_the_recorded_ones() -> N
     assert not guessed.ok and "compiled assuming a_ptr: *fp32" in guessed.findings[0].message
     assert correctness_blockers([guessed], has_spec=True) == []  # the check records the real types
     assert correctness_blockers([guessed], has_spec=False)  # no spec: nothing better to go on
-    assert lens_title(guessed).endswith("· assuming a_ptr: *fp32, M: i32")
+    assert lens_title(guessed).endswith("· types assumed")
+    assert "assuming a_ptr: *fp32, M: i32" in lens_details(guessed)
     assert guessed.status() == "FAILED (compiled assuming a_ptr: *fp32, M: i32)"
 
 
@@ -344,3 +346,31 @@ def test_a_compile_that_ran_out_of_time_does_not_stop_the_check_but_a_crash_does
     assert correctness_blockers([slow], has_spec=False) == ["k could not be compiled: compile job ran past its 300 s "
                                                             "timeout; worker killed"]
     assert correctness_blockers([crashed]) == ["k could not be compiled: the worker died (signal 11)"]
+
+
+def test_a_kernel_lens_is_one_short_line_with_the_details_on_hover() -> None:
+    """Issue 34: lenses ran off a 1400-pixel screen and "compile failed" had no reason. The
+    title is short (the reason cut at `LENS_REASON`), the tooltip has the configs, the whole
+    error and the assumptions; resources at the sizes as written (from the predicted time's
+    profile) come before the check run's scaled ones, which are only a note."""
+    from tritonsmith.evaluator.reports import LENS_REASON, failure_reason
+
+    checked = _entry("launch at line 9 (BLOCK=128 as launched in the check run)", 0)
+    report = _report([checked, _entry("Config #2", 1)])
+    as_written = {"target": "sm_90", "constexprs": {"BLOCK": 1024},
+                  "resources": {"registers": 64, "spills": 0, "shared": 4096, "blocks_per_sm": 4}}
+    title = lens_title(report, "predicted sm_90 14.4 µs", as_written)
+    assert title == "compiled · sm_90 · 64 regs, 0 spills, 4 KB smem, 4 blocks/SM · 14.4 µs predicted"
+    details = lens_details(report, "predicted sm_90 14.4 µs", as_written)
+    assert "at the sizes as written (BLOCK=1024): sm_90 · 64 regs" in details
+    assert "(the check run's sizes, scaled down under the interpreter)" in details
+    assert lens_title(report) == "compiled · sm_90 · 40 regs, 0 spills, 1 KB smem, 2 blocks/SM (+1 configs)"
+    message = "num_warps must be a power of 2, and this message goes on well past what fits on one line of an editor"
+    structured = {"type": "CompilationError", "message": message}
+    failed = KernelReport(kernel="k", ok=False, results=[
+        {**_entry("Config #1", 0), "ok": False, "resources": None, "error": structured}])
+    short = lens_title(failed)
+    assert short.startswith("compile failed: num_warps must be a power of 2") and short.endswith("…")
+    assert len(short) <= len("compile failed: ") + LENS_REASON and "Config #1" not in short
+    assert message in lens_details(failed) == f"compile failed: {failure_reason(failed)}"
+    assert lens_title(report, stale=True).startswith("edited since · compiled")

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tritonsmith.evaluator.reports import KernelReport
+from tritonsmith.evaluator.reports import KernelReport, lens_title
 from tritonsmith.server.jobs import job_summary
 
 SCRIPT = """
@@ -31,6 +31,13 @@ def test_stderr_lines_carry_no_timestamp_a_log_file_does_and_cancel_noise_is_dro
 
 
 def test_a_jobs_line_says_what_compiled_and_how_long_it_took():
-    reports = [KernelReport(kernel="add_kernel", ok=True), KernelReport(kernel="mul_kernel", ok=False)]
-    assert job_summary("k.py", reports, [], 3.14) == "k.py: 1 of 2 kernels compiled (mul_kernel failed) (3.1 s)"
+    """The log and the lens agree (issue 34: the log said "4 of 4 compiled" while a lens said
+    "not compiled"): a kernel whose every config waits for run-time constexprs is not compiled."""
+    compiled = {"target": "sm_90", "config": "launch at line 9", "ok": True, "resources": {}}
+    reports = [KernelReport(kernel="add_kernel", ok=True, results=[compiled]), KernelReport(kernel="mul_kernel", ok=False),
+               KernelReport(kernel="lib_kernel", ok=True)]
+    line = job_summary("k.py", reports, [], 3.14)
+    assert line == ("k.py: 1 of 3 kernels compiled (mul_kernel failed) (lib_kernel not compiled: constexpr values "
+                    "known only at run time) (3.1 s)")
+    assert [lens_title(r).split(":")[0].split(" ·")[0] for r in reports] == ["compiled", "compile failed", "not compiled"]
     assert job_summary("empty.py", [], [], 0.2) == "empty.py: no kernel (0.2 s)"

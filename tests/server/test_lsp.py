@@ -272,8 +272,11 @@ async def test_save_compiles_for_the_target_and_reports_per_config(client: Langu
         types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
     )
     assert len(lenses) == 1 and lenses[0].range.start.line == 4  # above the decorators
-    assert lenses[0].command.title.startswith("compile failed · sm_90 · Config #1:")
-    assert "regs" in lenses[0].command.title and "KB smem" in lenses[0].command.title
+    # A short title with the reason; the whole error and each config's resources on hover.
+    title, tooltip = lenses[0].command.title, lenses[0].command.tooltip or ""
+    assert title.startswith("compile failed: ") and "num_warps must be a power of 2" in title and len(title) <= 100, title
+    assert "num_warps must be a power of 2 (sm_90 · Config #2)" in tooltip
+    assert "sm_90 · Config #1:" in tooltip and "regs" in tooltip and "KB smem" in tooltip
 
     def change(version: int, line: int, start: int, end: int, new_text: str) -> None:
         client.text_document_did_change(types.DidChangeTextDocumentParams(
@@ -420,6 +423,9 @@ async def test_a_backend_finding_is_compiled_again_in_full_while_typing(client: 
                 range=types.Range(types.Position(row, column), types.Position(row, column + len(old))), text=new)]))
 
     block_k(2, "512", "256")  # half the tiles: 128 KB of shared memory
+    # The lens stays, marked as describing the text before the edit, until the compile after
+    # the pause in typing (never blank).
+    assert (await lens()).startswith("edited since · compile failed")
     await _wait_for(client, uri, lambda d: d is not None and not over_shared(d))
     deadline = asyncio.get_running_loop().time() + 120
     while not (title := await lens()).startswith("compiled") and asyncio.get_running_loop().time() < deadline:
@@ -469,12 +475,14 @@ async def test_save_verifies_a_harnessed_launcher_with_a_lens_and_details_on_hov
         verified = [lens for lens in lenses or [] if lens.command.title.startswith("verified · interpreter")]
         await asyncio.sleep(0.2)
     assert verified and verified[0].range.start.line == launcher_row
-    assert "· also at N_ELEMENTS=" in verified[0].command.title  # the odd-size trial ran
+    assert verified[0].command.title == "verified · interpreter · 3 trials"  # short; the rest on hover
+    details = verified[0].command.tooltip or ""
+    assert "· also at N_ELEMENTS=" in details  # the odd-size trial ran
     # Without a GPU: the predicted sm_90 time, on the verdict and next to the kernel's resources.
-    assert "predicted sm_90 time" in verified[0].command.title
+    assert "predicted sm_90 time" in details
     kernel_lens = [lens for lens in lenses if lens.command.title.startswith("compiled")]
-    assert kernel_lens and "regs" in kernel_lens[0].command.title
-    assert "predicted sm_90 " in kernel_lens[0].command.title
+    assert kernel_lens and "regs" in kernel_lens[0].command.title and " predicted" in kernel_lens[0].command.title
+    assert "predicted sm_90 " in (kernel_lens[0].command.tooltip or "")
     hover = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(launcher_row, 5)))
     assert hover is not None and "add: verified (interpreter)" in hover.contents.value

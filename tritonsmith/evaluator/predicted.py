@@ -27,6 +27,9 @@ class PredictedTime:
     prediction: Prediction | None
     sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
     error: str | None = None
+    # Kernel -> its first launch's compile at the profiled sizes ({"target", "constexprs",
+    # "resources"}): what the code lens shows when those sizes are the ones written.
+    compiled: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def seconds(self) -> float | None:
@@ -47,7 +50,7 @@ class PredictedTime:
     def to_json(self) -> dict[str, Any]:
         return {"prediction": self.prediction.to_json() if self.prediction is not None else None,
                 "sizes": {k: list(v) for k, v in self.sizes.items()}, "error": self.error,
-                "summary": self.summary()}
+                "summary": self.summary(), "compiled": self.compiled}
 
 
 def predict_spec(spec: Spec, source: str, *, path: str, target: str, pools: tuple[WorkerPool, WorkerPool],
@@ -68,4 +71,7 @@ def predict_spec(spec: Spec, source: str, *, path: str, target: str, pools: tupl
     failed = sorted({str(e.get("launch_key")) for r in reports for e in r.results if not e.get("ok")})
     if failed:
         prediction.notes.append(f"did not compile for {target} as launched: {', '.join(failed)}")
-    return PredictedTime(prediction, sizes)
+    compiled = {report.kernel: {"target": entry.get("target"), "constexprs": dict(entry.get("constexprs") or {}),
+                                "resources": dict(entry.get("resources") or {})}
+                for report in reports for entry in report.results[:1] if entry.get("ok")}
+    return PredictedTime(prediction, sizes, compiled=compiled)

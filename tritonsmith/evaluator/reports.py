@@ -22,7 +22,7 @@ import contextlib
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,8 +40,11 @@ from .verify import Verdict
 __all__ = [
     "COMPILE_SOURCE",
     "KernelReport",
+    "as_written_for",
     "compile_file",
     "correctness_blockers",
+    "failure_reason",
+    "lens_details",
     "lens_title",
     "recorded_launch_types",
     "resource_summary",
@@ -74,10 +77,18 @@ class KernelReport:
     triton_version: str | None = None  # the worker's Triton
     recompiled: bool = False  # compiled again by `settle_reports` with the types the check recorded
 
+    @property
+    def outcome(self) -> str:
+        """"failed", "not compiled" (no config could be compiled: constexpr values known only
+        at run time) or "compiled": the one answer the lens, the log and the command line give."""
+        if not self.ok:
+            return "failed"
+        return "compiled" if any(e.get("ok") for e in self.results) else "not compiled"
+
     def status(self) -> str:
         """"compiled", "compiled, assuming x_ptr: *fp32", "FAILED (compiled assuming ...)" or
         "not compiled (...)": what the command line prints and the code lens shows."""
-        if self.ok and not self.results:
+        if self.outcome == "not compiled":
             return "not compiled (constexpr values known only at run time)"
         state = "compiled" if self.ok else "FAILED"
         if self.assumed:
@@ -110,27 +121,93 @@ def predicted_for(verdicts: Sequence[Verdict], kernel: str) -> str | None:
     return None
 
 
-def lens_title(report: KernelReport, predicted: str | None = None) -> str:
-    """The code lens above a kernel: its status, the resources of its first compiled config,
-    the argument types the compile assumed, and its predicted time when the last check made one
-    ("compiled · sm_90 · launch at line 30: 24 regs, ... · predicted sm_90 14.4 µs · assuming
-    x_ptr: *fp32")."""
+LENS_REASON = 60
+"""A lens's reason for a failed compile is cut here; its tooltip has the whole message."""
+
+
+def lens_title(report: KernelReport, predicted: str | None = None, as_written: Mapping[str, Any] | None = None,
+               *, stale: bool = False) -> str:
+    """The code lens above a kernel, short enough for one line of a laptop's editor: its status
+    (with a failed compile's reason), the resources of its first compiled config (or, from
+    `as_written`, of its launch at the sizes as written), and its predicted time ("compiled ·
+    sm_90 · 24 regs, 0 spills, 48 KB smem, 2 blocks/SM · 14.4 µs predicted"). The config, the
+    assumed argument types and the rest are in `lens_details`, the lens's tooltip. `stale`:
+    the kernel changed since this compile."""
     compiled = [e for e in report.results if e.get("ok")]
-    if not report.ok:
-        title = "compile failed"
-    elif not compiled:
-        title = "not compiled: constexpr values known only at run time"
-    else:
-        title = "compiled"
-    if compiled:
-        title += f" · {resource_summary(compiled[0])}"
+    if report.outcome == "failed":  # the reason alone: which config, and the others' resources, on hover
+        return ("edited since · " if stale else "") + f"compile failed: {_short(failure_reason(report, where=False))}" + (
+            " · types assumed" if report.assumed else "")
+    title = "not compiled: constexpr values known only at run time" if report.outcome == "not compiled" else "compiled"
+    if as_written is not None and report.ok:
+        title += f" · {as_written.get('target')} · {_resources(as_written.get('resources') or {})}"
+    elif compiled:
+        title += f" · {compiled[0].get('target')} · {_resources(compiled[0].get('resources') or {})}"
         if len(compiled) > 1:
-            title += f" (+{len(compiled) - 1} more)"
+            title += f" (+{len(compiled) - 1} configs)"
     if predicted:
-        title += f" · {predicted}"
+        title += " · " + predicted.removeprefix("predicted ").split(" ", 1)[-1] + " predicted"
     if report.assumed:
-        title += f" · assuming {', '.join(report.assumed)}"
-    return title
+        title += " · types assumed"
+    return ("edited since · " if stale else "") + title
+
+
+def lens_details(report: KernelReport, predicted: str | None = None, as_written: Mapping[str, Any] | None = None,
+                 *, stale: bool = False) -> str:
+    """The lens's tooltip: every compiled config's resources, the whole error, the assumed
+    types, where the sizes came from, the predicted time."""
+    lines = []
+    if stale:
+        lines.append("The kernel changed since this compile: it is compiled again after a pause in typing, "
+                     "or on save.")
+    if not report.ok:
+        lines.append(f"compile failed: {failure_reason(report)}")
+    if as_written is not None:
+        blocks = ", ".join(f"{k}={v}" for k, v in (as_written.get("constexprs") or {}).items())
+        lines.append(f"at the sizes as written{f' ({blocks})' if blocks else ''}: {as_written.get('target')} · "
+                     f"{_resources(as_written.get('resources') or {})}")
+    for entry in report.results:
+        if entry.get("ok"):
+            line = resource_summary(entry)
+            if "as launched in the check run" in str(entry.get("config")):
+                line += " (the check run's sizes, scaled down under the interpreter)"
+            lines.append(line)
+    if predicted:
+        lines.append(predicted)
+    if report.assumed:
+        lines.append(f"assuming {', '.join(report.assumed)} (nothing in the file shows these types; a check run "
+                     "records them)")
+    return "\n".join(lines)
+
+
+def failure_reason(report: KernelReport, *, where: bool = True) -> str:
+    """A failed compile's reason: the job's error, else the first failing config's (with the
+    target and config it failed for, unless `where` is false)."""
+    if report.error:
+        return report.error.strip().splitlines()[0]
+    for entry in report.results:
+        error = entry.get("error")
+        if not entry.get("ok") and error:
+            text = str(error.get("message") or error.get("type") or "") if isinstance(error, dict) else str(error)
+            message = next((line.strip() for line in reversed(text.strip().splitlines()) if line.strip()), "")
+            return f"{message} ({entry.get('target')} · {entry.get('config')})" if where else message
+    return "see the Problems panel"
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= LENS_REASON else text[:LENS_REASON - 1].rstrip() + "…"
+
+
+def as_written_for(verdicts: Sequence[Verdict], kernel: str) -> Mapping[str, Any] | None:
+    """The kernel's compile at the sizes as written, from the last check's predicted time
+    (`PredictedTime.compiled`), when that profile ran at the sizes as written."""
+    for verdict in verdicts:
+        predicted = verdict.details.get("predicted") or {}
+        if not isinstance(predicted, dict) or not predicted.get("compiled"):
+            continue
+        sizes = predicted.get("sizes") or {}
+        if all(list(pair)[:1] == list(pair)[1:2] for pair in sizes.values()) and kernel in predicted["compiled"]:
+            return predicted["compiled"][kernel]
+    return None
 
 
 def _span(document: Document, rng: dict[str, Any] | None) -> Span | None:
@@ -142,7 +219,11 @@ def _span(document: Document, rng: dict[str, Any] | None) -> Span | None:
 
 def resource_summary(entry: dict[str, Any]) -> str:
     """"sm_90 · Config #1: 128 regs, 0 spills, 48 KB smem, 2 blocks/SM" for a compiled entry."""
-    res = entry.get("resources") or {}
+    return f"{entry.get('target')} · {entry.get('config')}: " + _resources(entry.get("resources") or {})
+
+
+def _resources(res: Mapping[str, Any]) -> str:
+    """"128 regs, 0 spills, 48 KB smem, 2 blocks/SM"."""
     parts = []
     if res.get("registers") is not None:
         parts.append(f"{res['registers']} regs")
@@ -152,7 +233,7 @@ def resource_summary(entry: dict[str, Any]) -> str:
         parts.append(f"{round(res['shared'] / 1024)} KB smem")
     if res.get("blocks_per_sm") is not None:
         parts.append(f"{res['blocks_per_sm']} blocks/SM")
-    return f"{entry.get('target')} · {entry.get('config')}: " + ", ".join(parts)
+    return ", ".join(parts)
 
 
 _PRUNED_ERRORS = frozenset({"OutOfResources", "CompileTimeAssertionFailure", "PTXASError"})

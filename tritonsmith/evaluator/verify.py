@@ -145,6 +145,19 @@ class Verdict:
         return ", ".join(f"{name}={used}" if written == used else f"{name}={used} (of {written})"
                          for name, (written, used) in self.sizes.items())
 
+    def short_summary(self) -> str:
+        """One line for a code lens: "verified · interpreter · 3 trials" (with the speedup on a
+        GPU), or "FAILED · interpreter · compare: output 1: ..." cut short; `summary` has it all."""
+        if not self.ok:
+            label = "NOT VERIFIED" if self.stage in ("compile", "interpreter", "sizes", "imports") else "FAILED"
+            first = (self.message or "").splitlines()[0] if self.message else ""
+            text = f"{label} · {self.mode} · {self.stage}: {first}"
+            return text if len(text) <= 90 else text[:89].rstrip() + "…"
+        text = f"verified · {self.mode} · {self.trials} trials"
+        if self.timing is not None:
+            text += f" · {self.timing.estimate:.2f}× vs reference"
+        return text
+
     def summary(self) -> str:
         """"verified · interpreter · 3 trials · sizes: batch_size=16, dim=192", or the failure."""
         if not self.ok:

@@ -64,10 +64,14 @@ SAVE_DEBOUNCE_S = 0.3
 
 def job_summary(name: str, reports: Sequence[KernelReport], verdicts: Sequence[Verdict], seconds: float) -> str:
     """The output channel's one line for a save's job: what compiled, what was verified, how long."""
-    failed = [r.kernel for r in reports if not r.ok]
-    compiled = f"{len(reports) - len(failed)} of {len(reports)} kernels compiled" if reports else "no kernel"
+    failed = [r.kernel for r in reports if r.outcome == "failed"]
+    unknown = [r.kernel for r in reports if r.outcome == "not compiled"]  # as the lens says
+    done = len(reports) - len(failed) - len(unknown)
+    compiled = f"{done} of {len(reports)} kernels compiled" if reports else "no kernel"
     if failed:
         compiled += f" ({', '.join(failed)} failed)"
+    if unknown:
+        compiled += f" ({', '.join(unknown)} not compiled: constexpr values known only at run time)"
     checked = "; ".join(v.summary() for v in verdicts)
     return f"{name}: {compiled}{'; ' + checked if checked else ''} ({seconds:.1f} s)"
 

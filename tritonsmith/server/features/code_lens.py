@@ -1,11 +1,16 @@
 """`textDocument/codeLens` above each kernel: its last compile's resources, or "Compile now";
-and the server command `tritonsmith.server.verify` behind it (compile the document now)."""
+and the server command `tritonsmith.server.verify` behind it (compile the document now).
+
+Titles are short (one line of a laptop's editor); the details are the lens's tooltip. A kernel
+edited since its last compile keeps its lens, marked "edited since", until it is compiled again
+(no blank lens while a pause in typing has not come yet)."""
 
 from __future__ import annotations
 
 from lsprotocol import types
 
-from ...evaluator.reports import lens_title, predicted_for
+from ...evaluator.reports import as_written_for, lens_details, lens_title, predicted_for
+from ..compile_findings import compiled_on
 from ..server import TritonsmithServer
 
 __all__ = ["VERIFY_COMMAND", "register"]
@@ -23,27 +28,27 @@ def register(server: TritonsmithServer) -> None:
         if state.index is None or not ls.jobs.available():
             return []
         reports = {r.kernel: r for r in state.compile_reports} | state.typing_failures
+        compiled = state.full_texts or state.compiled_texts  # what each kernel's last compile read
         lenses = []
         for kernel in state.index.kernels:
             row = kernel.outer.start_point[0]  # above the decorators: the whole kernel
             where = types.Range(types.Position(row, 0), types.Position(row, 0))
             report = reports.get(kernel.name)
-            # The status, with any argument types the compile had to assume, and the resources.
-            title = "Compile now" if report is None else lens_title(report, predicted_for(state.verdicts, kernel.name))
-            lenses.append(
-                types.CodeLens(
-                    range=where,
-                    command=types.Command(title=title, command=VERIFY_COMMAND, arguments=[state.uri]),
-                )
-            )
+            if report is None:
+                title, tooltip = "Compile now", "compile this file's kernels for the targets now"
+            else:
+                stale = kernel.name in compiled and compiled_on(state.document.source, kernel) != compiled[kernel.name]
+                predicted, as_written = predicted_for(state.verdicts, kernel.name), as_written_for(state.verdicts, kernel.name)
+                title = lens_title(report, predicted, as_written, stale=stale)
+                tooltip = lens_details(report, predicted, as_written, stale=stale)
+            lenses.append(types.CodeLens(range=where, command=types.Command(
+                title=title, command=VERIFY_COMMAND, arguments=[state.uri], tooltip=tooltip)))
         for verdict in state.verdicts:
             row = verdict.row
-            lenses.append(
-                types.CodeLens(
-                    range=types.Range(types.Position(row, 0), types.Position(row, 0)),
-                    command=types.Command(title=verdict.summary(), command=VERIFY_COMMAND, arguments=[state.uri]),
-                )
-            )
+            lenses.append(types.CodeLens(
+                range=types.Range(types.Position(row, 0), types.Position(row, 0)),
+                command=types.Command(title=verdict.short_summary(), command=VERIFY_COMMAND, arguments=[state.uri],
+                                      tooltip=verdict.summary())))
         return lenses
 
     @server.command(VERIFY_COMMAND)
