@@ -6,7 +6,8 @@
 #      (fast when already there);
 #   2. a throwaway profile (config, user data, extensions, workspace) under .e2e/run/;
 #   3. `code-server --install-extension tritonsmith.vsix`, user setting
-#      `tritonsmith.interpreter` = .venv/bin/python;
+#      `tritonsmith.interpreter` = a bare venv without tritonsmith (the first run's install
+#      question; the test then chooses .venv/bin/python);
 #   4. code-server on 127.0.0.1 (a free port), then client-vscode/e2e/run-e2e.mjs;
 #   5. code-server (and the extension host and language server it spawned) stopped by its
 #      process group.
@@ -49,9 +50,14 @@ export XDG_CONFIG_HOME="$RUN/xdg-config" XDG_DATA_HOME="$RUN/xdg-data" XDG_CACHE
 export TMPDIR="$RUN/tmp"
 PORT=$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 printf 'bind-addr: 127.0.0.1:%s\nauth: none\ncert: false\n' "$PORT" > "$RUN/config.yaml"
+# The first run: an interpreter without tritonsmith (a bare venv of the same Python).
+BARE_PYTHON=$RUN/bare/bin/python
+"$PYTHON" -c 'import sys; print(sys.base_prefix)' > "$RUN/base-prefix"
+"$(cat "$RUN/base-prefix")/bin/python3" -m venv --without-pip "$RUN/bare"
+if "$BARE_PYTHON" -c 'import tritonsmith' 2>/dev/null; then echo "vscode-e2e: $BARE_PYTHON imports tritonsmith" >&2; exit 1; fi
 cat > "$RUN/ud/User/settings.json" <<EOF
 {
-  "tritonsmith.interpreter": "$PYTHON",
+  "tritonsmith.interpreter": "$BARE_PYTHON",
   "workbench.startupEditor": "none",
   "workbench.tips.enabled": false,
   "workbench.enableExperiments": false,
@@ -72,8 +78,11 @@ EOF
 # The workspace: a small project with a kernel that breaks TS102 and TS101...
 WS=$RUN/ws
 cp examples/mistakes/softmax.py "$WS/softmax.py"
-# ...and a vector add launched with a block far too small, with a harness: the search test.
-cp tests/search/fixtures/slow_add.py "$WS/slow_add.py"
+# ...two quick fixes that must compile (TS109 on a Python number, TS101 at a literal launch
+# value), a library-style launcher returning a tuple, and a two-pass softmax with a harness:
+# the search's structural rewrite, accepted and verified.
+cp client-vscode/e2e/workspace/fixes.py client-vscode/e2e/workspace/library_softmax.py "$WS/"
+cp examples/softmax.py "$WS/two_pass_softmax.py"
 printf '[project]\nname = "e2e-kernels"\nversion = "0.0.0"\n\n[tool.tritonsmith]\n' > "$WS/pyproject.toml"
 
 CS_BIN=$E2E/server/node_modules/.bin/code-server
@@ -119,7 +128,7 @@ echo "vscode-e2e: code-server on http://127.0.0.1:$PORT (process group $CS_PID)"
 # ------------------------------------------------------------------ the test
 trc=0
 CS_URL="http://127.0.0.1:$PORT" CS_WS="$WS" CS_TOOLS="$E2E/tools" CS_OUT="$ART" \
-  CS_USER_DATA="$RUN/ud" node client-vscode/e2e/run-e2e.mjs || trc=$?
+  CS_USER_DATA="$RUN/ud" CS_PYTHON="$PYTHON" CS_BARE_PYTHON="$BARE_PYTHON" node client-vscode/e2e/run-e2e.mjs || trc=$?
 stop_cs
 collect_logs
 echo "vscode-e2e: artifacts in $ART:"
