@@ -54,7 +54,10 @@ printf 'bind-addr: 127.0.0.1:%s\nauth: none\ncert: false\n' "$PORT" > "$RUN/conf
 BARE_PYTHON=$RUN/bare/bin/python
 "$PYTHON" -c 'import sys; print(sys.base_prefix)' > "$RUN/base-prefix"
 "$(cat "$RUN/base-prefix")/bin/python3" -m venv --without-pip "$RUN/bare"
-if "$BARE_PYTHON" -c 'import tritonsmith' 2>/dev/null; then echo "vscode-e2e: $BARE_PYTHON imports tritonsmith" >&2; exit 1; fi
+# (from another folder than the checkout, as the extension runs it: `-c` puts the folder on sys.path)
+if (cd "$RUN" && "$BARE_PYTHON" -c 'import tritonsmith' 2>/dev/null); then
+  echo "vscode-e2e: $BARE_PYTHON imports tritonsmith" >&2; exit 1
+fi
 cat > "$RUN/ud/User/settings.json" <<EOF
 {
   "tritonsmith.interpreter": "$BARE_PYTHON",

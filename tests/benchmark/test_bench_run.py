@@ -36,8 +36,9 @@ def test_a_small_bench_run_writes_every_output(tmp_path: Path) -> None:
     for p in results["problems"]:
         assert p["correct"] == (p["new_verified"] > 0)
         assert p["speedup"] is None if not p["correct"] else (p["claimed"] or p["speedup"] <= 1.0)
-        if p["claimed"]:
-            assert p["confirmation"]["low"] > 1 + p["confirmation"]["noiseFloor"] and "95% CI" in p["result"]
+        if p["claimed"]:  # above the margin; a measured claim has its interval, a predicted one says it is a model's
+            assert p["confirmation"]["low"] > 1 + p["confirmation"]["noiseFloor"]
+            assert "95% CI" in p["result"] or "a model's estimate" in p["result"], p["result"]
     correct = sum(p["correct"] for p in results["problems"])
     assert f"accuracy {correct / 2:.0%} (new verified candidate)" in run.stdout
     assert results["metrics"]["tasks"] == 2 and results["protocol"]["name"] == "tritonsmith"
