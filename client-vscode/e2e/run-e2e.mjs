@@ -439,6 +439,13 @@ try {
   await page.keyboard.press('Shift+End');
   await page.keyboard.type('1024)');
   const typedAt = Date.now();
+  // The kernel's lens while the edit is checked: kept (marked "edited since"), never blank.
+  const lensSamples = [];
+  for (let i = 0; i < 8; i++) {
+    lensSamples.push([Date.now() - typedAt, (await lensTitles()).find((t) => /compile|compiled/.test(t)) || '(none)']);
+    await page.waitForTimeout(250);
+  }
+  log(`kernel lens after the edit: ${JSON.stringify(lensSamples)}`);
   await until('TS101 to leave the Problems panel', async () => {
     const t = await problemsText();
     return t !== '' && !t.includes('TS101') && t;

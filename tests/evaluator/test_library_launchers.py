@@ -18,50 +18,17 @@ from tritonsmith.evaluator.verify import detect_specs, verify_spec
 
 pytestmark = [pytest.mark.compiler]
 
-LAUNCHER = '''"""A launcher in Liger-Kernel's style."""
-import torch
-import triton
-import triton.language as tl
-{imports}
-
-@triton.jit
-def _softmax_kernel(Y_ptr, Y_row_stride, X_ptr, X_row_stride, n_cols, BLOCK_SIZE: tl.constexpr):
-    row_id = tl.program_id(0)
-    offs = tl.arange(0, BLOCK_SIZE)
-    mask = offs < n_cols
-    x = tl.load(X_ptr + row_id * X_row_stride + offs, mask=mask, other=-float("inf"))
-    e = tl.exp(x - tl.max(x, axis=0))
-    tl.store(Y_ptr + row_id * Y_row_stride + offs, e / tl.sum(e, axis=0), mask=mask)
-
-
-def settings_for(n):
-    block = triton.next_power_of_2(n)
-    return block, 8 if block >= 2048 else 4
-
-
-def _softmax_forward(x: torch.Tensor):
-    *batch, n_cols = x.shape
-    x2d = x.contiguous().view(-1, n_cols)
-    BLOCK_SIZE, num_warps = settings_for(n_cols)
-    y2d = torch.empty_like(x2d)
-    _softmax_kernel[(x2d.shape[0],)](y2d, y2d.stride(0), x2d, x2d.stride(0), n_cols,
-                                     BLOCK_SIZE=BLOCK_SIZE, num_warps=num_warps)
-    return {returned}
-
-
-def _softmax_forward_inputs():
-    return [torch.randn(48, 300, device="cuda")]
-
-
-def _softmax_forward_reference(x):
-    BLOCK_SIZE, num_warps = settings_for(x.shape[-1])
-    return {expected}
-'''
+# The VS Code e2e's library launcher (returns `y, BLOCK_SIZE, num_warps, False`), varied below.
+LAUNCHER = (Path(__file__).resolve().parents[2] / "client-vscode" / "e2e" / "workspace" / "library_softmax.py").read_text()
+RETURNED = "    return y2d.view(*batch, n_cols), BLOCK_SIZE, num_warps, False\n"
+EXPECTED = "    return torch.softmax(x, dim=-1), BLOCK_SIZE, num_warps, False\n"
+assert RETURNED in LAUNCHER and EXPECTED in LAUNCHER
 
 
 def launcher(*, returned: str = "y2d.view(*batch, n_cols), BLOCK_SIZE, num_warps, False",
              expected: str = "torch.softmax(x, dim=-1), BLOCK_SIZE, num_warps, False", imports: str = "") -> str:
-    return LAUNCHER.format(returned=returned, expected=expected, imports=imports)
+    source = LAUNCHER.replace(RETURNED, f"    return {returned}\n").replace(EXPECTED, f"    return {expected}\n")
+    return source.replace("import triton.language as tl\n", f"import triton.language as tl\n{imports}\n", 1)
 
 
 @pytest.fixture(scope="module")
@@ -98,9 +65,9 @@ def test_plain_values_must_be_equal_and_of_the_same_type(tmp_path: Path, pools, 
 
 def test_an_object_that_is_neither_a_tensor_nor_a_plain_value_is_refused(tmp_path: Path, pools) -> None:
     """A lazy object could compute the answer when read: only tensors and plain values count."""
-    source = launcher(returned="y2d.view(*batch, n_cols), BLOCK_SIZE, num_warps, [False]")
-    verdict = _verify(tmp_path, source.replace("    return torch.softmax(x, dim=-1), BLOCK_SIZE, num_warps, False",
-                                               "    return torch.softmax(x, dim=-1), BLOCK_SIZE, num_warps, [False]"), pools)
+    source = launcher(returned="y2d.view(*batch, n_cols), BLOCK_SIZE, num_warps, [False]",
+                      expected="torch.softmax(x, dim=-1), BLOCK_SIZE, num_warps, [False]")
+    verdict = _verify(tmp_path, source, pools)
     assert not verdict.ok and "output 3 is a builtins.list" in verdict.message and "exploit 9" in verdict.message
 
 
@@ -113,7 +80,7 @@ def test_a_module_the_workers_cannot_import_is_named_with_what_to_do(tmp_path: P
     summary = verdict.summary()
     assert summary.startswith("NOT VERIFIED") and "the reference failed" not in summary
     assert "No module named 'liger_kernel_not_installed'" in summary and "importPaths" in summary
-    assert "liger_softmax.py:5" in summary  # the user's line that imports it
+    assert "liger_softmax.py:8" in summary  # the user's line that imports it
 
 
 def test_import_paths_make_a_workspace_module_importable_in_the_sandbox(tmp_path: Path) -> None:
@@ -124,8 +91,9 @@ def test_import_paths_make_a_workspace_module_importable_in_the_sandbox(tmp_path
     (package / "__init__.py").write_text("")
     (package / "launch.py").write_text("import triton\n\n\ndef settings_for(n):\n"
                                        "    return triton.next_power_of_2(n), 4\n")
-    source = launcher(imports="from mylib.launch import settings_for as library_settings_for").replace(
-        "    BLOCK_SIZE, num_warps = settings_for(n_cols)", "    BLOCK_SIZE, num_warps = library_settings_for(n_cols)")
+    source = launcher(imports="from mylib.launch import settings_for").replace(
+        "    BLOCK_SIZE, num_warps = calculate_settings(n_cols)", "    BLOCK_SIZE, num_warps = settings_for(n_cols)")
+    assert "= settings_for(n_cols)" in source
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     assert _verify(tmp_path, source, env=env).stage == "imports"
     verdict = _verify(tmp_path, source, env=with_import_paths(env, [tmp_path / "src"]))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
-from lsp_helpers import fix_codeaction_decoding
+from lsp_helpers import LAUNCHED_1000, fix_codeaction_decoding
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
@@ -321,20 +321,6 @@ async def test_a_pause_in_typing_compiles_the_edited_kernel_again_without_a_save
     assert [x.range.start.line for x in confirmed if x.code == "TS901"] == [7]
     assert "num_warps=6" in (Path(client.root) / "typing.py").read_text()  # never saved
 
-
-LAUNCHED_1000 = """import triton
-import triton.language as tl
-
-
-@triton.jit
-def double_kernel(x_ptr, BLOCK: tl.constexpr):
-    offs = tl.arange(0, BLOCK)
-    tl.store(x_ptr + offs, tl.load(x_ptr + offs) * 2)
-
-
-def double(x):
-    double_kernel[(1,)](x, BLOCK=1000)
-"""
 
 
 @pytest.mark.compiler

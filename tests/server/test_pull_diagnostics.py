@@ -13,25 +13,11 @@ from types import SimpleNamespace
 
 import pytest
 import pytest_lsp
-from lsp_helpers import fix_codeaction_decoding
+from lsp_helpers import LAUNCHED_1000, fix_codeaction_decoding
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 LOG = Path(tempfile.gettempdir()) / "tritonsmith-test-pull.log"
-
-LAUNCHED_1000 = """import triton
-import triton.language as tl
-
-
-@triton.jit
-def double_kernel(x_ptr, BLOCK: tl.constexpr):
-    offs = tl.arange(0, BLOCK)
-    tl.store(x_ptr + offs, tl.load(x_ptr + offs) * 2)
-
-
-def double(x):
-    double_kernel[(1,)](x, BLOCK=1000)
-"""
 
 
 @pytest_lsp.fixture(
