@@ -446,14 +446,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if reports and compiled else 1
 
 
-def _import_folders(args: argparse.Namespace, path: Path) -> list[Path]:
-    """The `import-paths` of `[tool.tritonsmith]` in the file's workspace, as folders."""
+def _file_settings(args: argparse.Namespace, path: Path) -> tuple[Settings, Path]:
+    """The settings of the file's workspace (`[tool.tritonsmith]` under the flags) and its root."""
     root = find_workspace_root(path.resolve())
     warnings: list[str] = []
-    folders = _settings(args, root, warnings).import_folders(root)
+    settings = _settings(args, root, warnings)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    return folders
+    return settings, root
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
@@ -471,11 +471,13 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
         raise UsageError(f"{args.file}: no such file")
+    settings, root = _file_settings(args, path)
+    patience = args.patience if args.patience is not None else settings.patience
     request = SearchRequest(
-        path=path, kernel=args.kernel, device=mode, proposer=args.proposer, steps=args.steps, patience=args.patience,
+        path=path, kernel=args.kernel, device=mode, proposer=args.proposer, steps=args.steps, patience=patience,
         wall_time_s=args.time_limit, concurrency=args.concurrency, seed=args.seed, allow_upload=args.allow_upload,
         model=args.model, base_url=args.base_url, spending_cap_usd=args.spending_cap, target=args.target,
-        ray_address=args.ray, objective=args.objective, import_paths=tuple(_import_folders(args, path)),
+        ray_address=args.ray, objective=args.objective, import_paths=tuple(settings.import_folders(root)),
     )
     console = Console(stderr=True, highlight=False)
     cancel = threading.Event()
@@ -519,7 +521,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     if args.format == "text":
         console.print(table)
     aside = result.set_aside
-    why = (f"plateau ({request.patience} candidates in a row found nothing faster)" if result.stopped == "plateau"
+    why = (f"plateau ({patience} candidates in a row found nothing faster)" if result.stopped == "plateau"
            else result.stopped)
     console.print(f"stopped: {why}; {result.tree.evaluated_count - 1} candidates"
                   + (f" ({aside} set aside: the same kernel as an evaluated one once hints that cannot change "
@@ -676,9 +678,9 @@ def build_parser() -> argparse.ArgumentParser:
     optimize.add_argument("file", metavar="FILE")
     optimize.add_argument("--kernel", required=True, metavar="NAME", help="the @triton.jit kernel to optimise")
     optimize.add_argument("--steps", type=int, default=100, help="candidates to evaluate (default 100)")
-    optimize.add_argument("--patience", type=int, default=Settings.patience, metavar="N",
+    optimize.add_argument("--patience", type=int, metavar="N",
                           help=f"stop once N candidates in a row find nothing faster than the best so far "
-                               f"(default {Settings.patience}; 0: run every step)")
+                               f"(default: patience in [tool.tritonsmith], else {Settings.patience}; 0: run every step)")
     optimize.add_argument("--time-limit", type=float, metavar="SECONDS",
                           help="stop searching after this long (the confirmation of the best comes after)")
     optimize.add_argument("--proposer", choices=("auto", "offline", "anthropic", "openai"), default="auto",
