@@ -439,13 +439,6 @@ try {
   await page.keyboard.press('Shift+End');
   await page.keyboard.type('1024)');
   const typedAt = Date.now();
-  // The kernel's lens while the edit is checked: kept (marked "edited since"), never blank.
-  const lensSamples = [];
-  for (let i = 0; i < 8; i++) {
-    lensSamples.push([Date.now() - typedAt, (await lensTitles()).find((t) => /compile|compiled/.test(t)) || '(none)']);
-    await page.waitForTimeout(250);
-  }
-  log(`kernel lens after the edit: ${JSON.stringify(lensSamples)}`);
   await until('TS101 to leave the Problems panel', async () => {
     const t = await problemsText();
     return t !== '' && !t.includes('TS101') && t;
@@ -453,6 +446,15 @@ try {
   const onDiskNow = fs.readFileSync(FILE_PATH, 'utf8');
   log(`TS101 gone ${Date.now() - typedAt} ms after typing; on disk still BLOCK=1000: ${onDiskNow.includes('BLOCK=1000')}`);
   if (!onDiskNow.includes('BLOCK=1000')) throw new Error('the file was saved before TS101 left the Problems panel');
+  // The kernel's lens while the edit is checked: kept (marked "edited since"), never blank.
+  await page.keyboard.press('Control+Home'); // the lens above the kernel in view
+  const lensSamples = [];
+  for (let i = 0; i < 12; i++) {
+    lensSamples.push([Date.now() - typedAt, (await lensTitles()).join(' | ') || '(none)']);
+    await page.waitForTimeout(250);
+  }
+  log(`kernel lens after the edit: ${JSON.stringify(lensSamples)}`);
+  if (lensSamples.some(([, title]) => title === '(none)')) throw new Error('the kernel lens went blank after the edit');
   await shot('05d-typed-fix-before-save.png');
   step = 'a pause in typing compiles the kernel again from the unsaved text';
   await until('"compiled while typing ... softmax_kernel" in the output channel', async () =>
