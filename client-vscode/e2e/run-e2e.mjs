@@ -447,7 +447,8 @@ try {
   log(`TS101 gone ${Date.now() - typedAt} ms after typing; on disk still BLOCK=1000: ${onDiskNow.includes('BLOCK=1000')}`);
   if (!onDiskNow.includes('BLOCK=1000')) throw new Error('the file was saved before TS101 left the Problems panel');
   // The kernel's lens while the edit is checked: kept (marked "edited since"), never blank.
-  await page.keyboard.press('Control+Home'); // the lens above the kernel in view
+  await page.keyboard.press('Control+Home'); // the lens above the kernel in view (drawn after the scroll)
+  await until('a lens drawn above the kernel', async () => (await lensTitles()).length > 0, 3_000);
   const lensSamples = [];
   for (let i = 0; i < 12; i++) {
     lensSamples.push([Date.now() - typedAt, (await lensTitles()).join(' | ') || '(none)']);
