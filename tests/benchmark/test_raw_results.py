@@ -117,6 +117,29 @@ def test_the_structural_search_rows_and_confirmations_re_derive_from_their_json(
         assert line in PAGE, line
 
 
+PATCH_ROUNDTRIPS = ["patch-roundtrip-1.json", "patch-roundtrip-2.json"]
+
+
+@pytest.mark.parametrize("name", PATCH_ROUNDTRIPS)
+def test_the_patch_round_trip_rows_re_derive_from_their_json(name: str) -> None:
+    """Issue 34's table: every example and suite problem searched, each patch applied, parsed
+    and verified again."""
+    data = _load(name)
+    run = name.rsplit("-", 1)[1].removesuffix(".json")
+    rows = data["rows"]
+    assert data["kind"] == "all" and data["searches"] == len(rows) == 20
+    assert data["patches"] == sum(bool(r["patch_applies"]) for r in rows)
+    assert data["patches_verified"] == sum(bool(r["patch_verifies"]) for r in rows)
+    for row in rows:
+        if row["patch_applies"]:
+            assert row["patch_parses"] and row["improved"], row
+        line = (f"| {row['problem']} | {run} | {row['result'] or 'no patch'} | "
+                f"{'yes' if row['patch_applies'] else 'no patch'} | {'yes' if row['patch_parses'] else '-'} | "
+                f"{'yes' if row['patch_verifies'] else ('-' if row['patch_verifies'] is None else 'no')} | "
+                f"{row['search_seconds']:.0f} |")
+        assert line in PAGE, line
+
+
 def test_the_predicted_variant_rows_re_derive_from_their_json() -> None:
     """Every row of the predicted-time table comes from predictor_rank.py's own table function
     over the committed runs, which predicted every variant they verified."""
