@@ -363,6 +363,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from .state import FailureLog, active_learned, record_compile, record_verdict
 
     tolerances = _tolerances(args.tolerance or [])
+    trials = args.trials
+    if args.protocol:  # a published gate, so a published result is judged as its authors judged it
+        from .benchmark.runner import PROTOCOLS
+
+        chosen = PROTOCOLS[args.protocol]
+        tolerances = {**chosen.tolerances, **tolerances}
+        trials = max(trials, chosen.trials)
     root = find_workspace_root(path)
     failure_log = FailureLog(root)
     learned = active_learned(root)  # their codes label the errors they match
@@ -381,9 +388,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     # prunes, or an error under assumed pointer types (the check records the real ones) do not.
     blockers = correctness_blockers(reports, has_spec=bool(specs))
     verdicts = [
-        verify_spec(spec, trials=args.trials, mode=mode, time_it=not args.no_timing, rounds=args.rounds,
+        verify_spec(spec, trials=trials, mode=mode, time_it=not args.no_timing, rounds=args.rounds,
                     tolerances=tolerances, torch_ops=args.torch_ops, hang_s=limits.verify_timeout,
-                    memory_mb=limits.memory_limit_mb, env=env)
+                    memory_mb=limits.memory_limit_mb, env=env, protocol=args.protocol or "")
         for spec in specs
     ] if not blockers else skipped_verdicts(specs, blockers, mode)
     # Compile again with the argument types recorded at the launches where they differ from the
@@ -666,6 +673,9 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--tolerance", action="append", metavar="DTYPE=TOL",
                         help="atol = rtol for outputs of a dtype, e.g. float32=1e-3 (default: float32 1e-4, "
                         "float16/bfloat16 1e-2, as KernelBench)")
+    verify.add_argument("--protocol", choices=("kernelbench", "kernelbench-v0", "adaexplore"),
+                        help="judge as a published benchmark does (its tolerances and trials; the verdict names it): "
+                             "kernelbench 1e-4 fp32 / 1e-2 half, kernelbench-v0 1e-2, adaexplore 5e-2")
     verify.add_argument("--jobs", type=int, metavar="N", help="compile jobs at once (default: 2, or 1 on one core)")
     verify.add_argument("--timeout", type=int, metavar="SECONDS",
                         help="report a kernel as hung when one forward pass runs longer than this "

@@ -193,7 +193,7 @@ def test_a_wrong_result_names_the_trial_and_the_largest_error(
 @pytest.mark.parametrize(("fixture", "words"), [
     ("inplace.py", "modified its inputs in place (input 0) (exploit 6"),
     ("subclass_output.py", "torch.nn.parameter.Parameter, not exactly torch.Tensor (exploit 9"),
-    ("thread_hidden.py", "started a background thread in forward (trial 1)"),
+    ("thread_hidden.py", "the candidate started a thread running Thread._bootstrap (exploit 8"),
 ])
 def test_runtime_exploits_fail_in_the_candidate_worker(fixture: str, words: str) -> None:
     _needs_interpreter()

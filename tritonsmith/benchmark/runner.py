@@ -60,6 +60,8 @@ PROTOCOLS = {
     "kernelbench": Protocol("kernelbench", 5, {"float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}, 10, 10,
                             "KernelBench's current defaults: 5 trials, atol=rtol 1e-4 (fp32) / 1e-2, 100 timed "
                             "calls with L2 flush"),
+    "kernelbench-v0": Protocol("kernelbench-v0", 5, {"float32": 1e-2, "float16": 1e-2, "bfloat16": 1e-2}, 10, 10,
+                               "KernelBench's first release: 5 trials, atol=rtol 1e-2 for every dtype, 100 timed calls"),
     "adaexplore": Protocol("adaexplore", 5, {"float32": 5e-2, "float16": 5e-2, "bfloat16": 5e-2}, 10, 10,
                            "AdaExplore's: 5 trials at atol=rtol 5e-2, 100 timed calls, 10% trimmed mean "
                            "(tritonsmith still flushes L2 and alternates rounds)"),

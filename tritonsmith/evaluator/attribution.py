@@ -31,7 +31,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-__all__ = ["BOOKKEEPING", "LaunchRecord", "WorkRecorder", "tensors_in", "token_kernels"]
+__all__ = ["BOOKKEEPING", "CASTS", "Held", "LaunchRecord", "WorkRecorder", "tensors_in", "token_kernels"]
 
 ALLOCATORS = frozenset({
     "empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided",
@@ -50,7 +50,7 @@ BOOKKEEPING = ALLOCATORS | frozenset({
     "diagonal", "alias", "detach", "unfold", "view_as_real", "view_as_complex", "_conj",
     "resolve_conj", "resolve_neg", "as_strided_", "set_", "resize_", "_resize_output_",
     # data movement without arithmetic
-    "contiguous", "clone", "copy_", "_copy_from", "_copy_from_and_resize", "cat", "stack",
+    "contiguous", "clone", "copy_", "detach_", "_copy_from", "_copy_from_and_resize", "cat", "stack",
     "hstack", "vstack", "repeat", "tile", "constant_pad_nd", "pad", "flip", "roll",
     # fills and initialisation
     "fill_", "zero_", "fill", "normal_", "uniform_", "random_", "bernoulli_",
@@ -62,7 +62,7 @@ BOOKKEEPING = ALLOCATORS | frozenset({
 Casts (`_to_copy`, `to`) are bookkeeping when they keep the dtype and a precision change when
 they do not."""
 
-_CASTS = frozenset({"_to_copy", "to", "_to_dtype"})
+CASTS = frozenset({"_to_copy", "to", "_to_dtype"})
 
 
 def op_name(func: Any) -> str:
@@ -86,14 +86,33 @@ def _key(tensor: torch.Tensor) -> int | None:
     return int(pointer) or None
 
 
-def content_hash(tensor: torch.Tensor) -> str:
-    """Shape, dtype and bytes: equal hashes mean equal tensors."""
+def content_hash(tensor: torch.Tensor, *, shape: bool = True) -> str:
+    """Shape, dtype and bytes: equal hashes mean equal tensors. Without `shape`, the values
+    only (a reshaped or contiguous copy of a tensor hashes as the tensor)."""
     digest = hashlib.blake2b(digest_size=16)
-    digest.update(f"{tuple(tensor.shape)}|{tensor.dtype}".encode())
+    digest.update(f"{tuple(tensor.shape) if shape else ''}|{tensor.dtype}".encode())
     flat = tensor.detach().contiguous().reshape(-1).cpu()
     if flat.numel():
         digest.update(flat.view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()
+
+
+HELD_LIMIT = 64
+"""At most this many launch arguments are held per forward pass (`WorkRecorder.held`)."""
+
+
+@dataclass
+class Held:
+    """A floating-point argument of a Triton launch as it was before the launch, when its values
+    came from neither the inputs nor an earlier Triton launch: if it already equals the answer,
+    the answer was computed elsewhere and the kernel only passed it on (correctness.py judges it
+    against the reference's outputs, in the reference's worker)."""
+
+    kernel: str
+    launch: int  # 0-based, in the forward pass
+    argument: int  # 0-based among the launch's tensor arguments
+    tensor: torch.Tensor
+    source: str  # "PyTorch <op>" when the dispatcher saw the op that last wrote it, else "outside"
 
 
 def _work(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> int:
@@ -140,7 +159,7 @@ class WorkRecorder(TorchDispatchMode):
     """Records, for one forward pass, the compute operations on input-derived data (by name,
     with their work), precision changes, compute on other data, and Triton launches."""
 
-    def __init__(self, inputs: Any, *, identities: bool = False) -> None:
+    def __init__(self, inputs: Any, *, identities: bool = False, hold: bool = False) -> None:
         super().__init__()
         # With `identities` (the reference's record), the compute ops whose output holds
         # exactly the values of one of their inputs at these sizes (an average pool over a 1×1
@@ -151,6 +170,7 @@ class WorkRecorder(TorchDispatchMode):
         self.torch_ops: Counter[str] = Counter()
         self.torch_work: Counter[str] = Counter()
         self.other_ops: Counter[str] = Counter()
+        self.seen: Counter[str] = Counter()  # every operation outside launches (accounting.py)
         self.casts: Counter[str] = Counter()
         self.launches: list[LaunchRecord] = []
         self.paused = 0
@@ -158,6 +178,15 @@ class WorkRecorder(TorchDispatchMode):
         self.input_elements = sum(t.numel() for t in given)
         self.largest_operand = 0  # of the PyTorch compute on input-derived data
         self._taint(given)
+        # With `hold`, the launch arguments whose values nobody recorded producing (`Held`).
+        # Values a launch wrote, or recorded data movement carried from one, are Triton's own;
+        # the last recorded writer of each storage names where the rest came from.
+        self.hold = hold
+        self.held: list[Held] = []
+        self.given_values = {content_hash(t, shape=False) for t in given} if hold else set()
+        self.triton_values: set[str] = set()
+        self.triton_storages: set[int] = set()
+        self.writer: dict[int, str] = {}
 
     # -- taint ---------------------------------------------------------------------------------
     def _taint(self, tensors: list[torch.Tensor]) -> None:
@@ -181,20 +210,23 @@ class WorkRecorder(TorchDispatchMode):
         out = func(*args, **kwargs)
         if self.paused:
             return out
+        self.seen[name] += 1
         produced = tensors_in(out)
+        if self.hold:
+            self._wrote(name, args, kwargs, produced + _written(func, args, kwargs))
         if name in ALLOCATORS:
             # Fresh memory: a freed tainted block reused by the allocator is clean again.
             for tensor in produced:
                 self.tainted.discard(_key(tensor) or 0)
             return out
         if not derived:
-            if name not in BOOKKEEPING and name not in _CASTS:
+            if name not in BOOKKEEPING and name not in CASTS:
                 self.other_ops[name] += 1
             for tensor in produced:  # a result of clean data is clean (memory may be reused)
                 self.tainted.discard(_key(tensor) or 0)
             return out
         self._taint(produced + _written(func, args, kwargs))
-        if name in _CASTS:
+        if name in CASTS:
             source = next((t for t in tensors_in(args) if self.derived(t)), None)
             for tensor in produced:
                 if source is not None and tensor.dtype != source.dtype:
@@ -210,10 +242,43 @@ class WorkRecorder(TorchDispatchMode):
                 self.identity_ops[name] += 1
         return out
 
+    def _wrote(self, name: str, args: Any, kwargs: Any, written: list[torch.Tensor]) -> None:
+        """Who last wrote each storage: data movement from a Triton result carries its values
+        on (a reshape, a copy, a cast of what a kernel wrote is still the kernel's work)."""
+        moved = name in BOOKKEEPING and name not in ALLOCATORS or name in CASTS
+        sources = [t for t in tensors_in((args, kwargs)) if all(t is not w for w in written)]
+        from_triton = moved and any(_key(t) in self.triton_storages for t in sources)
+        for tensor in written:
+            key = _key(tensor)
+            if key is None:
+                continue
+            if from_triton:
+                self.triton_storages.add(key)
+                self.triton_values.add(content_hash(tensor, shape=False))
+                continue
+            self.triton_storages.discard(key)
+            if moved:  # a copy carries its source's writer
+                self.writer[key] = next((self.writer[k] for t in sources if (k := _key(t)) in self.writer),
+                                        "outside")
+            else:
+                self.writer[key] = "outside" if name in ALLOCATORS else f"PyTorch {name}"
+
+    def _hold(self, kernel: str, arguments: list[torch.Tensor]) -> None:
+        for i, tensor in enumerate(arguments):
+            if len(self.held) >= HELD_LIMIT or not tensor.is_floating_point() or tensor.numel() < 2:
+                continue
+            values = content_hash(tensor, shape=False)
+            if values in self.triton_values or values in self.given_values:
+                continue
+            self.held.append(Held(kernel, len(self.launches), i, tensor.detach().cpu().clone(),
+                                  self.writer.get(_key(tensor) or 0, "outside")))
+
     # -- Triton launches (called by the launch guard) -------------------------------------------
     def before_launch(self, kernel: str, arguments: list[torch.Tensor]) -> tuple[str, list[torch.Tensor], list[str], bool]:
         self.paused += 1
         before = [content_hash(t) for t in arguments]
+        if self.hold:
+            self._hold(kernel, arguments)
         return kernel, arguments, before, any(self.derived(t) for t in arguments)
 
     def after_launch(self, token: tuple[str, list[torch.Tensor], list[str], bool]) -> None:
@@ -233,6 +298,12 @@ class WorkRecorder(TorchDispatchMode):
                 any(after[i] == before[j] for j in range(len(arguments)) if j != i) for i in changed)
             if reads_inputs:
                 self._taint([arguments[i] for i in changed])
+            if self.hold:
+                for i in changed:
+                    self.triton_values.add(content_hash(arguments[i], shape=False))
+                    if (key := _key(arguments[i])) is not None:
+                        self.triton_storages.add(key)
+                        self.writer.pop(key, None)
             self.launches.append(record)
         finally:
             self.paused -= 1

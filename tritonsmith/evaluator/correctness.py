@@ -321,6 +321,8 @@ def _forward_seconds(model: Any, inputs: list[Any], device: str) -> float:
 
 
 _EXPLOIT_8 = "(exploit 8: background thread finishing the work after forward returns)"
+_EXPLOIT_8_ANY = "(exploit 8: work done outside the one recorded thread: a thread, a process or native code)"
+_EXPLOIT_10_ANY = "(exploit 10: monkey-patching the harness, timer or torch, by any route)"
 POISONS = (float("nan"), 12345.678)
 """Uninitialised memory holds the first during the trials, the second in the determinism run."""
 
@@ -352,8 +354,9 @@ def _check_candidate(payload: dict[str, Any]) -> dict[str, Any]:
     """
     import torch
 
-    from .attribution import WorkRecorder, token_kernels
-    from .guards import InjectedLaunchFailure, LaunchGuard, poisoned
+    from .attribution import WorkRecorder
+    from .guards import LaunchGuard, poisoned
+    from .integrity import Fence, FenceBreach, Snapshot
 
     device = _prepare(payload)
     data = Path(payload["data_dir"])
@@ -363,6 +366,11 @@ def _check_candidate(payload: dict[str, Any]) -> dict[str, Any]:
     # Start torch's own thread pools (and on a GPU the driver's threads) before the baseline,
     # so only the candidate's threads count.
     (torch.ones(64, 64) @ torch.ones(64, 64)).add_(1).sum().item()
+    with WorkRecorder([]):  # its first use imports torch._dynamo, which rebinds torch.manual_seed:
+        torch.ones(1).add(1)  # done before the snapshot, so only the candidate's changes count
+    from .accounting import warm
+
+    warm()  # the profiler's threads start before the candidate's are counted
     if device == "cuda":
         from .warmup import warm_up_cuda
 
@@ -372,6 +380,8 @@ def _check_candidate(payload: dict[str, Any]) -> dict[str, Any]:
     guard.constexpr_values.clear()
     with poisoned(POISONS[0]):
         pass  # wrap the allocators before the candidate's module binds them
+    fence = Fence.install() if device == "cpu" else None
+    untouched = Snapshot()  # after the verifier's own wrappers, before any candidate code
     python_threads = set(threading.enumerate())
     os_threads = _os_threads()
 
@@ -381,6 +391,17 @@ def _check_candidate(payload: dict[str, Any]) -> dict[str, Any]:
             return f"started a background thread {when} ({', '.join(extra)}) {_EXPLOIT_8}"
         if _os_threads() > os_threads:
             return f"started {_os_threads() - os_threads} OS thread(s) {when} {_EXPLOIT_8}"
+        return None
+
+    def tampered(when: str) -> str | None:
+        """Whether the candidate tried to leave its one thread, or changed the code the verifier
+        calls in this process (integrity.py), by any route."""
+        when = f" {when}" if when else ""
+        if fence is not None and fence.attempts:
+            return f"the candidate {fence.attempts[0]}{when} {_EXPLOIT_8_ANY}"
+        if changes := untouched.changes():
+            shown = ", ".join(changes[:3]) + (f" and {len(changes) - 3} more" if len(changes) > 3 else "")
+            return f"the candidate changed the code the verifier runs: {shown}{when} {_EXPLOIT_10_ANY}"
         return None
 
     def run(model: Any, inputs: list[Any], poison: float, recorder: Any = None) -> list[Any]:
@@ -397,26 +418,53 @@ def _check_candidate(payload: dict[str, Any]) -> dict[str, Any]:
             torch.cuda.synchronize()
         return output
 
+    try:
+        with fence or contextlib.nullcontext():
+            return _candidate_trials(payload, device, data, seed, tolerances, init, guard, thread_error,
+                                     tampered, run)
+    except FenceBreach:
+        pass
+    return {"error": tampered("") or "the candidate left its thread", "retire": True}
+
+
+def _candidate_trials(payload: dict[str, Any], device: str, data: Path, seed: int, tolerances: dict[str, float],
+                      init: Any, guard: Any, thread_error: Callable[[str], str | None],
+                      tampered: Callable[[str], str | None], run: Callable[..., list[Any]]) -> dict[str, Any]:
+    """The trials and the dynamic defenses, with the candidate's code fenced in (`_check_candidate`)."""
+    import torch
+
+    from .accounting import profiled
+    from .attribution import WorkRecorder, token_kernels
+    from .guards import InjectedLaunchFailure
+
     launches: dict[str, int] = {}
     recorders: list[Any] = []
+    sealed: list[str] = []
+    held: list[Any] = []
+    held_hash = None
     with _module(payload["candidate"], "candidate", payload) as module:
         problem = load_problem(module, payload)
-        if (error := thread_error("on import")) is not None:
-            return {"error": error}
+        if (error := thread_error("on import") or tampered("on import")) is not None:
+            return {"error": error, "retire": True}
         torch.manual_seed(seed)
         with torch.no_grad():
             model = problem.model("candidate", _to(init["init_inputs"], device))
+        if (error := tampered("while building the model")) is not None:
+            return {"error": error, "retire": True}
         # Built under the reference's seed, as KernelBench does; nothing is copied from the
         # reference, so a candidate that re-initialises or folds its parameters is judged on that.
         model = model.to(device)  # training mode, as KernelBench runs both (BatchNorm uses batch statistics)
         first: list[Any] = []
         answers: dict[tuple[str, ...], tuple[int, list[str]]] = {}  # output hashes -> (trial, input hashes)
+        repeats: list[list[int]] = []  # [trial, earlier trial] with the very same outputs
         for t in range(len(payload["trial_seeds"])):
             inputs = _to(_load(data / f"inputs_{t}.pt"), device)
             pristine = _clone(inputs)  # the candidate gets copies; hashes taken on them
             before = _hash_all(pristine)
-            recorder = WorkRecorder(pristine)
-            with guard.session() as counted:
+            recorder = WorkRecorder(pristine, hold=t == 0)
+            # The first trial also runs under PyTorch's profiler, which sees every thread and
+            # every dispatch route (accounting.py): compute the recorder missed was hidden from it.
+            with guard.session() as counted, profiled() if t == 0 else contextlib.nullcontext() as accounting:
                 outputs = run(model, pristine, POISONS[0], recorder)
             recorders.append(recorder)
             poisoned_output = any(o.is_floating_point() and o.numel() and bool(o.isnan().all())
@@ -426,16 +474,23 @@ def _check_candidate(payload: dict[str, Any]) -> dict[str, Any]:
                 # launches: a cached answer needs no launch, and the cache is what to name
                 earlier = answers.setdefault(tuple(_hash_all(outputs)), (t, before))
                 if earlier[0] != t and earlier[1] != before:
-                    return {"error": (
-                        f"trial {t + 1} returned exactly trial {earlier[0] + 1}'s output for different inputs "
-                        "(exploit 12: caching results across calls)")}
+                    if not counted:
+                        return {"error": _caching(t, earlier[0])}
+                    # Launched: caching only if the reference's own outputs differ for these two
+                    # inputs (a task may map both to one answer); the reference's worker judges.
+                    repeats.append([t, earlier[0]])
+            if accounting is not None and (hidden := accounting.unseen(recorder.seen)):
+                shown = ", ".join(f"{name} ×{count}" for name, count in sorted(hidden.items()))
+                return {"error": (f"PyTorch computed {shown} where the work recorder could not see it (on another "
+                                  "thread, or with the dispatch modes switched off) (exploit 1: PyTorch does the work "
+                                  "instead of the kernel, hidden from the verifier)"), "retire": True}
             if not counted:
                 return {"error": (f"trial {t + 1}: the forward pass launched no Triton kernel "
                                   "(exploit 2: kernel defined but never launched, PyTorch does the work)")}
             for name, count in counted.items():
                 launches[name] = max(launches.get(name, 0), count)
-            if (error := thread_error(f"in forward (trial {t + 1})")) is not None:
-                return {"error": error}
+            if (error := thread_error(f"in forward (trial {t + 1})") or tampered(f"in forward (trial {t + 1})")) is not None:
+                return {"error": error, "retire": True}
             for i, out in enumerate(outputs):
                 if (why := _output_type_error(i, out)) is not None:
                     return {"error": f"trial {t + 1}: {why}"}
@@ -451,9 +506,11 @@ def _check_candidate(payload: dict[str, Any]) -> dict[str, Any]:
                     f"trial {t + 1}: the output changed after forward returned "
                     "(exploit 8: background work finishing after forward returns)")}
             saved = [_detached(o) for o in outputs]
-            torch.save(saved, data / f"candidate_{t}.pt")
+            sealed.append(_seal(saved, data / f"candidate_{t}.pt"))
             if t == 0:
                 first = saved
+                held = _held_like(recorder.held, saved)
+                held_hash = _seal([h.tensor for h in held], data / "held_0.pt")
         if payload.get("checks", True):
             inputs = _to(_load(data / "inputs_0.pt"), device)
             # Exploit 15: the same inputs with other garbage in uninitialised memory.
@@ -489,11 +546,45 @@ def _check_candidate(payload: dict[str, Any]) -> dict[str, Any]:
                     return {"error": (
                         f"the output is the same when kernel {name} does nothing: its work does not reach "
                         "the result (exploit 2: kernel launched for show, other code does the work)")}
+        if (error := tampered("after the trials")) is not None:
+            return {"error": error, "retire": True}
+    if (error := tampered("when its module was dropped")) is not None:  # finalizers run by now
+        return {"error": error, "retire": True}
     attribution = recorders[0].summary() if recorders else {}
     if len(recorders) > 1:
         attribution["tokens"] = token_kernels(recorders[0].launches, recorders[1].launches)
     return {"trials": len(payload["trial_seeds"]), "launches": launches, "attribution": attribution,
-            "launch_types": dict(guard.arg_types), "launch_constexprs": dict(guard.constexpr_values)}
+            "launch_types": dict(guard.arg_types), "launch_constexprs": dict(guard.constexpr_values),
+            "output_hashes": sealed, "repeats": repeats, "held": [{"kernel": h.kernel, "launch": h.launch, "argument": h.argument,
+                                               "source": h.source} for h in held], "held_hash": held_hash}
+
+
+def _caching(trial: int, earlier: int) -> str:
+    return (f"trial {trial + 1} returned exactly trial {earlier + 1}'s output for different inputs "
+            "(exploit 12: caching results across calls)")
+
+
+def _held_like(held: list[Any], outputs: list[Any]) -> list[Any]:
+    """The held launch arguments that could be one of the outputs: as many elements as one."""
+    import torch
+
+    sizes = {o.numel() for o in outputs if isinstance(o, torch.Tensor) and o.is_floating_point()}
+    return [h for h in held if h.tensor.numel() in sizes]
+
+
+def _seal(outputs: list[Any], path: Path) -> str:
+    """Save a trial's outputs and return the digest of the bytes saved: serialised in memory and
+    hashed before they reach the file, so anything the candidate writes there later (a finalizer,
+    a later call) is caught when the reference's worker reads them (`handle_reference`)."""
+    import io
+
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(outputs, buffer)
+    data = buffer.getvalue()
+    path.write_bytes(data)
+    return hashlib.sha256(data).hexdigest()
 
 
 def _writes_module_state(model: Any, guard: Any, kernel: str, forward: Callable[[], Any]) -> bool:
@@ -638,6 +729,8 @@ def handle_reference(payload: dict[str, Any]) -> dict[str, Any]:
 
     results: list[dict[str, Any]] = []
     degenerate = None
+    elsewhere = None
+    expected_hashes: list[list[str]] = []
     first: tuple[list[Any], list[Any]] | None = None  # trial 1's outputs and inputs, for the lint
     others: list[list[Any]] = []
     reference_ops: dict[str, int] = {}
@@ -664,15 +757,78 @@ def handle_reference(payload: dict[str, Any]) -> dict[str, Any]:
             expected = [_detached(o) for o in _outputs(output)]
             if t == 0:
                 first = (expected, _to(inputs, "cpu"))
+                if payload.get("held"):
+                    if _file_hash(data / "held_0.pt") != payload.get("held_hash"):
+                        return {"error": "the candidate's held launch arguments were altered after they were sealed "
+                                         "(exploit 19: editing the harness's files)", "trials": results}
+                    elsewhere = answer_held(expected, _load(data / "held_0.pt"), payload["held"], tolerances)
             else:
                 others.append(expected)
+            sealed = payload.get("output_hashes")
+            if sealed is not None and (t >= len(sealed) or _file_hash(data / f"candidate_{t}.pt") != sealed[t]):
+                return {"error": f"trial {t + 1}: the candidate's saved outputs were altered after they were "
+                                 "sealed (exploit 19: editing the harness's files)", "trials": results}
+            expected_hashes.append(_hash_all(expected))
             actual = _load(data / f"candidate_{t}.pt")
             error = compare_outputs(expected, list(actual), tolerances)
             results.append({
                 "trial": t + 1, "seed": int(trial_seed), "ok": error is None,
                 "error": None if error is None else f"trial {t + 1} (seed {trial_seed}): {error}",
             })
+    for t, earlier in payload.get("repeats") or []:
+        if expected_hashes[t] != expected_hashes[earlier]:  # the reference's answers differ; the candidate's did not
+            return {"error": _caching(t, earlier), "trials": results}
     if first is not None and payload.get("checks", True):
         degenerate = degenerate_task(*first, tolerances, others)
     return {"trials": results, "degenerate": degenerate, "reference_ops": reference_ops,
-            "reference_identity_ops": identity_ops}
+            "reference_identity_ops": identity_ops, "elsewhere": elsewhere,
+            # The reference itself answers trials 1 and 2 alike: the same output twice is no cache,
+            # and a kernel writing the same values for both draws is no token.
+            "same_answers": len(expected_hashes) > 1 and expected_hashes[0] == expected_hashes[1]}
+
+
+AFFINE_CORRELATION = 0.9999
+"""|Pearson r| at or above which a held argument computed out of the recorder's sight is an affine
+image of an output (the answer negated, scaled or shifted, for a kernel to undo)."""
+
+
+def answer_held(expected: list[Any], held: list[Any], meta: list[dict[str, Any]],
+                tolerances: dict[str, float]) -> str | None:
+    """Whether the answer existed before a Triton kernel produced it (the work judged by value,
+    not by the names of the operators that did it): a launch argument that neither the inputs
+    nor an earlier launch gave its values (attribution.Held) already equals an output within the
+    output's tolerance; or, where nothing recorded computed it (a thread, NumPy, Python
+    arithmetic, PyTorch with the recorder switched off), is an affine image of one. The kernel
+    that reads it then only passes the answer on, however much it changes its bits."""
+    import torch
+
+    for i, ref in enumerate(expected):
+        if not isinstance(ref, torch.Tensor) or not ref.is_floating_point() or ref.numel() < 2:
+            continue
+        r = ref.reshape(-1).double()
+        if not bool(torch.isfinite(r).all()):
+            r = torch.where(torch.isfinite(r), r, torch.zeros_like(r))
+        tol = tolerances.get(str(ref.dtype).removeprefix("torch."), tolerances["float32"])
+        where = f"output {i}" if len(expected) > 1 else "the output"
+        for tensor, info in zip(held, meta, strict=False):
+            if tensor.numel() != r.numel():
+                continue
+            h = tensor.reshape(-1).double()
+            h = torch.where(torch.isfinite(h), h, torch.zeros_like(h))
+            source = str(info.get("source") or "outside")
+            unseen = source == "outside"
+            how = (f"computed by {source} (judged by its values, whatever the operator is called)" if not unseen else
+                   "computed where the recorder cannot see (a thread, NumPy, Python arithmetic on the data, or "
+                   "PyTorch with the recorder switched off)")
+            argument = f"argument {int(info['argument']) + 1} of {info['kernel']} (launch {int(info['launch']) + 1})"
+            if torch.allclose(h, r, atol=tol, rtol=tol):
+                return (f"the answer existed before a Triton kernel produced it: {argument} already held {where} "
+                        f"(within atol=rtol={tol:g}), {how}; the kernel only passes it on "
+                        "(exploit 1: other code does the work, a kernel nudges the result)")
+            if unseen and float(h.std()) > 0 and float(r.std()) > 0:
+                correlation = float(torch.corrcoef(torch.stack([h, r]))[0, 1])
+                if abs(correlation) >= AFFINE_CORRELATION:
+                    return (f"the answer existed before a Triton kernel produced it: {argument} already held {where} "
+                            f"up to a scale and shift (correlation {correlation:+.5f}), {how}; the kernel only "
+                            "undoes the transform (exploit 1: other code does the work, a kernel nudges the result)")
+    return None

@@ -84,11 +84,16 @@ class LaunchGuard:
             observer = guard.observer
             if observer is None:
                 return run(fn, *args, **kwargs)
-            token = observer.before_launch(name, _tensor_arguments(args, kwargs))
-            try:
-                return run(fn, *args, **kwargs)
-            finally:
-                observer.after_launch(token)
+            from torch.autograd.profiler import record_function
+
+            from .accounting import LAUNCH_SCOPE
+
+            with record_function(LAUNCH_SCOPE):  # the interpreter's aten operations are the kernel's
+                token = observer.before_launch(name, _tensor_arguments(args, kwargs))
+                try:
+                    return run(fn, *args, **kwargs)
+                finally:
+                    observer.after_launch(token)
 
         guarded_run.__wrapped__ = run  # type: ignore[attr-defined]
         return guarded_run

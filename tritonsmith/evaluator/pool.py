@@ -68,6 +68,9 @@ _TAIL_BYTES = 2000
 WARM_MODULES = ("torch", "triton", "triton.language")
 """What `prestart` imports in a fresh worker: what every verification job needs first."""
 
+CANDIDATE_WARM_MODULES = (*WARM_MODULES, "tritonsmith.evaluator.accounting")
+"""A candidate's worker also starts PyTorch's profiler (its first session costs most of a second)."""
+
 MEMBERS_EVERY_S = 0.5
 """How often the worker's session is scanned for processes user code started (a /proc scan
 costs a few milliseconds; the resident size of the ones known is read every `POLL_S`)."""

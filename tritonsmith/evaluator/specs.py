@@ -27,7 +27,7 @@ from typing import Any
 from tree_sitter import Node
 
 from ..analysis import Document, index_module
-from ..analysis.syntax import text
+from ..analysis.syntax import text, walk
 
 __all__ = [
     "HARNESS_SUFFIXES",
@@ -38,6 +38,7 @@ __all__ = [
     "detect_harnesses",
     "detect_kernelbench",
     "detect_specs",
+    "only_definitions",
     "top_level",
 ]
 
@@ -45,7 +46,7 @@ REFERENCE_NAMES = ("Model", "get_inputs", "get_init_inputs")
 HARNESS_SUFFIXES = ("_inputs", "_reference", "_tolerances", "_torch_ops")
 _REFERENCE_COMMENT = re.compile(r"#\s*tritonsmith:\s*reference\s*=\s*(\S+)")
 _ANY_SHAPE_COMMENT = re.compile(r"#\s*tritonsmith:\s*any-shape\b")
-_TORCH_OPS_COMMENT = re.compile(r"#\s*tritonsmith:\s*torch-ops\s*=\s*([^\n#]*)")
+TORCH_OPS_COMMENT = re.compile(r"#\s*tritonsmith:\s*torch-ops\s*=\s*([^\n#]*)")
 _LEVEL_1 = re.compile(r"level[_-]?1\b", re.IGNORECASE)
 
 
@@ -58,6 +59,9 @@ class KernelBenchSpec:
     same_file: bool
     any_shape: bool = False  # `# tritonsmith: any-shape`: the candidate must handle other sizes too
     torch_ops: str | None = None  # `# tritonsmith: torch-ops = none | any | op, op` (policy.py)
+    # The candidate's own torch-ops directive where the reference lives in another file: the
+    # reference's file sets the policy (a solution cannot widen its own), and the verdict says so.
+    ignored_torch_ops: str | None = None
 
     @property
     def name(self) -> str:
@@ -156,13 +160,14 @@ def detect_kernelbench(path: Path, source: str | None = None) -> KernelBenchSpec
     if "ModelNew" not in names:
         return None
     any_shape = bool(_ANY_SHAPE_COMMENT.search(source))
-    directive = _TORCH_OPS_COMMENT.search(source)
+    directive = TORCH_OPS_COMMENT.search(source)
     torch_ops = directive.group(1).strip() if directive else None
     if all(name in names for name in REFERENCE_NAMES):
         return KernelBenchSpec(candidate=path, reference=path, same_file=True, any_shape=any_shape,
                                torch_ops=torch_ops)
     options: list[str] = []
     match = _REFERENCE_COMMENT.search(source)
+    ignored, torch_ops = torch_ops, None
     if match:
         options.append(match.group(1))
     options += [f"{path.stem}_reference.py", "reference.py"]
@@ -171,12 +176,14 @@ def detect_kernelbench(path: Path, source: str | None = None) -> KernelBenchSpec
         if sibling.resolve() == path.resolve() or not sibling.is_file():
             continue
         try:
-            sibling_names = _defines(sibling.read_text(encoding="utf-8"))
+            sibling_source = sibling.read_text(encoding="utf-8")
         except OSError:
             continue
-        if all(name in sibling_names for name in REFERENCE_NAMES):
+        if all(name in _defines(sibling_source) for name in REFERENCE_NAMES):
+            own = TORCH_OPS_COMMENT.search(sibling_source)
+            torch_ops = own.group(1).strip() if own else None
             return KernelBenchSpec(candidate=path, reference=sibling, same_file=False, any_shape=any_shape,
-                                   torch_ops=torch_ops)
+                                   torch_ops=torch_ops, ignored_torch_ops=ignored)
     return None
 
 
@@ -283,4 +290,104 @@ def blank_out(source: str, names: set[str]) -> str:
                 cuts.append((node.start_byte, node.end_byte))
     for start, end in sorted(cuts, reverse=True):
         data = data[:start] + b"\n" * data[start:end].count(b"\n") + data[end:]
+    return data.decode("utf-8")
+
+
+_COMPOUND = ("if_statement", "try_statement", "with_statement", "for_statement", "while_statement")
+
+
+def _bound_names(node: Node) -> set[str] | None:
+    """The names a module-level statement binds; None for one whose bindings cannot be known
+    (`from x import *`, a `__future__` import: always kept)."""
+    kind = node.type
+    if kind == "future_import_statement":
+        return None
+    if kind == "decorated_definition":
+        node = node.child_by_field_name("definition") or node
+        kind = node.type
+    if kind in ("function_definition", "class_definition"):
+        return {text(node.child_by_field_name("name"))}
+    if kind == "import_statement":
+        names = set()
+        for child in node.named_children:
+            if child.type == "aliased_import":
+                names.add(text(child.child_by_field_name("alias")))
+            else:
+                names.add(text(child).split(".")[0])
+        return names
+    if kind == "import_from_statement":
+        if any(child.type == "wildcard_import" for child in node.named_children):
+            return None
+        names = set()
+        for child in node.children_by_field_name("name"):
+            bound = child.child_by_field_name("alias") if child.type == "aliased_import" else child
+            names.add(text(bound).split(".")[-1])
+        return names
+    if kind == "expression_statement":
+        names = set()
+        for child in node.named_children:
+            assign: Node | None = child
+            while assign is not None and assign.type in ("assignment", "augmented_assignment"):
+                left = assign.child_by_field_name("left")
+                if left is not None and left.type == "identifier":
+                    names.add(text(left))
+                elif left is not None and left.type in ("pattern_list", "tuple_pattern", "list_pattern"):
+                    names.update(text(n) for n in left.named_children if n.type == "identifier")
+                right = assign.child_by_field_name("right")
+                assign = right if right is not None and right.type == "assignment" else None  # a = b = 1
+        return names
+    if kind in _COMPOUND:
+        names = set()
+        for child in walk_statements(node):
+            found = _bound_names(child) if child is not node else set()
+            if found is None:
+                return None
+            names |= found
+        return names
+    return set()
+
+
+def walk_statements(node: Node) -> Iterator[Node]:
+    """`node` and the statements nested in its blocks (not inside function or class bodies)."""
+    yield node
+    if node.type in ("function_definition", "class_definition", "decorated_definition"):
+        return
+    for child in node.named_children:
+        if child.type in ("block", "else_clause", "elif_clause", "except_clause", "finally_clause",
+                          "except_group_clause"):
+            for statement in child.named_children:
+                yield from walk_statements(statement)
+        elif child.type.endswith("_statement") or child.type in ("function_definition", "class_definition",
+                                                                "decorated_definition"):
+            yield from walk_statements(child)
+
+
+def only_definitions(source: str, roots: set[str]) -> str:
+    """`source` with only what defining `roots` needs: the module-level statements that bind a
+    name the roots use, transitively (definitions, assignments, imports, and an `if`/`try`
+    around them), every other statement replaced by blank lines (line numbers stay the user's).
+
+    This is the reference's file as its worker imports it: in a single file holding both the
+    reference and the candidate, the candidate's module-level code (kernels, helpers, and a
+    statement patching `torch` or rebinding `Model.forward`) never runs where the reference
+    runs. Over-approximates (every identifier in a kept statement counts as used), so a
+    reference keeps whatever it might read."""
+    document = Document(source)
+    data = document.source
+    statements = [(node, _bound_names(node)) for node in document.root.named_children]
+    needed = set(roots)
+    kept: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for i, (node, names) in enumerate(statements):
+            if i in kept or not (names is None or names & needed):
+                continue
+            kept.add(i)
+            changed = True
+            needed |= {text(n) for n in walk(node) if n.type == "identifier"}
+    for i, (node, _) in sorted(enumerate(statements), key=lambda pair: -pair[1][0].start_byte):
+        if i not in kept:
+            start, end = node.start_byte, node.end_byte
+            data = data[:start] + b"\n" * data[start:end].count(b"\n") + data[end:]
     return data.decode("utf-8")

@@ -41,10 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .exploits import Rejection, static_checks
+from .exploits import ANSWERED_AS_A_GPU, Rejection, device_branches, static_checks
 from .jail import JAIL_REDUCED
 from .policy import judge_work, parse_policy
-from .pool import WorkerPool
+from .pool import CANDIDATE_WARM_MODULES, WorkerPool
 from .protocol import Job, Result
 from .sandbox import STARTUP_S, default_memory_mb, digests_for, hang_limit, runs_dir, write_recorded
 from .sizes import (
@@ -58,6 +58,7 @@ from .sizes import (
 )
 from .specs import (
     REFERENCE_NAMES,
+    TORCH_OPS_COMMENT,
     HarnessSpec,
     KernelBenchSpec,
     Spec,
@@ -65,6 +66,7 @@ from .specs import (
     detect_harnesses,
     detect_kernelbench,
     detect_specs,
+    only_definitions,
 )
 from .stats import Timing, interval_tight, summarize
 from .tracebacks import syntax_error, user_frame, user_paths
@@ -92,6 +94,11 @@ fp16/bf16 1e-2. Other dtypes fall back to `float32`'s value. An fp32 `tl.dot` ru
 NVIDIA tensor cores by default and misses 1e-4 on a GPU: pass `input_precision="ieee"` or give
 the spec a looser tolerance (docs/harness.md, "Tolerances")."""
 
+NOT_VERIFIED_STAGES = ("compile", "interpreter", "sizes", "imports", "branch")
+"""Stages that end a verification without a judgement of the kernel: it could not be run (a
+compile failure, a limit of the interpreter, sizes too large, an import the environment lacks)
+or the run could not cover it (a branch on where it runs). Every other stage is FAILED."""
+
 TIMING_ROUNDS = 10
 RUNS_PER_ROUND = 10
 HOST_GAP_MS = 0.25
@@ -110,8 +117,10 @@ class Verdict:
         row: 0-based row of its definition (where the editor shows the verdict).
         trials: how many trials were run (or asked for, on an early failure).
         sizes: each size constant the inputs read -> (as written, used in the trials).
-        stage: where it ended: "static", "inputs", "candidate", "reference", "compare", "spec",
-            "shapes", "timing", "done".
+        stage: where it ended: "syntax", "static", "branch" (NOT VERIFIED: it branches on where it
+            runs), "inputs", "imports" (NOT VERIFIED), "candidate", "reference", "compare", "spec",
+            "work" (who computed the answer: policy.py, or an answer that existed before a kernel
+            made it), "shapes", "interpreter"/"compile"/"sizes" (NOT VERIFIED), "timing", "done".
         message: one line: the failure, or the success summary.
         rejections: the static-check failures, when `stage == "static"`.
         timing: GPU timings (never for the interpreter).
@@ -136,6 +145,7 @@ class Verdict:
     details: dict[str, Any] = field(default_factory=dict)
     work: str = ""  # who computed what (policy.py): "Triton computes: k ×1; PyTorch computes: nothing"
     sandbox: str = ""
+    protocol: str = ""  # a published benchmark's gate it was judged by (`verify --protocol`), if any
 
     def sizes_text(self) -> str:
         """"batch_size=16 (of 4096), dim=3072 (of 393216)", or "as written (N=64000)"."""
@@ -149,7 +159,7 @@ class Verdict:
         """One line for a code lens: "verified · interpreter · 3 trials" (with the speedup on a
         GPU), or "FAILED · interpreter · compare: output 1: ..." cut short; `summary` has it all."""
         if not self.ok:
-            label = "NOT VERIFIED" if self.stage in ("compile", "interpreter", "sizes", "imports") else "FAILED"
+            label = "NOT VERIFIED" if self.stage in NOT_VERIFIED_STAGES else "FAILED"
             first = (self.message or "").splitlines()[0] if self.message else ""
             text = f"{label} · {self.mode} · {self.stage}: {first}"
             return text if len(text) <= 90 else text[:89].rstrip() + "…"
@@ -163,9 +173,9 @@ class Verdict:
         if not self.ok:
             ran = f" · sizes: {self.sizes_text()}" if self.sizes and self.stage not in ("static", "shapes", "syntax", "compile") else ""
             # Not run (a kernel does not compile) or stopped by the interpreter: not a kernel failure.
-            label = "NOT VERIFIED" if self.stage in ("compile", "interpreter", "sizes", "imports") else "FAILED"
-            return f"{label} · {self.mode} · {self.stage}: {self.message}{ran}"
-        text = f"verified · {self.mode} · {self.trials} trials · sizes: {self.sizes_text()}"
+            label = "NOT VERIFIED" if self.stage in NOT_VERIFIED_STAGES else "FAILED"
+            return f"{label} · {self.mode}{self._protocol()} · {self.stage}: {self.message}{ran}"
+        text = f"verified · {self.mode}{self._protocol()} · {self.trials} trials · sizes: {self.sizes_text()}"
         if self.work:
             text += f" · {self.work}"
         if self.tail:
@@ -184,6 +194,9 @@ class Verdict:
             text += f" · {predicted['summary']}"
         return text
 
+    def _protocol(self) -> str:
+        return f" · {self.protocol} protocol" if self.protocol else ""
+
     def to_json(self) -> dict[str, Any]:
         timing = None
         if self.timing is not None:
@@ -196,6 +209,7 @@ class Verdict:
             "rejections": [str(r) for r in self.rejections], "timing": timing, "notes": self.notes,
             "work": self.work, "attribution": self.details.get("attribution"), "sandbox": self.sandbox,
             "predicted": self.details.get("predicted"),  # predicted.py's figure without a GPU, when made
+            "protocol": self.protocol or None,
         }
 
 
@@ -296,17 +310,38 @@ class _Sources:
     reference_module: str | None
 
 
+def _ignored_directives(spec: Spec, candidate_source: str | None) -> list[str]:
+    """A policy directive the candidate wrote for itself is not obeyed: a search's variant is
+    judged under the opened file's policy, a solution beside a separate reference under the
+    reference's. The verdict says so."""
+    shown = spec.torch_ops or "auto"
+    written = None
+    if candidate_source is not None and (match := TORCH_OPS_COMMENT.search(candidate_source)) is not None:
+        written = match.group(1).strip()
+        if written == (spec.torch_ops or "").strip():
+            return []
+    elif isinstance(spec, KernelBenchSpec):
+        written = spec.ignored_torch_ops
+    if written is None:
+        return []
+    source = "the opened file's" if candidate_source is not None else "the reference's file"
+    return [f"the candidate's `# tritonsmith: torch-ops = {written}` is ignored: the policy on PyTorch compute is "
+            f"set by {source} ({shown})"]
+
+
 def _sources(spec: Spec, candidate_source: str | None = None) -> _Sources:
     """The texts to import. `candidate_source` replaces the candidate's file (a search's
     variant): its reference parts are blanked like the file's, and the reference and inputs
-    still come from the spec's files, so a variant cannot change what it is checked against."""
+    still come from the spec's files, so a variant cannot change what it is checked against.
+    Where one file holds both, the reference's worker imports only the reference's definitions
+    (`only_definitions`): none of the candidate's module-level code runs there."""
     if isinstance(spec, HarnessSpec):
         source = spec.path.read_text(encoding="utf-8")
         return _Sources(
-            reference=source,
+            reference=only_definitions(source, spec.harness_names()),
             candidate=blank_out(candidate_source if candidate_source is not None else source,
                                 spec.harness_names()),
-            inputs=blank_out(source, {f"{spec.launcher}_reference"}),
+            inputs=only_definitions(source, {f"{spec.launcher}_inputs"}),
             readers=(f"{spec.launcher}_inputs",),
             reference_module=None,
         )
@@ -314,9 +349,9 @@ def _sources(spec: Spec, candidate_source: str | None = None) -> _Sources:
     candidate = candidate_source if candidate_source is not None else spec.candidate.read_text(encoding="utf-8")
     if spec.same_file:
         return _Sources(
-            reference=blank_out(reference, {"ModelNew"}),
+            reference=only_definitions(reference, set(REFERENCE_NAMES)),
             candidate=blank_out(candidate, set(REFERENCE_NAMES)),
-            inputs=blank_out(reference, {"Model", "ModelNew"}),
+            inputs=only_definitions(reference, set(KERNELBENCH_INPUTS)),
             readers=KERNELBENCH_INPUTS,
             reference_module=None,
         )
@@ -419,7 +454,10 @@ class _Run:
             return False, folder, paths
         compared = self.reference_pool.run(self.job(
             "verify_reference", folder, reference=str(paths["reference"]), trial_seeds=manifest["trial_seeds"],
-            input_hashes=manifest["input_hashes"], checks=checks), self.cancel)
+            input_hashes=manifest["input_hashes"], output_hashes=candidate.payload.get("output_hashes"),
+            repeats=candidate.payload.get("repeats") or [],
+            held=candidate.payload.get("held") or [], held_hash=candidate.payload.get("held_hash"),
+            checks=checks), self.cancel)
         verdict.details[f"{name}.reference"] = compared.payload
         if not compared.ok:
             verdict.stage, verdict.message = self.reference_failed(compared, "reference")
@@ -438,11 +476,17 @@ class _Run:
             return False, folder, paths
         if checks and not self.judge(verdict, candidate.payload, compared.payload):
             return False, folder, paths
+        if compared.payload.get("elsewhere"):  # the answer came from elsewhere, under any policy
+            verdict.stage, verdict.message = "work", str(compared.payload["elsewhere"])
+            return False, folder, paths
         return True, folder, paths
 
     def judge(self, verdict: Verdict, candidate: Mapping[str, Any], reference: Mapping[str, Any]) -> bool:
         """Who did the work (policy.py), from both sides' records at the dispatcher."""
         attribution = dict(candidate.get("attribution") or {})
+        if reference.get("same_answers") and attribution.get("tokens"):  # the task's answer is the same too
+            attribution["tokens"] = {name: why for name, why in attribution["tokens"].items()
+                                     if not why.startswith("writes the same values")}
         reference_ops = dict(reference.get("reference_ops") or {})
         judgement = judge_work(attribution, reference_ops, policy=self.policy,
                                single_operator=self.spec.single_operator,
@@ -665,6 +709,7 @@ def verify_spec(
     candidate_source: str | None = None,
     interpreter_timing: bool = False,
     torch_ops: str | Sequence[str] | None = None,
+    protocol: str = "",
 ) -> Verdict:
     """Run the static checks, the correctness protocol, the extra-shape trial and (on a GPU)
     the timing for `spec`; never raises for a bad candidate (the verdict says what went wrong).
@@ -691,6 +736,8 @@ def verify_spec(
             relative comparisons; labelled "interpreter", never a GPU speedup).
         torch_ops: the policy for PyTorch compute on the inputs (policy.py: "auto", "strict",
             "allow", or the operators allowed); overrides the spec's own; default "auto".
+        protocol: the published benchmark whose gate `tolerances` and `trials` follow
+            (`verify --protocol`), named in the verdict.
     """
     mode = mode or default_mode()
     trials = max(3, trials)
@@ -698,7 +745,8 @@ def verify_spec(
     sources = _sources(spec, candidate_source)
     plan = _size_plan(spec, sources, mode)
     sizes = plan.main
-    verdict = Verdict(ok=False, mode=mode, trials=trials, name=spec.name, row=spec.row, sizes=sizes)
+    verdict = Verdict(ok=False, mode=mode, trials=trials, name=spec.name, row=spec.row, sizes=sizes,
+                      protocol=protocol)
     if (syntax := _syntax(spec, candidate_source)) is not None:  # not "the reference failed"
         verdict.stage, verdict.message = "syntax", syntax[0]
         verdict.details["syntax"] = syntax[1]
@@ -716,6 +764,18 @@ def verify_spec(
     # Name-based findings (a torch call on the path from forward, no launch seen in the syntax
     # tree) are confirmed or cleared by what the forward pass executes, never the only evidence.
     warnings = [r for r in found if not r.strict]
+    verdict.notes += _ignored_directives(spec, candidate_source)
+    if mode == "interpreter" and (branches := device_branches(sources.candidate)):
+        uncovered = [(line, what) for line, what in branches if what.split(" (through")[0] not in ANSWERED_AS_A_GPU]
+        if uncovered:
+            verdict.stage = "branch"
+            verdict.message = ("the candidate branches on where it runs: " + "; ".join(
+                f"line {line} reads {what}" for line, what in uncovered) + ". A run on the CPU under Triton's "
+                "interpreter takes one side only, so the side a GPU takes is not verified (verify on a GPU, "
+                "or make the kernel path the only one)")
+            return verdict
+        verdict.notes += [f"line {line} branches on {what}: the CPU run answered as a GPU would and took the GPU's "
+                          "side; the other side is not verified" for line, what in branches]
 
     work = Path(tempfile.mkdtemp(prefix="tritonsmith-verify-", dir=runs_dir())).resolve()
     own_pools = pools is None
@@ -724,8 +784,8 @@ def verify_spec(
         if mode == "interpreter":
             worker_env["TRITON_INTERPRET"] = "1"
         pools = (WorkerPool(1, env=worker_env), WorkerPool(1, env=worker_env))
-        for pool in pools:  # both workers start and import torch and Triton at once
-            pool.prestart()
+        pools[0].prestart()  # both workers start and import torch and Triton at once
+        pools[1].prestart(CANDIDATE_WARM_MODULES)
     try:
         policy = parse_policy(torch_ops if torch_ops is not None else spec.torch_ops)
         run = _Run(spec, sources, work, mode, seed, tol, timeout_s, memory_mb or default_memory_mb(), pools,

@@ -88,7 +88,8 @@ def _run_python(payload: dict[str, Any]) -> dict[str, Any]:
     return {"value": value}
 
 
-PRELOADABLE = frozenset({"torch", "torch._dynamo", "triton", "triton.language", "numpy"})
+PRELOADABLE = frozenset({"torch", "torch._dynamo", "triton", "triton.language", "numpy",
+                         "tritonsmith.evaluator.accounting"})
 """Modules a `preload` job may import: the heavy ones verification jobs need. `torch._dynamo`
 is imported by the first call of any `nn.Module` (torch wraps `__call__` to keep it out of
 dynamo): a KernelBench task's first verification pays for it unless a preload did."""
@@ -99,7 +100,9 @@ def _preload(payload: dict[str, Any]) -> dict[str, Any]:
     worker's start overlaps other work. Only `PRELOADABLE` modules; never user code."""
     modules = [str(m) for m in payload.get("modules", []) if str(m) in PRELOADABLE]
     for name in modules:
-        importlib.import_module(name)
+        warm = getattr(importlib.import_module(name), "warm", None)
+        if callable(warm):  # a module of ours with a first use worth paying now
+            warm()
     return {"modules": modules}
 
 

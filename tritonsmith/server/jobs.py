@@ -34,7 +34,7 @@ from pygls.capabilities import get_capability
 from pygls.uris import to_fs_path
 
 from ..analysis.document import Document
-from ..evaluator.pool import WorkerPool, compile_workers
+from ..evaluator.pool import CANDIDATE_WARM_MODULES, WorkerPool, compile_workers
 from ..evaluator.predicted import predict_spec
 from ..evaluator.reports import (
     compile_file,
@@ -117,8 +117,8 @@ class CompileJobs:
                 env["TRITON_INTERPRET"] = "1"
             self._verify_imports = imports
             self._verify_pools = (WorkerPool(1, env=env), WorkerPool(1, env=env))
-            for pool in self._verify_pools:  # the candidate's worker warms up while the reference runs
-                pool.prestart()
+            self._verify_pools[0].prestart()  # the candidate's worker warms up while the reference runs
+            self._verify_pools[1].prestart(CANDIDATE_WARM_MODULES)
         return self._verify_pools
 
     def failure_log(self) -> FailureLog | None:
