@@ -243,3 +243,29 @@ def test_the_5k_line_soak_re_derives_from_its_json(name: str) -> None:
     assert row in PAGE, row
     if which != "before":
         assert data["spread_after_1000_mb"] <= 5  # issue 17's target, as the page says
+
+
+@pytest.mark.parametrize("run", [1, 2])
+def test_the_verification_cost_rows_re_derive_from_their_runs(run: int) -> None:
+    """Issue 35: the checks against an adversary cost about 1% of a verification."""
+    data = _load(f"verify-cost-{run}.json")
+    rows = load("verify_cost").table(data["runs"])
+    assert rows == data["rows"]
+    for line in rows:
+        assert line in PAGE, line
+
+
+def test_the_adversary_rows_re_derive_from_their_verdicts() -> None:
+    for side, label in (("before", "bf66243 (before)"),
+                        ("after", "after (4ef3f24 and the `--protocol kernelbench` try rule)")):
+        for run in (1, 2):
+            data = _load(f"adversary-{side}-{run}.json")
+            rows = data["rows"]
+            attacks = [r for r in rows if r["attack"]]
+            look_alikes = [r for r in rows if not r["attack"]]
+            verified = sum(bool(r["ok"]) for r in attacks)
+            named = sum(not r["ok"] and bool(r["named"]) for r in attacks)
+            line = (f"| {label} | {run} | {verified} | {named} | "
+                    f"{sum(bool(r['ok']) for r in look_alikes)} |")
+            assert line in PAGE, line
+            assert len(attacks) == 37 and len(look_alikes) == 6

@@ -157,3 +157,11 @@ def test_verify_under_a_published_protocol_names_it(capsys: pytest.CaptureFixtur
                  "--no-predict", "--no-timing"]) == 0
     out = capsys.readouterr().out
     assert "verified · interpreter · kernelbench-v0 protocol · 5 trials" in out
+
+
+def test_a_try_is_judged_by_what_it_wraps_except_under_kernelbenchs_own_rule() -> None:
+    from tritonsmith.evaluator.exploits import static_checks
+
+    source = (ADVERSARY / "ok06_try_around_a_device_query.py").read_text(encoding="utf-8")
+    assert [r for r in static_checks(source) if r.exploit == 3] == []
+    assert {r.exploit for r in static_checks(source, every_try=True)} == {3}
