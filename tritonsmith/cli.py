@@ -754,6 +754,19 @@ def _exit_without_teardown(code: int) -> None:
     os._exit(code)
 
 
+def _terminate_as_interrupt() -> None:
+    """SIGTERM (a killed editor, `kill`, a CI timeout) unwinds like Ctrl-C, so every worker pool
+    closes and removes its folder; Python's default would end the process on the spot, leaving
+    them in the temporary directory."""
+    import signal
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    with contextlib.suppress(ValueError):  # not the main thread
+        signal.signal(signal.SIGTERM, interrupt)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -761,11 +774,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._runtime import tune_gc
 
         tune_gc()
+        _terminate_as_interrupt()
     try:
         code = int(args.handler(args))
         if argv is None and args.handler is cmd_check:
             _exit_without_teardown(code)
         return code
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM: the pools have closed and removed their folders
+        print("tritonsmith: interrupted", file=sys.stderr)
+        return 130
     except UsageError as error:
         print(f"tritonsmith: error: {error.user_message}", file=sys.stderr)
         return 2

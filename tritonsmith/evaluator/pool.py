@@ -71,6 +71,9 @@ WARM_MODULES = ("torch", "triton", "triton.language")
 CANDIDATE_WARM_MODULES = (*WARM_MODULES, "tritonsmith.evaluator.accounting")
 """A candidate's worker also starts PyTorch's profiler (its first session costs most of a second)."""
 
+STARTING_WAIT_S = 2.0
+"""How long `close` waits for a worker another thread is starting (a process spawn: milliseconds)."""
+
 MEMBERS_EVERY_S = 0.5
 """How often the worker's session is scanned for processes user code started (a /proc scan
 costs a few milliseconds; the resident size of the ones known is read every `POLL_S`)."""
@@ -329,34 +332,38 @@ class WorkerPool:
         self.size = size
         self.output_limit_bytes = output_limit_bytes
         self._root = scratch_dir("tritonsmith-pool-")
-        base = os.environ if env is None else env
-        (self._root / "triton-cache").mkdir()
-        self._env = worker_environment(base, triton_cache_dir=self._root / "triton-cache")
-        # Values the workers are not given, from the server's environment and the one passed.
-        self._secrets = secret_values({**os.environ, **base})
-        command = [python or sys.executable, "-m", "tritonsmith.evaluator.worker"]
-        jailed = isolate_network and os.environ.get("TRITONSMITH_SANDBOX") != "reduced" and jail.namespaces_available()
-        if jailed:
-            imports = [p for p in self._env.get("PYTHONPATH", "").split(os.pathsep) if p]
-            self._env[jail.JAIL_ENV] = jail.jail_plan([self._root, runs_dir(), *writable], imports)
-            self._command = jail.jail_command(command)
-            self.sandbox = jail.JAIL_NAMESPACES
-            jail.set_not_dumpable()
-        else:
-            prefix = list(network_isolation_prefix()) if isolate_network else []
-            self._command = [*prefix, *command]
-            self.sandbox = jail.JAIL_REDUCED
-        self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
-        self._workers: set[_Worker] = set()
-        self._idle: list[_Worker] = []
-        self._starting = 0
-        self._closed = False
-        self._job_ids = itertools.count(1)
-        self._numbers = itertools.count(1)
-        self._finalizer = weakref.finalize(
-            self, _shutdown, self._workers, self._idle, self._lock, self._root
-        )
+        try:  # until the finalizer owns the folder, an interrupt (Ctrl-C, SIGTERM) removes it here
+            base = os.environ if env is None else env
+            (self._root / "triton-cache").mkdir()
+            self._env = worker_environment(base, triton_cache_dir=self._root / "triton-cache")
+            # Values the workers are not given, from the server's environment and the one passed.
+            self._secrets = secret_values({**os.environ, **base})
+            command = [python or sys.executable, "-m", "tritonsmith.evaluator.worker"]
+            jailed = isolate_network and os.environ.get("TRITONSMITH_SANDBOX") != "reduced" and jail.namespaces_available()
+            if jailed:
+                imports = [p for p in self._env.get("PYTHONPATH", "").split(os.pathsep) if p]
+                self._env[jail.JAIL_ENV] = jail.jail_plan([self._root, runs_dir(), *writable], imports)
+                self._command = jail.jail_command(command)
+                self.sandbox = jail.JAIL_NAMESPACES
+                jail.set_not_dumpable()
+            else:
+                prefix = list(network_isolation_prefix()) if isolate_network else []
+                self._command = [*prefix, *command]
+                self.sandbox = jail.JAIL_REDUCED
+            self._lock = threading.Lock()
+            self._changed = threading.Condition(self._lock)
+            self._workers: set[_Worker] = set()
+            self._idle: list[_Worker] = []
+            self._starting = 0
+            self._closed = False
+            self._job_ids = itertools.count(1)
+            self._numbers = itertools.count(1)
+            self._finalizer = weakref.finalize(
+                self, _shutdown, self._workers, self._idle, self._lock, self._root
+            )
+        except BaseException:
+            shutil.rmtree(self._root, ignore_errors=True)
+            raise
 
     # -- public API -------------------------------------------------------------------------
 
@@ -406,11 +413,16 @@ class WorkerPool:
     def close(self) -> None:
         """Kill every worker's process group, reap them, and remove the scratch directories.
 
-        Jobs still running get `failure="cancelled"`. Idempotent.
+        Jobs still running get `failure="cancelled"`. Idempotent. A worker another thread is
+        starting (a `prestart`) is waited for briefly: it sees the pool closed and disposes of
+        itself, so its folder is not made again inside the pool's after that is removed.
         """
         with self._lock:
             self._closed = True
             self._changed.notify_all()
+            deadline = time.monotonic() + STARTING_WAIT_S
+            while self._starting and (left := deadline - time.monotonic()) > 0:
+                self._changed.wait(left)
         self._finalizer()
 
     def __enter__(self) -> WorkerPool:
@@ -458,6 +470,7 @@ class WorkerPool:
             raise EvaluatorError(f"could not start an evaluator worker: {exc}") from exc
         with self._lock:
             self._starting -= 1
+            self._changed.notify_all()  # `close` may be waiting for this start
             self._workers.add(worker)
             if self._closed:  # closed while it started: do not let it outlive the pool
                 self._workers.discard(worker)

@@ -778,16 +778,18 @@ def verify_spec(
         verdict.notes += [f"line {line} branches on {what}: the CPU run answered as a GPU would and took the GPU's "
                           "side; the other side is not verified" for line, what in branches]
 
+    opened: list[WorkerPool] = []  # closed in `finally`, however far the setup got (Ctrl-C, SIGTERM)
     work = Path(tempfile.mkdtemp(prefix="tritonsmith-verify-", dir=runs_dir())).resolve()
-    own_pools = pools is None
-    if pools is None:
-        worker_env = dict(os.environ if env is None else env)
-        if mode == "interpreter":
-            worker_env["TRITON_INTERPRET"] = "1"
-        pools = (WorkerPool(1, env=worker_env), WorkerPool(1, env=worker_env))
-        pools[0].prestart()  # both workers start and import torch and Triton at once
-        pools[1].prestart(CANDIDATE_WARM_MODULES)
     try:
+        if pools is None:
+            worker_env = dict(os.environ if env is None else env)
+            if mode == "interpreter":
+                worker_env["TRITON_INTERPRET"] = "1"
+            opened.append(WorkerPool(1, env=worker_env))
+            opened.append(WorkerPool(1, env=worker_env))
+            pools = (opened[0], opened[1])
+            pools[0].prestart()  # both workers start and import torch and Triton at once
+            pools[1].prestart(CANDIDATE_WARM_MODULES)
         policy = parse_policy(torch_ops if torch_ops is not None else spec.torch_ops)
         run = _Run(spec, sources, work, mode, seed, tol, timeout_s, memory_mb or default_memory_mb(), pools,
                    cancel, policy)
@@ -823,9 +825,8 @@ def verify_spec(
         verdict.message = verdict.summary()
         return verdict
     finally:
-        if own_pools:
-            for pool in pools:
-                pool.close()
+        for pool in opened:
+            pool.close()
         shutil.rmtree(work, ignore_errors=True)
 
 
