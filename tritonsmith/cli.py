@@ -760,7 +760,13 @@ def _terminate_as_interrupt() -> None:
     them in the temporary directory."""
     import signal
 
+    owner = os.getpid()
+
     def interrupt(signum: int, frame: object) -> None:
+        if os.getpid() != owner:  # a forked checker (`check --jobs`): end as SIGTERM asks, quietly
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
         raise KeyboardInterrupt
 
     with contextlib.suppress(ValueError):  # not the main thread

@@ -165,3 +165,31 @@ def test_a_try_is_judged_by_what_it_wraps_except_under_kernelbenchs_own_rule() -
     source = (ADVERSARY / "ok06_try_around_a_device_query.py").read_text(encoding="utf-8")
     assert [r for r in static_checks(source) if r.exploit == 3] == []
     assert {r.exploit for r in static_checks(source, every_try=True)} == {3}
+
+
+def test_cuda_autocast_is_found_as_a_context_a_decorator_and_by_keyword() -> None:
+    from tritonsmith.evaluator.exploits import cuda_autocast
+
+    source = (
+        "import torch\nfrom torch.cuda.amp import autocast\n"
+        "@torch.cuda.amp.autocast()\ndef f(x):\n    return x\n"
+        "def g(x):\n    with torch.autocast('cuda', dtype=torch.float16):\n        return x\n"
+        "def h(x):\n    with torch.amp.autocast(device_type=\"cuda\"):\n        return x\n"
+        "def k(x):\n    with torch.autocast('cpu'):\n        return x\n"
+    )
+    assert [line for line, _ in cuda_autocast(source)] == [3, 7, 10]
+
+
+@pytest.mark.compiler
+def test_a_cuda_only_call_is_not_verified_and_named(tmp_path: Path, verify: Callable[[str], Verdict]) -> None:
+    """`torch.cuda.Event` cannot be honoured on the CPU: NOT VERIFIED, not the kernel's failure."""
+    source = (ADVERSARY / "ok04_device_assert_and_item_size.py").read_text(encoding="utf-8")
+    source = source.replace('        assert x.is_cuda, "a CUDA tensor is required"\n',
+                            '        assert x.is_cuda, "a CUDA tensor is required"\n'
+                            '        torch.cuda.Event(enable_timing=True).record()\n')
+    path = tmp_path / "timed_softmax.py"
+    path.write_text(source)
+    [spec] = detect_specs(path)
+    verdict = verify_spec(spec, mode="interpreter", timeout_s=60)
+    assert not verdict.ok and verdict.stage == "cuda-only", verdict.summary()
+    assert verdict.summary().startswith("NOT VERIFIED") and "dummy base class Event" in verdict.message

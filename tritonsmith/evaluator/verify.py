@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .exploits import ANSWERED_AS_A_GPU, Rejection, device_branches, static_checks
+from .exploits import ANSWERED_AS_A_GPU, Rejection, cuda_autocast, device_branches, static_checks
 from .jail import JAIL_REDUCED
 from .policy import judge_work, parse_policy
 from .pool import CANDIDATE_WARM_MODULES, WorkerPool
@@ -94,7 +94,7 @@ fp16/bf16 1e-2. Other dtypes fall back to `float32`'s value. An fp32 `tl.dot` ru
 NVIDIA tensor cores by default and misses 1e-4 on a GPU: pass `input_precision="ieee"` or give
 the spec a looser tolerance (docs/harness.md, "Tolerances")."""
 
-NOT_VERIFIED_STAGES = ("compile", "interpreter", "sizes", "imports", "branch")
+NOT_VERIFIED_STAGES = ("compile", "interpreter", "sizes", "imports", "branch", "cuda-only")
 """Stages that end a verification without a judgement of the kernel: it could not be run (a
 compile failure, a limit of the interpreter, sizes too large, an import the environment lacks)
 or the run could not cover it (a branch on where it runs). Every other stage is FAILED."""
@@ -118,7 +118,7 @@ class Verdict:
         trials: how many trials were run (or asked for, on an early failure).
         sizes: each size constant the inputs read -> (as written, used in the trials).
         stage: where it ended: "syntax", "static", "branch" (NOT VERIFIED: it branches on where it
-            runs), "inputs", "imports" (NOT VERIFIED), "candidate", "reference", "compare", "spec",
+            runs), "cuda-only" (NOT VERIFIED: a CUDA-only call or CUDA autocast the CPU cannot honour), "inputs", "imports" (NOT VERIFIED), "candidate", "reference", "compare", "spec",
             "work" (who computed the answer: policy.py, or an answer that existed before a kernel
             made it), "shapes", "interpreter"/"compile"/"sizes" (NOT VERIFIED), "timing", "done".
         message: one line: the failure, or the success summary.
@@ -279,6 +279,22 @@ def import_failure(message: str) -> str | None:
             f"interpreter that runs tritonsmith ({sys.executable}), or, for a module of your workspace, add "
             "the folder that holds it to the importPaths setting (import-paths in [tool.tritonsmith] of "
             "pyproject.toml), which the sandbox then lets the workers read")
+
+
+CUDA_ONLY_ERRORS = ("Tried to instantiate dummy base class", "has no attribute '_cuda_", "Torch not compiled with CUDA",
+                    "Found no NVIDIA driver")
+"""How a CUDA-only call (`torch.cuda.Event`, `torch.cuda.current_stream()`, a CUDA allocator
+query) fails on the CPU, where the shim (cuda_shim.py) cannot stand in for it."""
+
+
+def cuda_only_failure(message: str) -> str | None:
+    """For a candidate that failed on a CUDA-only call under the interpreter: that the CPU run
+    cannot honour it (NOT VERIFIED, the call named by the message's own frame), not that the
+    kernel is wrong; None for any other failure."""
+    if not any(marker in message for marker in CUDA_ONLY_ERRORS):
+        return None
+    return (f"the candidate calls a CUDA-only API the CPU run cannot honour ({message}); the kernel itself was "
+            "not judged: verify on a GPU")
 
 
 def _syntax(spec: Spec, candidate_source: str | None) -> tuple[str, dict[str, Any]] | None:
@@ -447,6 +463,8 @@ class _Run:
             verdict.message = str(candidate.payload.get("error")) if candidate.ok else self.failure(candidate)
             if not candidate.ok and (imports := import_failure(verdict.message)) is not None:
                 verdict.stage, verdict.message = "imports", imports
+            elif self.mode == "interpreter" and (cuda_only := cuda_only_failure(verdict.message)) is not None:
+                verdict.stage, verdict.message = "cuda-only", cuda_only
             if candidate.failure == "crashed" and self.mode == "interpreter":
                 # The interpreter has no bounds checks: a load or store outside its tensor
                 # writes over the worker's own memory.
@@ -766,6 +784,12 @@ def verify_spec(
     # tree) are confirmed or cleared by what the forward pass executes, never the only evidence.
     warnings = [r for r in found if not r.strict]
     verdict.notes += _ignored_directives(spec, candidate_source)
+    if mode == "interpreter" and (autocast := cuda_autocast(sources.candidate)):
+        verdict.stage = "cuda-only"
+        verdict.message = ("the candidate runs under CUDA autocast (" + "; ".join(
+            f"line {line}: {call}" for line, call in autocast) + "): on a GPU its operations run in half precision, "
+            "on the CPU in full; a run under the interpreter cannot show what the GPU computes (verify on a GPU)")
+        return verdict
     if mode == "interpreter" and (branches := device_branches(sources.candidate)):
         uncovered = [(line, what) for line, what in branches if what.split(" (through")[0] not in ANSWERED_AS_A_GPU]
         if uncovered:

@@ -77,7 +77,7 @@ def record_verdict(log: FailureLog, path: str, verdict: CheckVerdict, *, source:
     """A failed verification goes into the failure log too (stage "verify:<stage>"), for the
     adaptation work: which tricks and mistakes recur. `source` is the file as verified (read
     from `path` when not given), for the snippet and the hash of what was verified."""
-    if verdict.ok or verdict.stage in ("compile", "imports", "branch"):
+    if verdict.ok or verdict.stage in ("compile", "imports", "branch", "cuda-only"):
         return  # a skipped check (its compile failure is logged), the environment's failure or a run that
         # could not cover the kernel (a branch on the device), not a kernel's
     if source is None:
