@@ -67,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         source = Path(tritonsmith.__file__).resolve().parents[1]
         commit = subprocess.run(["git", "-C", str(source), "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, check=False).stdout.strip() or "not a git checkout"
-        Path(args.json).write_text(json.dumps({"package": str(source), "commit": commit, "summary": summary,
+        package = "this checkout" if source == ROOT else "a copy given on PYTHONPATH"  # no machine paths
+        Path(args.json).write_text(json.dumps({"package": package, "commit": commit, "summary": summary,
                                                "rows": rows}, indent=1) + "\n", encoding="utf-8")
     return 0
 

@@ -69,6 +69,10 @@ class LaunchGuard:
         return guard
 
     def _wrap(self, run: Callable[..., Any]) -> Callable[..., Any]:
+        from torch.autograd.profiler import record_function  # once, not on every launch
+
+        from .accounting import LAUNCH_SCOPE
+
         guard = self
 
         def guarded_run(fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -84,10 +88,6 @@ class LaunchGuard:
             observer = guard.observer
             if observer is None:
                 return run(fn, *args, **kwargs)
-            from torch.autograd.profiler import record_function
-
-            from .accounting import LAUNCH_SCOPE
-
             with record_function(LAUNCH_SCOPE):  # the interpreter's aten operations are the kernel's
                 token = observer.before_launch(name, _tensor_arguments(args, kwargs))
                 try:

@@ -338,7 +338,7 @@ def _bound_names(node: Node) -> set[str] | None:
         return names
     if kind in _COMPOUND:
         names = set()
-        for child in walk_statements(node):
+        for child in _walk_statements(node):
             found = _bound_names(child) if child is not node else set()
             if found is None:
                 return None
@@ -347,7 +347,7 @@ def _bound_names(node: Node) -> set[str] | None:
     return set()
 
 
-def walk_statements(node: Node) -> Iterator[Node]:
+def _walk_statements(node: Node) -> Iterator[Node]:
     """`node` and the statements nested in its blocks (not inside function or class bodies)."""
     yield node
     if node.type in ("function_definition", "class_definition", "decorated_definition"):
@@ -356,10 +356,10 @@ def walk_statements(node: Node) -> Iterator[Node]:
         if child.type in ("block", "else_clause", "elif_clause", "except_clause", "finally_clause",
                           "except_group_clause"):
             for statement in child.named_children:
-                yield from walk_statements(statement)
+                yield from _walk_statements(statement)
         elif child.type.endswith("_statement") or child.type in ("function_definition", "class_definition",
                                                                 "decorated_definition"):
-            yield from walk_statements(child)
+            yield from _walk_statements(child)
 
 
 def only_definitions(source: str, roots: set[str]) -> str:
