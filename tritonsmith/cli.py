@@ -29,7 +29,6 @@ from .settings import Settings, find_workspace_root, read_pyproject
 # The rules, the report and the workspace are imported where they are used: commands that need
 # none of them (`--help`, `verify`, `serve`'s start) do not wait 0.1 s for the rules to import.
 if TYPE_CHECKING:
-    from .evaluator.verify import Spec, Verdict
     from .report import FileFindings
     from .rules import Rule
     from .workspace import Workspace
@@ -323,92 +322,49 @@ def _tolerances(values: list[str]) -> dict[str, float]:
     return out
 
 
-def _predict(verdicts: list[Verdict], specs: list[Spec], source: str, path: Path, target: str,
-             env: dict[str, str]) -> None:
-    """Without a GPU: each verified spec's predicted `target` time, into its verdict's summary."""
-    from .evaluator.pool import WorkerPool
-    from .evaluator.predicted import predict_spec
-
-    verified = [(verdict, spec) for verdict, spec in zip(verdicts, specs, strict=False) if verdict.ok]
-    if not verified:
-        return
-    env = dict(env, TRITON_INTERPRET="1")
-    with WorkerPool(1, env=env) as reference, WorkerPool(1, env=env) as candidate, WorkerPool(1) as compiler:
-        for verdict, spec in verified:
-            predicted = predict_spec(spec, source, path=str(path), target=target, pools=(reference, candidate),
-                                     compile_pool=compiler)
-            verdict.details["predicted"] = predicted.to_json()
-
-
 def cmd_verify(args: argparse.Namespace) -> int:
     """Compile each kernel for each target in sandboxed workers and report per config; then
     check each spec in the file (KernelBench problem or in-file harness) against its reference,
-    and on a GPU time it."""
-    from .evaluator.pool import WorkerPool, compile_workers
-    from .evaluator.reports import (
-        compile_file,
-        correctness_blockers,
-        resource_summary,
-        settle_reports,
-        skipped_verdicts,
-    )
-    from .evaluator.sandbox import with_import_paths
-    from .evaluator.verify import detect_specs, verify_spec
+    and on a GPU time it (evaluator/pipeline.py, as a save and a search do)."""
+    from .evaluator.pipeline import Options, Pipeline
+    from .evaluator.pool import compile_workers
+    from .evaluator.reports import resource_summary
+    from .state import FailureLog, active_learned, record_checked
 
     path = Path(args.file)
     source = _read_text(path)
-    targets = [t for value in args.target for t in _csv(value)] if args.target else ["sm_90"]
-    kernels = [k for value in args.kernel for k in _csv(value)] if args.kernel else None
-    mode = _verify_mode(args.device)
-    from .state import FailureLog, active_learned, record_compile, record_verdict
-
+    root = find_workspace_root(path)
+    warnings: list[str] = []  # --timeout, --memory-mb over [tool.tritonsmith]
+    settings = _settings(args, root, warnings)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     tolerances = _tolerances(args.tolerance or [])
-    trials = args.trials
+    overrides: dict[str, object] = {"trials": args.trials, "tolerances": tolerances, "time_it": not args.no_timing,
+                                    "rounds": args.rounds, "predict": not args.no_predict}
+    if args.target:
+        overrides["targets"] = tuple(t for value in args.target for t in _csv(value))
+    if args.kernel:
+        overrides["kernels"] = tuple(k for value in args.kernel for k in _csv(value))
+    if args.torch_ops:
+        overrides["torch_ops"] = args.torch_ops
     if args.protocol:  # a published gate, so a published result is judged as its authors judged it
         from .benchmark.runner import PROTOCOLS
 
         chosen = PROTOCOLS[args.protocol]
-        tolerances = {**chosen.tolerances, **tolerances}
-        trials = max(trials, chosen.trials)
-    root = find_workspace_root(path)
+        overrides.update(protocol=args.protocol, tolerances={**chosen.tolerances, **tolerances},
+                         trials=max(args.trials, chosen.trials))
+    options = Options.from_settings(settings, root, mode=_verify_mode(args.device), **overrides)
     failure_log = FailureLog(root)
     learned = active_learned(root)  # their codes label the errors they match
-    limits_warnings: list[str] = []  # --timeout, --memory-mb over [tool.tritonsmith]
-    limits = _settings(args, root, limits_warnings)
-    for warning in limits_warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    env = with_import_paths(os.environ, limits.import_folders(root))  # the file's own modules, if any
-    with WorkerPool(size=args.jobs or compile_workers()) as pool:
-        reports = compile_file(pool, source, path=str(path), targets=targets, kernels=kernels, rules=learned)
-    record_compile(failure_log, str(path), source, reports)
-    if kernels and not reports:
-        raise UsageError(f"no kernel named {', '.join(kernels)} in {args.file}")
-    specs = detect_specs(path, source)
-    # Only a kernel that truly cannot launch stops the check: spills, a Config the autotuner
-    # prunes, or an error under assumed pointer types (the check records the real ones) do not.
-    blockers = correctness_blockers(reports, has_spec=bool(specs))
-    verdicts = [
-        verify_spec(spec, trials=trials, mode=mode, time_it=not args.no_timing, rounds=args.rounds,
-                    tolerances=tolerances, torch_ops=args.torch_ops, hang_s=limits.verify_timeout,
-                    memory_mb=limits.memory_limit_mb, env=env, protocol=args.protocol or "")
-        for spec in specs
-    ] if not blockers else skipped_verdicts(specs, blockers, mode)
-    # Compile again with the argument types recorded at the launches where they differ from the
-    # assumed ones; a failure inside Triton's interpreter of a kernel that compiles is said so.
-    if mode == "interpreter" and not args.no_predict:
-        _predict(verdicts, specs, source, path, targets[0], env)
-    reports = settle_reports(reports, verdicts, source=source, path=str(path), targets=targets, rules=learned)
-    record_compile(failure_log, str(path), source, [r for r in reports if r.recompiled])
-    compiled = all(r.ok for r in reports)  # vacuously, when no kernel is launched: the static checks say so
-    if compiled and reports:
-        from .adapt.contradict import record_compiled
-
-        for code in record_compiled(root, source, str(path)):
-            print(f"note: learned rule {code} flagged this file, which compiled: it is demoted "
-                  "(its matcher is retracted after a second such file)", file=sys.stderr)
-    for verdict in verdicts:
-        record_verdict(failure_log, str(path), verdict)
+    with Pipeline(options, compile_size=args.jobs or compile_workers()) as pipeline:
+        checked = pipeline.run(str(path), source, rules=learned)
+    for code in record_checked(failure_log, checked, root=root):
+        print(f"note: learned rule {code} flagged this file, which compiled: it is demoted "
+              "(its matcher is retracted after a second such file)", file=sys.stderr)
     failure_log.close()
+    if options.kernels and not checked.first_reports:
+        raise UsageError(f"no kernel named {', '.join(options.kernels)} in {args.file}")
+    reports, verdicts = checked.reports, checked.verdicts  # one verdict per spec the file holds
     if args.format == "json":
         listing = [
             {"kernel": r.kernel, "ok": r.ok, "status": r.status(), "assumed": r.assumed, "error": r.error,
@@ -417,7 +373,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                            "line": f.span.start[0] + 1, "column": f.span.start[1] + 1} for f in r.findings]}
             for r in reports
         ]
-        if not specs:
+        if not verdicts:
             print(json.dumps(listing, indent=2))
         else:  # files with a spec: the kernels plus each verdict
             print(json.dumps({"kernels": listing, "verification": [v.to_json() for v in verdicts]}, indent=2))
@@ -442,15 +398,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 print(f"{shown}: {verdict.name}: {verdict.summary()}")
             for note in verdict.notes:
                 print(f"  note: {note}")
-        if specs and not verdicts:
-            print(f"{shown}: correctness not checked (a kernel failed to compile)")
-        elif not specs:
+        if not verdicts:
             print("Correctness against a reference is not checked: this file has no spec (a KernelBench "
                   "problem, or a launcher with <name>_inputs and <name>_reference; see docs/harness.md, "
                   "or use the code action \"Create verification harness\").")
-    if specs:
-        return 0 if compiled and all(v.ok for v in verdicts) else 1
-    return 0 if reports and compiled else 1
+    return 0 if checked.ok else 1
 
 
 def _file_settings(args: argparse.Namespace, path: Path) -> tuple[Settings, Path]:
@@ -488,7 +440,14 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     )
     console = Console(stderr=True, highlight=False)
     cancel = threading.Event()
-    previous = signal.signal(signal.SIGINT, lambda *_: cancel.set())  # Ctrl-C: stop cleanly, resumable
+
+    def stop(signum: int, frame: object) -> None:
+        """Ctrl-C or SIGTERM: stop cleanly (the journal keeps the search, resumable); again: at once."""
+        if cancel.is_set():
+            raise KeyboardInterrupt
+        cancel.set()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     predicted = mode != "gpu" and args.objective != "interpreter" and not args.ray
     unit = "GPU time" if mode == "gpu" else (
         f"predicted {args.target} time" if predicted else "interpreter time (not a GPU figure)")
@@ -508,7 +467,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                               f"proposer {opened.search.proposer.name}, {unit}")
                 result = opened.search.run()
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     leaders = result.leaders()
     table = Table(title=f"fastest verified candidates in screening ({unit}; unconfirmed, a few calls each)")
     columns = ("node", "step", "screening", "spread") + (("predicted µs",) if predicted else ()) + (
@@ -530,7 +490,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     aside = result.set_aside
     why = (f"plateau ({patience} candidates in a row found nothing faster)" if result.stopped == "plateau"
            else result.stopped)
-    console.print(f"stopped: {why}; {result.tree.evaluated_count - 1} candidates"
+    console.print(f"stopped: {why}; {max(0, result.tree.evaluated_count - 1)} candidates"
                   + (f" ({aside} set aside: the same kernel as an evaluated one once hints that cannot change "
                      "the measured time are ignored; not re-timed)" if aside else "")
                   + (f"; ${result.cost_usd:.2f} spent" if result.cost_usd else "")
@@ -561,7 +521,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         }, indent=2))
     if not result.improved or out is None:
         console.print(f"{result.outcome_text()} ({unit}): no patch written")
-        return 1
+        return 130 if cancel.is_set() else 1  # 130: interrupted, as a shell reports Ctrl-C
     assert result.best is not None
     others = result.tied.get(result.best.id, [])
     ties = (f" ({len(others)} other candidates tie with it in screening; it changes the fewest lines)" if others else "")

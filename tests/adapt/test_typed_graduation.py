@@ -163,7 +163,7 @@ def test_failures_in_one_kernel_do_not_graduate_a_typed_matcher(tmp_path: Path, 
 
 
 def test_a_flagged_kernel_that_compiles_demotes_the_rule_and_a_second_retracts_its_matcher(tmp_path: Path, capsys):
-    from tritonsmith.adapt.contradict import record_compiled
+    from tritonsmith.state.contradictions import record_compiled
 
     failing = [CUMSUM.format(name=f"scan_{i}", value=value, axis=1) for i, value in enumerate(("v", "row", "x"))]
     record(tmp_path, failing, "tl.cumsum", CUMSUM_MESSAGE)

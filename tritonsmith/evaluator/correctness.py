@@ -356,7 +356,7 @@ def _check_candidate(payload: dict[str, Any]) -> dict[str, Any]:
 
     from .attribution import WorkRecorder
     from .guards import LaunchGuard, poisoned
-    from .integrity import Fence, FenceBreach, Snapshot
+    from .integrity import Fence, FenceBreach, RoundTrips, Snapshot
 
     device = _prepare(payload)
     data = Path(payload["data_dir"])
@@ -381,6 +381,7 @@ def _check_candidate(payload: dict[str, Any]) -> dict[str, Any]:
     with poisoned(POISONS[0]):
         pass  # wrap the allocators before the candidate's module binds them
     fence = Fence.install() if device == "cpu" else None
+    trips = RoundTrips.install(guard)
     untouched = Snapshot()  # after the verifier's own wrappers, before any candidate code
     python_threads = set(threading.enumerate())
     os_threads = _os_threads()
@@ -411,11 +412,15 @@ def _check_candidate(payload: dict[str, Any]) -> dict[str, Any]:
         guard.observer = recorder
         try:
             with poisoned(poison), torch.no_grad(), recorder or contextlib.nullcontext():
-                output = _outputs(model(*inputs))
+                with trips:
+                    returned = model(*inputs)
+                output = _outputs(returned)
         finally:
             guard.observer = None
         if device == "cuda":
             torch.cuda.synchronize()
+        if (why := trips.refusal("in a forward pass")) is not None:
+            raise _RoundTrip(why)
         return output
 
     try:
@@ -424,7 +429,13 @@ def _check_candidate(payload: dict[str, Any]) -> dict[str, Any]:
                                      tampered, run)
     except FenceBreach:
         pass
+    except _RoundTrip as trip:
+        return {"error": str(trip), "stage": "work"}
     return {"error": tampered("") or "the candidate left its thread", "retire": True}
+
+
+class _RoundTrip(Exception):
+    """Raised by the verifier after a forward pass that carried its work to the host (integrity.RoundTrips)."""
 
 
 def _candidate_trials(payload: dict[str, Any], device: str, data: Path, seed: int, tolerances: dict[str, float],

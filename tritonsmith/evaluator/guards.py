@@ -46,6 +46,7 @@ class LaunchGuard:
         # Each kernel's constexpr values at that launch (plain values only), so a kernel whose
         # constexprs the source computes at run time can still be compiled for the target.
         self.constexpr_values: dict[str, dict[str, Any]] = {}
+        self.launching = 0  # inside a launch: Triton's own code runs (integrity.RoundTrips)
 
     @classmethod
     def install(cls) -> LaunchGuard:
@@ -85,15 +86,19 @@ class LaunchGuard:
                 raise InjectedLaunchFailure(f"tritonsmith: injected failure of the launch of {name}")
             if guard.mode == "skip" and name in guard.skipped:
                 return None
-            observer = guard.observer
-            if observer is None:
-                return run(fn, *args, **kwargs)
-            with record_function(LAUNCH_SCOPE):  # the interpreter's aten operations are the kernel's
-                token = observer.before_launch(name, _tensor_arguments(args, kwargs))
-                try:
+            guard.launching += 1
+            try:
+                observer = guard.observer
+                if observer is None:
                     return run(fn, *args, **kwargs)
-                finally:
-                    observer.after_launch(token)
+                with record_function(LAUNCH_SCOPE):  # the interpreter's aten operations are the kernel's
+                    token = observer.before_launch(name, _tensor_arguments(args, kwargs))
+                    try:
+                        return run(fn, *args, **kwargs)
+                    finally:
+                        observer.after_launch(token)
+            finally:
+                guard.launching -= 1
 
         guarded_run.__wrapped__ = run  # type: ignore[attr-defined]
         return guarded_run

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
-__all__ = ["WATCHED_CLASSES", "WATCHED_MODULES", "Fence", "Snapshot"]
+__all__ = ["ROUND_TRIP_ELEMENTS", "WATCHED_CLASSES", "WATCHED_MODULES", "Fence", "RoundTrips", "Snapshot"]
 
 WATCHED_MODULES = (
     "builtins", "math", "hashlib", "io", "os", "os.path", "pickle", "time", "threading", "_thread",
@@ -184,3 +184,84 @@ class Fence:
 
     def __exit__(self, *exc: object) -> None:
         self.raised = False
+
+
+ROUND_TRIP_ELEMENTS = 64
+"""Elements a forward pass may carry out of tensors into Python or NumPy: a few sizes, offsets or
+flags (`.item()` for a size, `cu_seqlens.tolist()` of a small batch) are host-side bookkeeping;
+more is the work leaving the kernels."""
+
+
+class RoundTrips:
+    """Tensor data the candidate's forward pass carries to the host's Python or NumPy
+    (`.tolist()`, `.numpy()`, `np.asarray(x)`, DLPack, `.item()`), by elements. Threat model: the
+    candidate computes (part of) the answer in Python or NumPy, where no dispatcher records it,
+    and a kernel passes it on or nudges it. The values defence (an answer that existed before a
+    kernel, correctness.py) catches a whole answer; this catches the trip itself, so a partial or
+    disguised one is refused too, as KernelBench's checker refuses host-side work.
+
+    The routes are wrapped on `torch.Tensor` (installed before the namespace `Snapshot`, so a
+    candidate that unwraps them is refused as a change); calls inside a Triton launch are
+    Triton's own (its interpreter reads tensors through NumPy) and are not counted. Known ways
+    past: calling the C base class (`torch._C.TensorBase.tolist(x)`), `int()`/`float()` per
+    element, pickling a tensor to bytes."""
+
+    _installed: RoundTrips | None = None
+    ROUTES = ("tolist", "numpy", "__array__", "__dlpack__", "item")
+
+    def __init__(self, guard: Any) -> None:
+        self.guard = guard  # guards.LaunchGuard: its `launching` says Triton's own code runs
+        self.watching = False
+        self.moved: dict[str, int] = {}
+        self._inside = 0
+
+    @classmethod
+    def install(cls, guard: Any) -> RoundTrips:
+        if cls._installed is not None:
+            return cls._installed
+        import torch
+
+        trips = cls(guard)
+        for route in cls.ROUTES:
+            original = getattr(torch.Tensor, route)
+            setattr(torch.Tensor, route, trips._wrap(route, original))
+        cls._installed = trips
+        return trips
+
+    def _wrap(self, route: str, original: Any) -> Any:
+        trips = self
+
+        def carried(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+            if trips.watching and not trips._inside and not trips.guard.launching:
+                try:
+                    count = int(tensor.numel())
+                except Exception:  # noqa: BLE001 - a tensor subclass without numel: count one
+                    count = 1
+                trips.moved[route] = trips.moved.get(route, 0) + count
+            trips._inside += 1  # `np.asarray(x)` calls `__array__`, which calls `numpy`: one trip
+            try:
+                return original(tensor, *args, **kwargs)
+            finally:
+                trips._inside -= 1
+
+        carried.__wrapped__ = original  # type: ignore[attr-defined]
+        carried.__name__ = route
+        return carried
+
+    def __enter__(self) -> RoundTrips:
+        self.moved = {}
+        self.watching = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.watching = False
+
+    def refusal(self, when: str) -> str | None:
+        """Why the forward pass is refused, when it carried more than `ROUND_TRIP_ELEMENTS`."""
+        total = sum(self.moved.values())
+        if total <= ROUND_TRIP_ELEMENTS:
+            return None
+        shown = ", ".join(f"{route} {count}" for route, count in sorted(self.moved.items()))
+        return (f"the forward pass carried {total} tensor elements to the host's Python or NumPy {when} "
+                f"({shown}; at most {ROUND_TRIP_ELEMENTS} are sizes and offsets): the work left the kernels "
+                "(a CPU round trip, exploit 1: the answer computed outside the kernel)")

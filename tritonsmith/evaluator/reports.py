@@ -31,6 +31,7 @@ from ..analysis import Document, Kernel, ModuleIndex, index_module
 from ..analysis.syntax import definition_name
 from ..rules import Finding, Rule, Severity, Span, parse_version
 from ..rules.findings import Related
+from .pipeline import Stage
 from .pool import WorkerPool
 from .predict import format_seconds
 from .protocol import Job
@@ -377,7 +378,7 @@ def skipped_verdicts(specs: list[Any], reasons: list[str], mode: str) -> list[Ve
     """The verdict of each spec whose check did not run because a kernel does not compile:
     stage "compile", with why (so `--format json` never has an empty `verification`)."""
     why = "; ".join(reasons)
-    return [Verdict(ok=False, mode=mode, trials=0, name=spec.name, row=getattr(spec, "row", 0), stage="compile",
+    return [Verdict(ok=False, mode=mode, trials=0, name=spec.name, row=getattr(spec, "row", 0), stage=Stage.COMPILE,
                     message=f"correctness not checked: {why}") for spec in specs]
 
 
@@ -606,9 +607,7 @@ def settle_reports(
     - each kernel whose compile assumed types is compiled again with the types recorded at its
       launches in the check, when they differ (an int32 buffer is `*i32`, not the `*fp32` guess),
       or loses the word "assumed" when they agree;
-    - a kernel whose constexprs only the run settled is compiled with the values recorded there;
-    - a candidate that failed inside Triton's interpreter while its kernel compiles for the
-      targets gets the verdict "interpreter limitation", not a kernel failure.
+    - a kernel whose constexprs only the run settled is compiled with the values recorded there.
 
     `pool` runs the new compiles (a fresh one-worker pool when None), labelling errors with
     `rules` as `compile_file` does; the reports compiled again are marked `recompiled`."""
@@ -642,8 +641,6 @@ def settle_reports(
             report.recompiled = True
         by_name = {r.kernel: r for r in again if r.results or not r.error}
         reports = [by_name.get(r.kernel, r) for r in reports]
-    for verdict in verdicts:
-        _interpreter_limitation(verdict, reports, path)
     return reports
 
 
@@ -685,28 +682,3 @@ def interpreter_failure(traceback_text: str, kernels: set[str]) -> tuple[str, st
         path, line, _ = stack[user[-1]]
         return stack[launched[0]][2], error, path, line
     return None
-
-
-def _interpreter_limitation(verdict: Verdict, reports: list[KernelReport], path: str) -> None:
-    """Turn a candidate failure raised inside Triton's interpreter, for a kernel that compiles
-    for the targets, into the verdict "interpreter limitation" (stage "interpreter")."""
-    if verdict.ok or verdict.mode != "interpreter" or verdict.stage not in ("candidate", "shapes"):
-        return
-    by_name = {r.kernel: r for r in reports}
-    for key, payload in verdict.details.items():
-        if not key.endswith(".candidate") or not isinstance(payload, dict) or not payload.get("traceback"):
-            continue
-        found = interpreter_failure(str(payload["traceback"]), set(by_name))
-        if found is None:
-            continue
-        kernel, error, file, line = found
-        report = by_name[kernel]
-        targets = sorted({str(e.get("target")) for e in report.results if e.get("ok")})
-        if not report.ok or not targets:
-            return  # it does not compile either: the kernel's own failure
-        shown = path if os.path.basename(file) == os.path.basename(path) else os.path.basename(file)
-        verdict.stage = "interpreter"
-        verdict.message = (f"interpreter limitation: {error} (in {kernel}, {shown}:{line}); "
-                           f"{kernel} compiles for {', '.join(targets)}, so this is Triton's interpreter, "
-                           "not the kernel: verify it on a GPU")
-        return

@@ -43,6 +43,7 @@ from typing import Any
 
 from .exploits import ANSWERED_AS_A_GPU, Rejection, cuda_autocast, device_branches, static_checks
 from .jail import JAIL_REDUCED
+from .pipeline import Stage, Standing, standing
 from .policy import judge_work, parse_policy
 from .pool import CANDIDATE_WARM_MODULES, WorkerPool
 from .protocol import Job, Result
@@ -94,11 +95,6 @@ fp16/bf16 1e-2. Other dtypes fall back to `float32`'s value. An fp32 `tl.dot` ru
 NVIDIA tensor cores by default and misses 1e-4 on a GPU: pass `input_precision="ieee"` or give
 the spec a looser tolerance (docs/harness.md, "Tolerances")."""
 
-NOT_VERIFIED_STAGES = ("compile", "interpreter", "sizes", "imports", "branch", "cuda-only")
-"""Stages that end a verification without a judgement of the kernel: it could not be run (a
-compile failure, a limit of the interpreter, sizes too large, an import the environment lacks)
-or the run could not cover it (a branch on where it runs). Every other stage is FAILED."""
-
 TIMING_ROUNDS = 10
 RUNS_PER_ROUND = 10
 HOST_GAP_MS = 0.25
@@ -117,10 +113,8 @@ class Verdict:
         row: 0-based row of its definition (where the editor shows the verdict).
         trials: how many trials were run (or asked for, on an early failure).
         sizes: each size constant the inputs read -> (as written, used in the trials).
-        stage: where it ended: "syntax", "static", "branch" (NOT VERIFIED: it branches on where it
-            runs), "cuda-only" (NOT VERIFIED: a CUDA-only call or CUDA autocast the CPU cannot honour), "inputs", "imports" (NOT VERIFIED), "candidate", "reference", "compare", "spec",
-            "work" (who computed the answer: policy.py, or an answer that existed before a kernel
-            made it), "shapes", "interpreter"/"compile"/"sizes" (NOT VERIFIED), "timing", "done".
+        stage: where it ended (`pipeline.Stage`; `standing` reads it as verified, NOT VERIFIED
+            or FAILED).
         message: one line: the failure, or the success summary.
         rejections: the static-check failures, when `stage == "static"`.
         timing: GPU timings (never for the interpreter).
@@ -136,7 +130,7 @@ class Verdict:
     name: str = "ModelNew"
     row: int = 0
     sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
-    stage: str = "done"
+    stage: Stage = Stage.DONE
     message: str = ""
     rejections: list[Rejection] = field(default_factory=list)
     timing: Timing | None = None
@@ -146,6 +140,16 @@ class Verdict:
     work: str = ""  # who computed what (policy.py): "Triton computes: k ×1; PyTorch computes: nothing"
     sandbox: str = ""
     protocol: str = ""  # a published benchmark's gate it was judged by (`verify --protocol`), if any
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "stage":  # the vocabulary is closed: an unknown stage is a bug, raised here
+            value = Stage(value)
+        super().__setattr__(name, value)
+
+    @property
+    def standing(self) -> Standing:
+        """verified, NOT VERIFIED or FAILED (pipeline.standing: the one rule)."""
+        return standing(self.ok, self.stage)
 
     def sizes_text(self) -> str:
         """"batch_size=16 (of 4096), dim=3072 (of 393216)", or "as written (N=64000)"."""
@@ -159,9 +163,8 @@ class Verdict:
         """One line for a code lens: "verified · interpreter · 3 trials" (with the speedup on a
         GPU), or "FAILED · interpreter · compare: output 1: ..." cut short; `summary` has it all."""
         if not self.ok:
-            label = "NOT VERIFIED" if self.stage in NOT_VERIFIED_STAGES else "FAILED"
             first = (self.message or "").splitlines()[0] if self.message else ""
-            text = f"{label} · {self.mode} · {self.stage}: {first}"
+            text = f"{self.standing} · {self.mode} · {self.stage}: {first}"
             return text if len(text) <= 90 else text[:89].rstrip() + "…"
         text = f"verified · {self.mode} · {self.trials} trials"
         if self.timing is not None:
@@ -172,9 +175,7 @@ class Verdict:
         """"verified · interpreter · 3 trials · sizes: batch_size=16, dim=192", or the failure."""
         if not self.ok:
             ran = f" · sizes: {self.sizes_text()}" if self.sizes and self.stage not in ("static", "shapes", "syntax", "compile") else ""
-            # Not run (a kernel does not compile) or stopped by the interpreter: not a kernel failure.
-            label = "NOT VERIFIED" if self.stage in NOT_VERIFIED_STAGES else "FAILED"
-            return f"{label} · {self.mode}{self._protocol()} · {self.stage}: {self.message}{ran}"
+            return f"{self.standing} · {self.mode}{self._protocol()} · {self.stage}: {self.message}{ran}"
         text = f"verified · {self.mode}{self._protocol()} · {self.trials} trials · sizes: {self.sizes_text()}"
         if self.work:
             text += f" · {self.work}"
@@ -404,13 +405,13 @@ class _Run:
                  "inputs": str(self.spec.reference)}
         return _failure(result, self.work, roles)
 
-    def reference_failed(self, result: Result, stage: str, where: str = "") -> tuple[str, str]:
+    def reference_failed(self, result: Result, stage: Stage, where: str = "") -> tuple[Stage, str]:
         """(stage, message) of a failed reference job: "imports" and what to do when the file
         cannot import a module in the workers (the environment's fault, not the reference's),
         else `stage` and "the reference failed{where}: ..."."""
         message = self.failure(result)
         if (imports := import_failure(message)) is not None:
-            return "imports", imports
+            return Stage.IMPORTS, imports
         return stage, f"the reference failed{where}: {message}"
 
     def job(self, kind: str, folder: Path, **payload: Any) -> Job:
@@ -451,7 +452,7 @@ class _Run:
             self.reference_s = float(inputs.payload["forward_s"])
         verdict.details["limits"] = self.limits()
         if not inputs.ok:
-            verdict.stage, verdict.message = self.reference_failed(inputs, "inputs")
+            verdict.stage, verdict.message = self.reference_failed(inputs, Stage.INPUTS)
             return False, folder, paths
         manifest = inputs.payload
         candidate = self.candidate_pool.run(self.job(
@@ -459,12 +460,13 @@ class _Run:
             checks=checks), self.cancel)
         verdict.details[f"{name}.candidate"] = candidate.payload
         if not candidate.ok or candidate.payload.get("error"):
-            verdict.stage = "candidate"
+            # The worker may name one other stage: the work left the kernels (integrity.RoundTrips).
+            verdict.stage = Stage.WORK if candidate.ok and candidate.payload.get("stage") == "work" else Stage.CANDIDATE
             verdict.message = str(candidate.payload.get("error")) if candidate.ok else self.failure(candidate)
             if not candidate.ok and (imports := import_failure(verdict.message)) is not None:
-                verdict.stage, verdict.message = "imports", imports
+                verdict.stage, verdict.message = Stage.IMPORTS, imports
             elif self.mode == "interpreter" and (cuda_only := cuda_only_failure(verdict.message)) is not None:
-                verdict.stage, verdict.message = "cuda-only", cuda_only
+                verdict.stage, verdict.message = Stage.CUDA_ONLY, cuda_only
             if candidate.failure == "crashed" and self.mode == "interpreter":
                 # The interpreter has no bounds checks: a load or store outside its tensor
                 # writes over the worker's own memory.
@@ -478,11 +480,11 @@ class _Run:
             checks=checks), self.cancel)
         verdict.details[f"{name}.reference"] = compared.payload
         if not compared.ok:
-            verdict.stage, verdict.message = self.reference_failed(compared, "reference")
+            verdict.stage, verdict.message = self.reference_failed(compared, Stage.REFERENCE)
             return False, folder, paths
         failures = [t for t in compared.payload.get("trials", []) if not t.get("ok")]
         if compared.payload.get("error") or failures:
-            verdict.stage = "compare"
+            verdict.stage = Stage.COMPARE
             verdict.message = str(compared.payload.get("error") or failures[0]["error"])
             casts = dict((candidate.payload.get("attribution") or {}).get("casts") or {})
             if casts and failures:  # the likely cause, named
@@ -490,12 +492,12 @@ class _Run:
                 verdict.message += f" (the candidate changes precision: {shown}; exploit 11: precision downgrade)"
             return False, folder, paths
         if compared.payload.get("degenerate"):
-            verdict.stage, verdict.message = "spec", str(compared.payload["degenerate"])
+            verdict.stage, verdict.message = Stage.SPEC, str(compared.payload["degenerate"])
             return False, folder, paths
         if checks and not self.judge(verdict, candidate.payload, compared.payload):
             return False, folder, paths
         if compared.payload.get("elsewhere"):  # the answer came from elsewhere, under any policy
-            verdict.stage, verdict.message = "work", str(compared.payload["elsewhere"])
+            verdict.stage, verdict.message = Stage.WORK, str(compared.payload["elsewhere"])
             return False, folder, paths
         return True, folder, paths
 
@@ -513,7 +515,7 @@ class _Run:
         verdict.details["attribution"] = {**attribution, "policy": judgement.policy, "reference_ops": reference_ops}
         verdict.notes += judgement.notes
         if judgement.error:
-            verdict.stage, verdict.message = "work", judgement.error
+            verdict.stage, verdict.message = Stage.WORK, judgement.error
             return False
         return True
 
@@ -531,7 +533,7 @@ class _Run:
         init = self.reference_pool.run(self.job("verify_inputs", folder, reference=str(paths["reference"]), trials=0),
                                        self.cancel)
         if not init.ok:
-            verdict.stage, verdict.message = self.reference_failed(init, "timing", " at the sizes as written")
+            verdict.stage, verdict.message = self.reference_failed(init, Stage.TIMING, " at the sizes as written")
             return False
         with gpu_lock():
             for r, round_seed in enumerate(round_seeds):
@@ -545,7 +547,7 @@ class _Run:
                         check_seed=round_seed ^ check_key,
                         environment=r == 0 and role == "reference"), self.cancel)
                     if not result.ok or result.payload.get("error"):
-                        verdict.stage = "timing"
+                        verdict.stage = Stage.TIMING
                         verdict.message = str(result.payload.get("error")) if result.ok else (
                             f"timing the {role} failed: {self.failure(result)}")
                         return False
@@ -559,14 +561,14 @@ class _Run:
                 "time_check", folder, file=str(paths["reference"]), round_seeds=round_seeds,
                 check_seeds=[seed ^ check_key for seed in round_seeds]), self.cancel)
         if not checked.ok or checked.payload.get("error"):
-            verdict.stage = "timing"
+            verdict.stage = Stage.TIMING
             verdict.message = str(checked.payload.get("error")) if checked.ok else self.failure(checked)
             return False
         timing = summarize(times["reference"], times["candidate"], environment)
         event = timing.candidate_median
         host_median = sorted(host["candidate"])[len(host["candidate"]) // 2]
         if self.mode == "gpu" and host_median > 2 * event + HOST_GAP_MS:
-            verdict.stage = "timing"
+            verdict.stage = Stage.TIMING
             verdict.message = (f"host time {host_median:.3f} ms against {event:.3f} ms on the timed stream: "
                                "work runs outside the stream the timer watches (exploit 7: side stream)")
             return False
@@ -677,7 +679,7 @@ def _another_path(verdict: Verdict, candidate: str, plan: SizePlan, sizes: Mappi
     changed = sizes if sizes is not None else plan.scaled
     scaled = ", ".join(f"{n}={used} (of {written})" for n, (written, used) in changed.items())
     verdict.notes.append(f"at the checked sizes the candidate failed: {verdict.stage}: {verdict.message}")
-    verdict.stage = "sizes"
+    verdict.stage = Stage.SIZES
     verdict.message = (f"the launcher chooses its path by size ({shown}) and the interpreter checked smaller sizes "
                        f"than the task's ({scaled}): the failure may be on a path the task's sizes never take; "
                        "verify on a GPU at the sizes as written, or make the small path correct")
@@ -701,7 +703,7 @@ def _extra_shapes(run: _Run, verdict: Verdict, plan: SizePlan) -> bool:
     if probe.stage in ("inputs", "reference", "spec"):
         verdict.notes.append(f"extra sizes {shown} skipped: the reference fails at them ({probe.message})")
         return True
-    verdict.stage = "shapes"
+    verdict.stage = Stage.SHAPES
     verdict.message = f"at sizes {shown}: {probe.message} (exploit 14: hard-coding the test shape)"
     _another_path(verdict, run.sources.candidate, plan, plan.tail)
     return False
@@ -766,7 +768,7 @@ def verify_spec(
     verdict = Verdict(ok=False, mode=mode, trials=trials, name=spec.name, row=spec.row, sizes=sizes,
                       protocol=protocol)
     if (syntax := _syntax(spec, candidate_source)) is not None:  # not "the reference failed"
-        verdict.stage, verdict.message = "syntax", syntax[0]
+        verdict.stage, verdict.message = Stage.SYNTAX, syntax[0]
         verdict.details["syntax"] = syntax[1]
         return verdict
     if not plan.within_budget and mode == "interpreter":
@@ -777,7 +779,7 @@ def verify_spec(
                           every_try=protocol == "kernelbench")  # its checker's regex refuses any try
     rejections = [r for r in found if r.strict]
     if rejections:
-        verdict.stage, verdict.rejections = "static", rejections
+        verdict.stage, verdict.rejections = Stage.STATIC, rejections
         verdict.message = "; ".join(str(r) for r in rejections)
         return verdict
     # Name-based findings (a torch call on the path from forward, no launch seen in the syntax
@@ -785,7 +787,7 @@ def verify_spec(
     warnings = [r for r in found if not r.strict]
     verdict.notes += _ignored_directives(spec, candidate_source)
     if mode == "interpreter" and (autocast := cuda_autocast(sources.candidate)):
-        verdict.stage = "cuda-only"
+        verdict.stage = Stage.CUDA_ONLY
         verdict.message = ("the candidate runs under CUDA autocast (" + "; ".join(
             f"line {line}: {call}" for line, call in autocast) + "): on a GPU its operations run in half precision, "
             "on the CPU in full; a run under the interpreter cannot show what the GPU computes (verify on a GPU)")
@@ -793,7 +795,7 @@ def verify_spec(
     if mode == "interpreter" and (branches := device_branches(sources.candidate)):
         uncovered = [(line, what) for line, what in branches if what.split(" (through")[0] not in ANSWERED_AS_A_GPU]
         if uncovered:
-            verdict.stage = "branch"
+            verdict.stage = Stage.BRANCH
             verdict.message = ("the candidate branches on where it runs: " + "; ".join(
                 f"line {line} reads {what}" for line, what in uncovered) + ". A run on the CPU under Triton's "
                 "interpreter takes one side only, so the side a GPU takes is not verified (verify on a GPU, "
@@ -845,7 +847,7 @@ def verify_spec(
             folder, paths = run.files("timed", {} if mode == "gpu" else sizes)
             if not run.timing(verdict, folder, paths, rounds, runs):
                 return verdict
-        verdict.ok, verdict.stage = True, "done"
+        verdict.ok, verdict.stage = True, Stage.DONE
         verdict.message = verdict.summary()
         return verdict
     finally:
@@ -884,7 +886,7 @@ def profile_spec(spec: Spec, *, pools: tuple[WorkerPool, WorkerPool], candidate_
         init = run.reference_pool.run(run.job("verify_inputs", folder, reference=str(paths["reference"]), trials=0),
                                       cancel)
         if not init.ok:
-            return None, plan.main, run.reference_failed(init, "profile", " at the profiled sizes")[1]
+            return None, plan.main, run.reference_failed(init, Stage.REFERENCE, " at the profiled sizes")[1]
         # Which programs run is drawn here, where the candidate cannot see it (profile.py).
         result = run.candidate_pool.run(run.job("profile", folder, candidate=str(paths["candidate"]),
                                                 inputs_file=str(paths["inputs"]),

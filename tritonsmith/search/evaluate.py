@@ -19,21 +19,19 @@ Nothing here imports torch or triton.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..evaluator.confirm import confirm_predicted, confirm_speedup
-from ..evaluator.pool import WorkerPool
-from ..evaluator.predicted import predict_spec
-from ..evaluator.reports import KernelReport, compile_file, correctness_blockers, settle_reports
-from ..evaluator.sandbox import with_import_paths
+from ..evaluator.pipeline import Checked, Options, Pipeline
+from ..evaluator.predicted import PredictedTime
 from ..evaluator.stats import Confirmation, RoundPolicy
-from ..evaluator.verify import Spec, verify_spec
-from ..state import FailureLog, active_learned, record_compile, record_verdict
+from ..evaluator.verify import Spec
+from ..state import FailureLog, active_learned, record_checked
 from .model import Evaluation, Outcome, Task
 
 __all__ = ["CandidateEvaluator"]
@@ -66,12 +64,13 @@ class CandidateEvaluator:
         self.runs = runs or (10 if gpu else 1 if secondary else 3)
         self.failure_log = failure_log
         self.cancel = cancel
-        env = with_import_paths(os.environ, import_paths)
-        if not gpu:
-            env["TRITON_INTERPRET"] = "1"
-        self._env = env
-        self._compile_pool = WorkerPool(1)
-        self._verify_pools = (WorkerPool(1, env=env), WorkerPool(1, env=env))
+        # The pipeline `tritonsmith verify` and a save run, with the spec's own policy (the file
+        # the search started from): a candidate's text can change the kernel, never its judge.
+        self._pipeline = Pipeline(Options(
+            targets=(task.target,), mode="gpu" if gpu else "interpreter", trials=trials, tolerances=tolerances,
+            rounds=self.rounds, runs=self.runs, interpreter_timing=True, predict=secondary,
+            import_folders=tuple(import_paths)))
+        self._env = self._pipeline.options.env()
         self.baseline_ms: float | None = None  # the root's time, set by its evaluation
         self.baseline_predicted_s: float | None = None  # the root's predicted time (objective "predicted")
         self.objective = task.objective  # "time" from the start when the original cannot be predicted
@@ -79,54 +78,47 @@ class CandidateEvaluator:
     def evaluate(self, source: str) -> Evaluation:
         """Compile, verify and time `source` (a whole file); never raises for a bad candidate."""
         began = time.perf_counter()
-        evaluation = self._evaluate(source)
+        task = self.task
+        learned = active_learned(self.failure_log.root) if self.failure_log is not None else None
+        checked = self._pipeline.run(task.path, source, specs=[self.spec], candidate_source=source,
+                                     rules=learned, cancel=self.cancel)
+        if self.failure_log is not None:
+            record_checked(self.failure_log, checked, root=self.failure_log.root, stage_prefix="search",
+                           kernel=task.kernel)
+        evaluation = self._evaluate(checked)
+        if checked.verdicts:
+            evaluation.standing, evaluation.stage = str(checked.verdicts[0].standing), str(checked.verdicts[0].stage)
         evaluation.seconds = round(time.perf_counter() - began, 3)
         return evaluation
 
-    def _record_compile(self, source: str, reports: list[KernelReport]) -> None:
-        if self.failure_log is not None:
-            record_compile(self.failure_log, self.task.path, source, reports)
-
-    def _evaluate(self, source: str) -> Evaluation:
+    def _evaluate(self, checked: Checked) -> Evaluation:
         task = self.task
-        learned = active_learned(self.failure_log.root) if self.failure_log is not None else None
-        reports = compile_file(self._compile_pool, source, path=task.path, targets=[task.target],
-                               cancel_event=self.cancel, rules=learned)
-        self._record_compile(source, reports)
         resources: list[dict[str, Any]] = [
             {"kernel": r.kernel, "config": e.get("config"), "target": e.get("target"), "resources": e.get("resources")}
-            for r in reports for e in r.results if e.get("ok")
+            for r in checked.first_reports for e in r.results if e.get("ok")
         ]
         # Only a kernel that truly cannot launch is "not compiled": spills, a Config the autotuner
-        # prunes and errors under assumed pointer types (re-checked below) are not.
-        blockers = correctness_blockers(reports)
-        if blockers:
-            return Evaluation(Outcome.NOT_COMPILED, message=blockers[0], resources=resources)
-        verdict = verify_spec(
-            self.spec, mode="gpu" if task.device == "gpu" else "interpreter", candidate_source=source,
-            rounds=self.rounds, runs=self.runs, interpreter_timing=True, pools=self._verify_pools,
-            cancel=self.cancel, trials=self.trials, tolerances=self.tolerances,
-        )
-        reports = settle_reports(reports, [verdict], source=source, path=task.path, targets=[task.target],
-                                 pool=self._compile_pool, rules=learned, cancel_event=self.cancel)
-        self._record_compile(source, [r for r in reports if r.recompiled])
-        failed = [r for r in reports if not r.ok]
+        # prunes and errors under assumed pointer types (compiled again with the recorded types) are not.
+        if checked.blockers:
+            return Evaluation(Outcome.NOT_COMPILED, message=checked.blockers[0], resources=resources)
+        failed = [r for r in checked.reports if not r.ok]
         if failed:  # it compiles with the types recorded at its launches no better
             first = failed[0]
             errors = [f for f in first.findings if f.severity.value == "error"] or first.findings
             message = errors[0].message if errors else (first.error or "compilation failed")
             return Evaluation(Outcome.NOT_COMPILED, message=message, resources=resources)
-        if self.failure_log is not None and not verdict.ok:
-            record_verdict(self.failure_log, task.path, verdict, source=source, stage_prefix="search",
-                           kernel=task.kernel)
-        if not verdict.ok or verdict.timing is None:
-            return Evaluation(Outcome.WRONG, message=verdict.message or verdict.summary(), resources=resources)
+        verdict = checked.verdicts[0] if checked.verdicts else None
+        if verdict is None or not verdict.ok or verdict.timing is None:
+            message = verdict.message or verdict.summary() if verdict is not None else "cancelled"
+            return Evaluation(Outcome.WRONG, message=message, resources=resources)
         timing = verdict.timing
         time_ms = timing.candidate_median  # few runs under the interpreter: the median is robust
         if self.baseline_ms is None:
             self.baseline_ms = time_ms
         if self.objective == "predicted":
-            return self._predicted(source, verdict.summary(), time_ms, resources)
+            predicted = checked.predicted.get(self.spec.name)
+            if predicted is not None:
+                return self._predicted(predicted, verdict.summary(), time_ms, resources)
         rounds = timing.candidate_rounds or (time_ms,)
         speedup = self.baseline_ms / max(time_ms, 1e-12)
         spread = (self.baseline_ms / max(max(rounds), 1e-12), self.baseline_ms / max(min(rounds), 1e-12))
@@ -134,20 +126,20 @@ class CandidateEvaluator:
                           message=verdict.summary(), resources=resources,
                           reference_speedup=timing.speedup if task.device == "gpu" else None)
 
-    def _predicted(self, source: str, summary: str, time_ms: float, resources: list[dict[str, Any]]) -> Evaluation:
+    def _predicted(self, predicted: PredictedTime, summary: str, time_ms: float,
+                   resources: list[dict[str, Any]]) -> Evaluation:
         """A correct candidate ranked by its predicted target time (interpreter time kept)."""
         task = self.task
-        predicted = predict_spec(self.spec, source, path=task.path, target=task.target, pools=self._verify_pools,
-                                 compile_pool=self._compile_pool, cancel=self.cancel)
+        # The verdict's summary already ends with the predicted figure (the pipeline put it there).
         seconds = predicted.seconds
         if seconds is None or not seconds < float("inf"):
             if self.baseline_predicted_s is None:  # the original itself: fall back to interpreter time
                 self.objective = "time"
-                message = f"{summary} · {predicted.summary()}; the search ranks by interpreter time"
+                self._pipeline.reconfigure(replace(self._pipeline.options, predict=False))
+                message = f"{summary}; the search ranks by interpreter time"
                 return Evaluation(Outcome.CORRECT, speedup=1.0, spread=(1.0, 1.0), time_ms=time_ms,
                                   message=message, resources=resources)
-            return Evaluation(Outcome.CORRECT, speedup=None, time_ms=time_ms,
-                              message=f"{summary} · {predicted.summary()}", resources=resources)
+            return Evaluation(Outcome.CORRECT, speedup=None, time_ms=time_ms, message=summary, resources=resources)
         if self.baseline_predicted_s is None:
             self.baseline_predicted_s = seconds
         speedup = self.baseline_predicted_s / max(seconds, 1e-15)
@@ -155,7 +147,7 @@ class CandidateEvaluator:
         resources = resources + [{"kernel": e.kernel, "config": "as profiled", "target": task.target,
                                   "predicted": e.to_json()} for e in launches]
         return Evaluation(Outcome.CORRECT, speedup=speedup, spread=(speedup, speedup), time_ms=time_ms,
-                          message=f"{summary} · {predicted.summary()}", resources=resources, predicted_s=seconds)
+                          message=summary, resources=resources, predicted_s=seconds)
 
     def confirm(self, original: str, candidate: str,
                 progress: Callable[[int, Confirmation], None] | None = None) -> Confirmation:
@@ -170,9 +162,7 @@ class CandidateEvaluator:
                                tolerances=self.tolerances)
 
     def close(self) -> None:
-        self._compile_pool.close()
-        for pool in self._verify_pools:
-            pool.close()
+        self._pipeline.close()
 
     def __enter__(self) -> CandidateEvaluator:
         return self

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
 import time
 import uuid
@@ -34,17 +33,10 @@ from pygls.capabilities import get_capability
 from pygls.uris import to_fs_path
 
 from ..analysis.document import Document
-from ..evaluator.pool import CANDIDATE_WARM_MODULES, WorkerPool, compile_workers
-from ..evaluator.predicted import predict_spec
-from ..evaluator.reports import (
-    compile_file,
-    correctness_blockers,
-    settle_reports,
-    skipped_verdicts,
-    verdict_findings,
-)
-from ..evaluator.sandbox import with_import_paths
-from ..evaluator.verify import Verdict, default_mode, detect_specs, verify_spec
+from ..evaluator.pipeline import Checked, Options, Pipeline
+from ..evaluator.pool import WorkerPool, compile_workers
+from ..evaluator.reports import compile_file, verdict_findings
+from ..evaluator.verify import Verdict, default_mode
 from ..version import installed_triton_version
 from .compile_findings import anchor, compiled_on, kernel_texts
 
@@ -79,9 +71,7 @@ def job_summary(name: str, reports: Sequence[KernelReport], verdicts: Sequence[V
 class CompileJobs:
     def __init__(self, server: TritonsmithServer) -> None:
         self.server = server
-        self._pool: WorkerPool | None = None
-        self._verify_pools: tuple[WorkerPool, WorkerPool] | None = None
-        self._verify_imports: tuple[Path, ...] = ()
+        self._pipeline: Pipeline | None = None
         self._pending: dict[str, asyncio.TimerHandle] = {}
         self._idle: dict[str, asyncio.TimerHandle] = {}  # verifications waiting for no edits after an autosave
         self._save_reasons: dict[str, types.TextDocumentSaveReason] = {}
@@ -95,31 +85,23 @@ class CompileJobs:
         self._failure_log: FailureLog | None = None
         self._available: bool | None = None
 
+    def pipeline(self) -> Pipeline:
+        """The verification pipeline (evaluator/pipeline.py), as `tritonsmith verify` runs it,
+        with the workspace's current settings. Its workers start on the first save (an editor
+        that never saves pays nothing) and stay warm between saves (imports and Triton's compile
+        cache survive); the verification workers restart when the `importPaths` setting changes."""
+        state = self.server.workspace_state
+        options = Options.from_settings(state.settings, state.root, mode=default_mode())
+        if self._pipeline is None:
+            self._pipeline = Pipeline(options, compile_size=compile_workers(), prestart=True)
+        elif options != self._pipeline.options:
+            self._pipeline.reconfigure(options)
+        return self._pipeline
+
     @property
     def pool(self) -> WorkerPool:
-        if self._pool is None:  # started on the first save: an editor that never saves pays nothing
-            self._pool = WorkerPool(size=compile_workers())
-        return self._pool
-
-    def verify_pools(self) -> tuple[WorkerPool, WorkerPool]:
-        """The reference and candidate pools, kept warm between saves (imports and Triton's
-        compile cache survive), started on the first verification, and again when the
-        `importPaths` setting changed (the workers' `PYTHONPATH` and the jail's view)."""
-        state = self.server.workspace_state
-        imports = tuple(state.settings.import_folders(state.root)) if state.root is not None else ()
-        if self._verify_pools is not None and imports != self._verify_imports:
-            for pool in self._verify_pools:
-                pool.close()
-            self._verify_pools = None
-        if self._verify_pools is None:
-            env = with_import_paths(os.environ, imports)
-            if default_mode() == "interpreter":
-                env["TRITON_INTERPRET"] = "1"
-            self._verify_imports = imports
-            self._verify_pools = (WorkerPool(1, env=env), WorkerPool(1, env=env))
-            self._verify_pools[0].prestart()  # the candidate's worker warms up while the reference runs
-            self._verify_pools[1].prestart(CANDIDATE_WARM_MODULES)
-        return self._verify_pools
+        """The compile workers (a save's compile and the compiles while typing)."""
+        return self.pipeline().compile_pool
 
     def failure_log(self) -> FailureLog | None:
         """The workspace's failure log (`.tritonsmith/state.db`); None outside a workspace or when
@@ -140,21 +122,19 @@ class CompileJobs:
         root = self.server.workspace_state.root
         return active_learned(root) if root is not None else []
 
-    def _record(self, path: str, source: str, reports: Sequence[KernelReport],
-                verdicts: Sequence[Verdict] = ()) -> None:
-        """Each compile failure and failed check into the failure log (the adaptation learns
-        from them). Run off the event loop: recording parses the file."""
+    def _record(self, checked: Checked) -> None:
+        """What a save's run taught, into the failure log (the adaptation learns from it) and the
+        learned rules it contradicts (`state.record_checked`, as the command line records). Run
+        off the event loop: recording parses the file."""
         failure_log = self.failure_log()
         if failure_log is None:
             return
-        from ..state import record_compile, record_verdict
+        from ..state import record_checked
 
         try:
-            record_compile(failure_log, path, source, reports)
-            for verdict in verdicts:
-                record_verdict(failure_log, path, verdict)
-        except Exception:  # a locked or broken database must not lose the diagnostics
-            log.exception("failures of %s not recorded", path)
+            record_checked(failure_log, checked, root=self.server.workspace_state.root)
+        except Exception:  # a locked database or a malformed pack must not lose the diagnostics
+            log.exception("what the check of %s found is not recorded", checked.path)
 
     def available(self) -> bool:
         """Whether Triton is installed (read once: the client restarts the server after installing it)."""
@@ -358,65 +338,52 @@ class CompileJobs:
         state.compile_cancel = cancel
         self.running[uri] = asyncio.ensure_future(self._run(uri, state.document.text, cancel, verify=verify))
 
-    def _contradictions(self, source: str, path: str) -> None:
-        """A file that compiled corrects the learned rules that flagged it (adapt/contradict.py);
-        the corrected pack reaches open documents through the pack watcher."""
-        from ..adapt.contradict import record_compiled
-
-        root = self.server.workspace_state.root
-        if root is None:
-            return
-        try:
-            record_compiled(root, source, path)
-        except Exception:  # a malformed pack or a locked file: the next save tries again
-            log.exception("learned-rule contradictions of %s not recorded", path)
-
     async def _run(self, uri: str, source: str, cancel: threading.Event, *, verify: bool = True) -> None:
         settings = self.server.workspace_state.settings
         verify = verify and settings.verify_on_save == "verify"
-        targets = list(settings.targets) or ["sm_90"]
+        pipeline = self.pipeline()
+        targets = list(pipeline.options.targets)
         token = await self._begin_progress(f"Compiling kernels for {', '.join(targets)}")
         path = to_fs_path(uri) or uri
-        verdicts: list[Verdict] = []
         began = time.monotonic()
         log.info("%s: compiling for %s%s", Path(path).name, ", ".join(targets), " and verifying" if verify else "")
+        loop = asyncio.get_running_loop()
+
+        def progress(message: str) -> None:  # called from the pipeline's thread
+            if token is not None:
+                loop.call_soon_threadsafe(self.server.work_done_progress.report, token,
+                                          types.WorkDoneProgressReport(message=message))
+
+        checked: Checked | None = None
         try:
             learned = await asyncio.to_thread(self._learned_rules)
-            reports = await asyncio.to_thread(
-                compile_file, self.pool, source, path=path, targets=targets, cancel_event=cancel, rules=learned,
-            )
-            await asyncio.to_thread(self._record, path, source, reports)
             # Warnings (spills, a Config the autotuner prunes) and errors under assumed pointer
-            # types never stop the check; a kernel that truly cannot launch does, and says so.
-            blockers = correctness_blockers(reports)
-            if verify and not blockers and not cancel.is_set():
-                verdicts = await self._verify(path, source, token, cancel)
-                reports = await asyncio.to_thread(
-                    settle_reports, reports, verdicts, source=source, path=path, targets=targets,
-                    pool=self.pool, rules=learned, cancel_event=cancel)
-                await asyncio.to_thread(self._record, path, source, [r for r in reports if r.recompiled])
-            elif verify and not cancel.is_set():
-                verdicts = skipped_verdicts(detect_specs(Path(path), source), blockers, default_mode())
+            # types never stop the check; a kernel that truly cannot launch does, and says so. A
+            # hang or a memory hog ends in seconds (sandbox.py); a newer save sets `cancel`,
+            # which kills the running worker within the pool's poll.
+            checked = await asyncio.to_thread(pipeline.run, path, source, specs=None if verify else [],
+                                              rules=learned, cancel=cancel, progress=progress)
+            await asyncio.to_thread(self._record, checked)
         except Exception:  # a bug here must not take the editor down
             log.exception("compile job for %s failed", uri)
-            reports = None
         finally:
             self._end_progress(token, "cancelled" if cancel.is_set() else "done")
         state = self.server.documents.get(uri)
-        if reports is None or cancel.is_set() or state is None or state.compile_cancel is not cancel:
-            if reports is not None:
+        if checked is None or cancel.is_set() or state is None or state.compile_cancel is not cancel:
+            if checked is not None:
                 log.info("%s: superseded or closed after %.1f s", Path(path).name, time.monotonic() - began)
             return
+        reports, verdicts = checked.reports, checked.verdicts
+        for name, predicted in checked.predicted.items():
+            log.info("%s: %s", name, predicted.summary())
         log.info("%s", job_summary(Path(path).name, reports, verdicts, time.monotonic() - began))
         state.compile_reports = reports
         state.typing_failures = {}
         state.verdicts = verdicts
-        if reports and all(r.ok for r in reports):
-            await asyncio.to_thread(self._contradictions, source, path)
-        await asyncio.to_thread(self._record, path, source, [], verdicts)
-        checked = [f for verdict in verdicts if not verdict.ok for f in verdict_findings(Document(source), verdict)]
+        checked_findings = [f for verdict in verdicts if not verdict.ok
+                            for f in verdict_findings(Document(source), verdict)]
         state.compile_findings = await asyncio.to_thread(
-            anchor, source, [(r.kernel, r.findings) for r in reports], checked)
+            anchor, source, [(r.kernel, r.findings) for r in reports], checked_findings)
         state.compiled_texts = await asyncio.to_thread(kernel_texts, source, [r.kernel for r in reports])
         state.full_texts = dict(state.compiled_texts)
         from .publish import publish, refresh
@@ -425,35 +392,6 @@ class CompileJobs:
         refresh(self.server)
         if self.server.client_supports_code_lens_refresh:
             self.server.workspace_code_lens_refresh(None)
-
-    async def _verify(self, path: str, source: str, token: str | None, cancel: threading.Event) -> list[Verdict]:
-        """Check each spec in the file against its reference (the saved file on disk)."""
-        settings = self.server.workspace_state.settings
-        verdicts = []
-        for spec in detect_specs(Path(path), source):
-            if cancel.is_set():
-                break
-            if token is not None:
-                self.server.work_done_progress.report(
-                    token, types.WorkDoneProgressReport(message=f"checking {spec.name} against its reference"))
-            verdict = await asyncio.to_thread(
-                verify_spec, spec, pools=self.verify_pools(), cancel=cancel,
-                torch_ops=None if settings.torch_ops == "auto" else settings.torch_ops,
-                # A hang or a memory hog ends in seconds (sandbox.py); a newer save sets `cancel`,
-                # which kills the running worker within the pool's poll.
-                hang_s=settings.verify_timeout, memory_mb=settings.memory_limit_mb)
-            verdicts.append(verdict)
-            if verdict.ok and verdict.mode == "interpreter" and not cancel.is_set():
-                # Without a GPU, what the kernel would take on the first target (the lens shows it).
-                if token is not None:
-                    self.server.work_done_progress.report(
-                        token, types.WorkDoneProgressReport(message=f"predicting {spec.name}'s time"))
-                target = (list(settings.targets) or ["sm_90"])[0]
-                predicted = await asyncio.to_thread(predict_spec, spec, source, path=path, target=target,
-                                                    pools=self.verify_pools(), compile_pool=self.pool, cancel=cancel)
-                verdict.details["predicted"] = predicted.to_json()
-                log.info("%s: %s", spec.name, predicted.summary())
-        return verdicts
 
     async def _begin_progress(self, title: str) -> str | None:
         if not get_capability(self.server.client_capabilities, "window.work_done_progress", False):
@@ -480,12 +418,9 @@ class CompileJobs:
         self._idle.clear()
         self._typing.clear()
         self._typing_cancel.clear()
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
-        for pool in self._verify_pools or ():
-            pool.close()
-        self._verify_pools = None
+        if self._pipeline is not None:
+            self._pipeline.close()
+            self._pipeline = None
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ One home for what tritonsmith remembers about a workspace, below the evaluator a
     failure_log   every compile and verification failure, with its file and error position
     signature     error messages normalised, so the same mistake clusters across kernels
     record        failure-log rows from the evaluator's reports and verdicts
+    contradictions  a learned rule that flagged a file which compiled is demoted, then retracted
     journal       the search journal's tables: searches, evaluated nodes, confirmations
     experience    verified solutions per task and the demonstrations drawn from them
     learned       the learned-rule pack (`.tritonsmith/rules.toml`): statements, matchers and
@@ -21,7 +22,7 @@ from .db import state_dir
 from .experience import ExperienceMemory, ExperienceTask, experience_task
 from .failure_log import FailureLog, kernel_hash
 from .learned import active_learned, learned_path, load_learned, update_learned
-from .record import record_compile, record_verdict
+from .record import record_checked, record_compile, record_verdict
 from .signature import normalise
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "learned_path",
     "load_learned",
     "normalise",
+    "record_checked",
     "record_compile",
     "record_verdict",
     "state_dir",

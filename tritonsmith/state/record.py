@@ -17,7 +17,7 @@ from ..analysis.syntax import definition_name
 from ..version import installed_triton_version
 from .failure_log import FailureLog, kernel_hash
 
-__all__ = ["record_compile", "record_verdict"]
+__all__ = ["record_checked", "record_compile", "record_verdict"]
 
 
 class CompileReport(Protocol):
@@ -39,12 +39,56 @@ class CheckVerdict(Protocol):
 
     name: str
     ok: bool
-    stage: str
     message: str
     mode: str
 
     @property
+    def stage(self) -> str: ...  # a `pipeline.Stage`, which is a str
+
+    @property
     def rejections(self) -> Sequence[_Rejection]: ...
+
+    @property
+    def standing(self) -> str: ...  # "verified", "NOT VERIFIED" or "FAILED"
+
+
+class CheckedFile(Protocol):
+    """What `evaluator.pipeline.Checked` offers."""
+
+    path: str
+    source: str
+    cancelled: bool  # stopped before its end: its verdicts judge nothing
+
+    @property
+    def first_reports(self) -> Sequence[CompileReport]: ...  # the compile before the check
+
+    @property
+    def verdicts(self) -> Sequence[CheckVerdict]: ...
+
+    @property
+    def recompiled(self) -> Sequence[CompileReport]: ...  # compiled again with the launch types
+
+    @property
+    def compiled(self) -> bool: ...
+
+
+def record_checked(log: FailureLog, checked: CheckedFile, *, root: Path | None = None, stage_prefix: str = "verify",
+                   kernel: str | None = None) -> list[str]:
+    """Everything one run of the verification pipeline teaches, recorded the same way whoever
+    ran it (the command line, a save, a search): each compile failure (before and after the
+    check), each FAILED verdict and, when every kernel compiled, the learned rules the file
+    contradicts (`contradictions.py`; their codes are returned, corrected in `root`'s pack)."""
+    record_compile(log, checked.path, checked.source, checked.first_reports)
+    record_compile(log, checked.path, checked.source, checked.recompiled)
+    if checked.cancelled:
+        return []
+    for verdict in checked.verdicts:
+        record_verdict(log, checked.path, verdict, source=checked.source, stage_prefix=stage_prefix, kernel=kernel)
+    if root is None or not checked.first_reports or not checked.compiled:
+        return []
+    from .contradictions import record_compiled
+
+    return record_compiled(root, checked.source, checked.path)
 
 
 def record_compile(log: FailureLog, path: str, source: str, reports: Iterable[CompileReport]) -> None:
@@ -77,9 +121,9 @@ def record_verdict(log: FailureLog, path: str, verdict: CheckVerdict, *, source:
     """A failed verification goes into the failure log too (stage "verify:<stage>"), for the
     adaptation work: which tricks and mistakes recur. `source` is the file as verified (read
     from `path` when not given), for the snippet and the hash of what was verified."""
-    if verdict.ok or verdict.stage in ("compile", "imports", "branch", "cuda-only"):
-        return  # a skipped check (its compile failure is logged), the environment's failure or a run that
-        # could not cover the kernel (a branch on the device), not a kernel's
+    if verdict.standing != "FAILED":
+        return  # verified, or NOT VERIFIED: a skipped check (its compile failure is logged), the
+        # environment's or the interpreter's failure, or a run that could not cover the kernel
     if source is None:
         try:
             source = Path(path).read_text(encoding="utf-8")

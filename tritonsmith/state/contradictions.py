@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..rules import Matcher, Rule, Severity
 from ..rules.checks.query import QUERY_CHECK
-from ..state.learned import load_learned, update_learned
+from .learned import load_learned, update_learned
 
 __all__ = ["RETRACT_AFTER", "record_compiled"]
 
