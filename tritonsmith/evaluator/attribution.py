@@ -31,6 +31,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
+from .integrity import host_bytes
+
 __all__ = ["BOOKKEEPING", "CASTS", "Held", "LaunchRecord", "WorkRecorder", "tensors_in", "token_kernels"]
 
 ALLOCATORS = frozenset({
@@ -93,8 +95,7 @@ def content_hash(tensor: torch.Tensor, *, shape: bool = True) -> str:
     digest.update(f"{tuple(tensor.shape) if shape else ''}|{tensor.dtype}".encode())
     flat = tensor.detach().contiguous().reshape(-1).cpu()
     if flat.numel():
-        # The C method: the verifier's own reads are no round trip of the candidate's (integrity.RoundTrips).
-        digest.update(torch._C.TensorBase.numpy(flat.view(torch.uint8)).tobytes())
+        digest.update(host_bytes(flat))
     return digest.hexdigest()
 
 

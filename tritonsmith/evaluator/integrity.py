@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
-__all__ = ["ROUND_TRIP_ELEMENTS", "WATCHED_CLASSES", "WATCHED_MODULES", "Fence", "RoundTrips", "Snapshot"]
+__all__ = ["ROUND_TRIP_ELEMENTS", "WATCHED_CLASSES", "WATCHED_MODULES", "Fence", "RoundTrips", "Snapshot", "host_bytes"]
 
 WATCHED_MODULES = (
     "builtins", "math", "hashlib", "io", "os", "os.path", "pickle", "time", "threading", "_thread",
@@ -190,6 +190,15 @@ ROUND_TRIP_ELEMENTS = 64
 """Elements a forward pass may carry out of tensors into Python or NumPy: a few sizes, offsets or
 flags (`.item()` for a size, `cu_seqlens.tolist()` of a small batch) are host-side bookkeeping;
 more is the work leaving the kernels."""
+
+
+def host_bytes(tensor: Any) -> bytes:
+    """A CPU tensor's bytes, read by the verifier: through the C method, which `RoundTrips` does
+    not wrap, so the verifier's own reads (hashing outputs, the recorder's hashes during a forward
+    pass) are never counted as the candidate's round trips."""
+    import torch
+
+    return torch._C.TensorBase.numpy(tensor.contiguous().reshape(-1).view(torch.uint8)).tobytes()
 
 
 class RoundTrips:

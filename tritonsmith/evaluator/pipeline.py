@@ -60,8 +60,19 @@ __all__ = [
 ]
 
 
-class Stage(str, Enum):
-    """Where a check ended. A `str`, so it reads, compares and serialises as its value."""
+class _Word(str, Enum):
+    """A `str` enum that reads, compares, formats and serialises as its value (on Python 3.10 too,
+    which has no `StrEnum`)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+class Stage(_Word):
+    """Where a check ended."""
 
     SYNTAX = "syntax"  # the file does not parse
     STATIC = "static"  # refused unread: the static checks (exploits.py) name the trick
@@ -81,25 +92,13 @@ class Stage(str, Enum):
     TIMING = "timing"  # on a GPU: the timing shows work outside the timed stream
     DONE = "done"  # every check passed
 
-    def __str__(self) -> str:
-        return self.value
 
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
-
-
-class Standing(str, Enum):
+class Standing(_Word):
     """What a verdict tells the user."""
 
     VERIFIED = "verified"
     NOT_VERIFIED = "NOT VERIFIED"  # the run could not judge the kernel
     FAILED = "FAILED"  # the kernel, or what it computes, is wrong
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
 
 
 NOT_VERIFIED_STAGES = frozenset({Stage.COMPILE, Stage.INTERPRETER, Stage.SIZES, Stage.IMPORTS, Stage.BRANCH,

@@ -54,7 +54,6 @@ class CandidateEvaluator:
         self.task = task
         self.confirm_policy = confirm_policy  # None: evaluator/confirm.py's default for the device
         self.spec = spec
-        self.trials = trials
         self.tolerances = tolerances
         gpu = task.device == "gpu"
         # Ranked by the predicted time, interpreter time is a secondary figure: one round of one
