@@ -469,9 +469,14 @@ def _candidate_trials(payload: dict[str, Any], device: str, data: Path, seed: in
         first: list[Any] = []
         answers: dict[tuple[str, ...], tuple[int, list[str]]] = {}  # output hashes -> (trial, input hashes)
         repeats: list[list[int]] = []  # [trial, earlier trial] with the very same outputs
+        given: Any = None  # trial 1's input tensors, refilled with each later trial's values
+        returned: list[Any] = []
         for t in range(len(payload["trial_seeds"])):
             inputs = _to(_load(data / f"inputs_{t}.pt"), device)
-            pristine = _clone(inputs)  # the candidate gets copies; hashes taken on them
+            # The candidate gets copies, hashes taken on them. Later trials reuse trial 1's very
+            # tensors with the new values written in, as a timing loop reuses its buffers: a
+            # result kept by tensor identity, address or `lru_cache` answers the old values.
+            pristine = given = _clone(inputs) if given is None else _refill(given, inputs)
             before = _hash_all(pristine)
             recorder = WorkRecorder(pristine, hold=t == 0)
             # The first trial also runs under PyTorch's profiler, which sees every thread and
@@ -479,6 +484,7 @@ def _candidate_trials(payload: dict[str, Any], device: str, data: Path, seed: in
             with guard.session() as counted, profiled() if t == 0 else contextlib.nullcontext() as accounting:
                 outputs = run(model, pristine, POISONS[0], recorder)
             recorders.append(recorder)
+            returned = outputs  # the very tensors, scrubbed before the next run on the same values
             poisoned_output = any(o.is_floating_point() and o.numel() and bool(o.isnan().all())
                                   for o in outputs if isinstance(o, torch.Tensor))  # named below
             if not poisoned_output and any(isinstance(o, torch.Tensor) for o in outputs) and all(
@@ -525,8 +531,15 @@ def _candidate_trials(payload: dict[str, Any], device: str, data: Path, seed: in
                 held_hash = _seal([h.tensor for h in held], data / "held_0.pt")
         if payload.get("checks", True):
             inputs = _to(_load(data / "inputs_0.pt"), device)
-            # Exploit 15: the same inputs with other garbage in uninitialised memory.
-            again = [_detached(o) for o in run(model, _clone(inputs), POISONS[1])]
+            # Exploit 15: the same inputs with other garbage in uninitialised memory. It must
+            # launch again: a result kept by the inputs' values answers without a kernel.
+            with guard.session() as counted, _Scrubbed(returned, POISONS[1]) as scrubbed:
+                returned = scrubbed.returned = run(model, _clone(inputs), POISONS[1])
+                again = [_detached(o) for o in returned]
+            if not counted:
+                return {"error": ("called again with trial 1's values in new tensors, the forward pass launched no "
+                                  "Triton kernel and returned its earlier answer (exploit 12: caching results "
+                                  "across calls)")}
             if (difference := compare_outputs(first, again, tolerances)) is not None:
                 unwritten = [i for i, out in enumerate(first) if isinstance(out, torch.Tensor)
                              and out.is_floating_point() and out.numel() and bool(out.isnan().all())]
@@ -551,8 +564,9 @@ def _candidate_trials(payload: dict[str, Any], device: str, data: Path, seed: in
                                   "(exploit 3: falling back to PyTorch when the kernel fails)")}
             # Exploit 2: each kernel in turn does nothing; the output must change.
             for name in sorted(launches):
-                with guard.session("skip", {name}):
-                    ghost = [_detached(o) for o in run(model, _clone(inputs), POISONS[0])]
+                with guard.session("skip", {name}), _Scrubbed(returned, POISONS[0]) as scrubbed:
+                    returned = scrubbed.returned = run(model, _clone(inputs), POISONS[0])
+                    ghost = [_detached(o) for o in returned]
                 if _hash_all(ghost) == _hash_all(first) \
                         and not _writes_module_state(model, guard, name, lambda: run(model, _clone(inputs), POISONS[0])):
                     return {"error": (
@@ -569,6 +583,48 @@ def _candidate_trials(payload: dict[str, Any], device: str, data: Path, seed: in
             "launch_types": dict(guard.arg_types), "launch_constexprs": dict(guard.constexpr_values),
             "output_hashes": sealed, "repeats": repeats, "held": [{"kernel": h.kernel, "launch": h.launch, "argument": h.argument,
                                                "source": h.source} for h in held], "held_hash": held_hash}
+
+
+class _Scrubbed:
+    """An earlier run's output tensors filled with `poison` for the next run. A kept output
+    buffer that the run returns again (legitimate, as a timing loop's) then holds the old answer
+    only where the kernels wrote it anew: skipped or partial writes show. Tensors the run does
+    not return again get their values back (an output may alias the model's own state)."""
+
+    def __init__(self, outputs: list[Any], poison: float) -> None:
+        import torch
+
+        self.kept = [(t, t.detach().clone()) for t in outputs if isinstance(t, torch.Tensor) and t.is_floating_point()]
+        self.returned: list[Any] = []
+        with torch.no_grad():
+            for tensor, _ in self.kept:
+                tensor.fill_(poison)
+
+    def __enter__(self) -> _Scrubbed:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import torch
+
+        with torch.no_grad():
+            for tensor, value in self.kept:
+                if not any(tensor is r for r in self.returned):
+                    tensor.copy_(value)
+
+
+def _refill(given: Any, values: Any) -> Any:
+    """`values` written into the tensors of `given` where shape, dtype and device agree (a copy
+    of `values` elsewhere): the same objects and addresses with new contents."""
+    import torch
+
+    if isinstance(given, torch.Tensor) and isinstance(values, torch.Tensor) and given.shape == values.shape \
+            and given.dtype == values.dtype and given.device == values.device:
+        with torch.no_grad():
+            given.copy_(values)
+        return given
+    if isinstance(given, (list, tuple)) and isinstance(values, (list, tuple)) and len(given) == len(values):
+        return type(values)(_refill(g, v) for g, v in zip(given, values, strict=True))
+    return _clone(values)
 
 
 def _caching(trial: int, earlier: int) -> str:

@@ -204,12 +204,11 @@ class Pipeline:
     `compile_size` to compile kernels in parallel (`tritonsmith verify --jobs`). Close it (or use
     it as a context manager) to stop its workers and remove their temporary folders."""
 
-    def __init__(self, options: Options, *, compile_size: int = 1, prestart: bool = False) -> None:
+    def __init__(self, options: Options, *, compile_size: int = 1) -> None:
         self.options = options
         self._compile_size = compile_size
         self._compile_pool: WorkerPool | None = None
         self._verify_pools: tuple[WorkerPool, WorkerPool] | None = None
-        self._prestart = prestart
         self._lock = threading.Lock()  # the server asks from threads
 
     def reconfigure(self, options: Options) -> None:
@@ -248,9 +247,10 @@ class Pipeline:
                     for pool in opened:
                         pool.close()
                     raise
-                if self._prestart:  # the candidate's worker warms up while the reference runs
-                    opened[0].prestart()
-                    opened[1].prestart(CANDIDATE_WARM_MODULES)
+                # Both workers import torch and Triton in the background at once (seconds), while
+                # the compile stage runs and the reference's worker starts its job.
+                opened[0].prestart()
+                opened[1].prestart(CANDIDATE_WARM_MODULES)
                 self._verify_pools = (opened[0], opened[1])
             return self._verify_pools
 
@@ -288,13 +288,15 @@ class Pipeline:
 
         options = self.options
         compiled_text = candidate_source if candidate_source is not None else source
+        if specs is None:
+            specs = detect_specs(Path(path), source)
+        if specs:
+            self.verify_pools  # noqa: B018 - started now, their imports overlap the compile stage
         said(f"compiling for {', '.join(options.targets)}")
         reports = self.compile(compiled_text, path=path, rules=rules, cancel=cancel)
         checked = Checked(path, compiled_text, reports, first_reports=list(reports))
         if options.kernels and not reports:
             return checked  # no kernel of that name: nothing to check
-        if specs is None:
-            specs = detect_specs(Path(path), source)
         checked.blockers = correctness_blockers(reports, has_spec=bool(specs))
         if checked.blockers:
             checked.verdicts = skipped_verdicts(list(specs), checked.blockers, options.mode)

@@ -93,7 +93,7 @@ class CompileJobs:
         state = self.server.workspace_state
         options = Options.from_settings(state.settings, state.root, mode=default_mode())
         if self._pipeline is None:
-            self._pipeline = Pipeline(options, compile_size=compile_workers(), prestart=True)
+            self._pipeline = Pipeline(options, compile_size=compile_workers())
         elif options != self._pipeline.options:
             self._pipeline.reconfigure(options)
         return self._pipeline
