@@ -193,3 +193,15 @@ def test_a_cuda_only_call_is_not_verified_and_named(tmp_path: Path, verify: Call
     verdict = verify_spec(spec, mode="interpreter", timeout_s=60)
     assert not verdict.ok and verdict.stage == "cuda-only", verdict.summary()
     assert verdict.summary().startswith("NOT VERIFIED") and "dummy base class Event" in verdict.message
+
+
+@pytest.mark.compiler
+def test_a_kernel_whose_work_the_task_discards_is_not_verified_and_not_called_an_exploit(
+        verify: Callable[[str], Verdict]) -> None:
+    """KernelBench level 3 problem 28 (ViT) discards its patch embedding: the reference's output is
+    the same for every input and stays so when the embedding kernel does nothing. Nothing can check
+    that kernel, which is neither caching nor a kernel launched for show."""
+    verdict = verify("nv01_reference_discards_the_kernels_work.py")
+    assert not verdict.ok and verdict.stage == "unseen", verdict.summary()
+    assert verdict.summary().startswith("NOT VERIFIED"), verdict.summary()
+    assert "linear_kernel" in verdict.message and "exploit" not in verdict.message, verdict.message

@@ -17,6 +17,7 @@ kernel's work, not PyTorch's.
 
 from __future__ import annotations
 
+import functools
 import secrets
 from collections import Counter
 from collections.abc import Iterator
@@ -58,6 +59,24 @@ def _name(event_name: str) -> str:
     return event_name.rsplit("::", 1)[-1]
 
 
+@functools.cache
+def _composite(qualified: str) -> bool:
+    """Whether every overload of the aten operator is CompositeImplicitAutograd: its work is the
+    operators it calls, which the profiler records below it, so one with no event below it
+    computed nothing. Only aten's: a custom operator's implementation is the candidate's."""
+    namespace, _, name = qualified.partition("::")
+    if namespace != "aten":
+        return False
+    try:
+        overloads = getattr(torch.ops.aten, name).overloads()
+        return bool(overloads) and all(
+            torch._C._dispatch_has_kernel_for_dispatch_key(qualified if o == "default" else f"{qualified}.{o}",
+                                                           "CompositeImplicitAutograd")
+            for o in overloads)
+    except (AttributeError, RuntimeError):
+        return False
+
+
 def _compute(name: str) -> bool:
     return name not in BOOKKEEPING and name not in CASTS
 
@@ -75,6 +94,8 @@ class Accounting:
             name = _name(event.name)
             if not _compute(name) or event.name == LAUNCH_SCOPE:
                 continue
+            if not event.cpu_children and _composite(event.name):
+                continue  # returned an input as it is (dropout at p=0 or in eval): nothing computed
             above, parent, in_launch = False, event.cpu_parent, False
             while parent is not None:
                 if parent.name == LAUNCH_SCOPE:

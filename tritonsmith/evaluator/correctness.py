@@ -470,6 +470,7 @@ def _candidate_trials(payload: dict[str, Any], device: str, data: Path, seed: in
         answers: dict[tuple[str, ...], tuple[int, list[str]]] = {}  # output hashes -> (trial, input hashes)
         repeats: list[list[int]] = []  # [trial, earlier trial] with the very same outputs
         given: Any = None  # trial 1's input tensors, refilled with each later trial's values
+        unseen: list[str] = []  # kernels whose doing nothing leaves the output as it was
         returned: list[Any] = []
         for t in range(len(payload["trial_seeds"])):
             inputs = _to(_load(data / f"inputs_{t}.pt"), device)
@@ -562,16 +563,16 @@ def _candidate_trials(payload: dict[str, Any], device: str, data: Path, seed: in
             else:
                 return {"error": ("the candidate returned a result although every Triton launch failed "
                                   "(exploit 3: falling back to PyTorch when the kernel fails)")}
-            # Exploit 2: each kernel in turn does nothing; the output must change.
+            # Exploit 2: each kernel in turn does nothing; the output must change. Judged with the
+            # reference's answers (verify.py): a task whose output ignores its inputs may ignore a
+            # kernel's work too (a ViT whose class token never attends to the patches).
             for name in sorted(launches):
                 with guard.session("skip", {name}), _Scrubbed(returned, POISONS[0]) as scrubbed:
                     returned = scrubbed.returned = run(model, _clone(inputs), POISONS[0])
                     ghost = [_detached(o) for o in returned]
                 if _hash_all(ghost) == _hash_all(first) \
                         and not _writes_module_state(model, guard, name, lambda: run(model, _clone(inputs), POISONS[0])):
-                    return {"error": (
-                        f"the output is the same when kernel {name} does nothing: its work does not reach "
-                        "the result (exploit 2: kernel launched for show, other code does the work)")}
+                    unseen.append(name)
         if (error := tampered("after the trials")) is not None:
             return {"error": error, "retire": True}
     if (error := tampered("when its module was dropped")) is not None:  # finalizers run by now
@@ -581,7 +582,7 @@ def _candidate_trials(payload: dict[str, Any], device: str, data: Path, seed: in
         attribution["tokens"] = token_kernels(recorders[0].launches, recorders[1].launches)
     return {"trials": len(payload["trial_seeds"]), "launches": launches, "attribution": attribution,
             "launch_types": dict(guard.arg_types), "launch_constexprs": dict(guard.constexpr_values),
-            "output_hashes": sealed, "repeats": repeats, "held": [{"kernel": h.kernel, "launch": h.launch, "argument": h.argument,
+            "output_hashes": sealed, "repeats": repeats, "unseen": unseen, "held": [{"kernel": h.kernel, "launch": h.launch, "argument": h.argument,
                                                "source": h.source} for h in held], "held_hash": held_hash}
 
 

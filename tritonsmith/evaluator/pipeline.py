@@ -88,6 +88,7 @@ class Stage(_Word):
     WORK = "work"  # the answer was computed elsewhere than in the kernels (policy.py, attribution.py)
     SHAPES = "shapes"  # it fails at the odd-size trial
     SIZES = "sizes"  # it fails only at the reduced sizes the interpreter can afford
+    UNSEEN = "unseen"  # the task's output ignores its inputs and a kernel's work: nothing to check it by
     INTERPRETER = "interpreter"  # Triton's interpreter cannot run a kernel that compiles
     TIMING = "timing"  # on a GPU: the timing shows work outside the timed stream
     DONE = "done"  # every check passed
@@ -102,10 +103,11 @@ class Standing(_Word):
 
 
 NOT_VERIFIED_STAGES = frozenset({Stage.COMPILE, Stage.INTERPRETER, Stage.SIZES, Stage.IMPORTS, Stage.BRANCH,
-                                 Stage.CUDA_ONLY})
+                                 Stage.CUDA_ONLY, Stage.UNSEEN})
 """Stages that end a check without a judgement of the kernel: it could not be run (a compile
-failure, a limit of the interpreter, sizes too large for it, an import the environment lacks)
-or the run could not cover it (a branch on where it runs, a call only CUDA honours)."""
+failure, a limit of the interpreter, sizes too large for it, an import the environment lacks),
+the run could not cover it (a branch on where it runs, a call only CUDA honours), or the task's
+output cannot show its work (the same for every input, with or without the kernel)."""
 
 
 def standing(ok: bool, stage: str) -> Standing:

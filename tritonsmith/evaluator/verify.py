@@ -376,6 +376,18 @@ def _sources(spec: Spec, candidate_source: str | None = None) -> _Sources:
                     readers=KERNELBENCH_INPUTS, reference_module=spec.reference.stem)
 
 
+def _unseen(kernels: list[str], same_answers: bool) -> tuple[Stage, str]:
+    """The verdict on kernels whose doing nothing leaves the output as it was (ghost replay)."""
+    named = ", ".join(kernels)
+    if same_answers:  # the task's output ignores its inputs: it cannot show the kernel's work either
+        return Stage.UNSEEN, (f"the reference's output is the same for different inputs, and the output stays the "
+                              f"same when kernel {named} does nothing: the task's output does not show its work, so "
+                              "nothing checks it (the reference discards what the kernel computes; fix the task so "
+                              "its output depends on its inputs)")
+    return Stage.CANDIDATE, (f"the output is the same when kernel {named} does nothing: its work does not reach the "
+                             "result (exploit 2: kernel launched for show, other code does the work)")
+
+
 class _Run:
     """One verification's pools, work folder and job settings."""
 
@@ -493,6 +505,9 @@ class _Run:
             return False, folder, paths
         if compared.payload.get("degenerate"):
             verdict.stage, verdict.message = Stage.SPEC, str(compared.payload["degenerate"])
+            return False, folder, paths
+        if unseen := candidate.payload.get("unseen"):
+            verdict.stage, verdict.message = _unseen(unseen, bool(compared.payload.get("same_answers")))
             return False, folder, paths
         if checks and not self.judge(verdict, candidate.payload, compared.payload):
             return False, folder, paths
