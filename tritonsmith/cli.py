@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -405,6 +406,67 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if checked.ok else 1
 
 
+def cmd_predict(args: argparse.Namespace) -> int:
+    """The predicted GPU time of a file's forward pass (evaluator/predicted.py), per launch and in
+    total, on the GPU modelled for the target; verified or not, and it says which."""
+    from .evaluator.pipeline import Options, Pipeline
+    from .evaluator.predict import format_seconds, gpu_model
+    from .evaluator.verify import detect_specs
+
+    path = Path(args.file)
+    source = _read_text(path)
+    settings, root = _file_settings(args, path)
+    overrides: dict[str, object] = {"time_it": False, "predict": True}
+    if args.target:
+        overrides["targets"] = (args.target,)
+    options = Options.from_settings(settings, root, mode="interpreter", **overrides)
+    if not re.fullmatch(r"sm_?\d+[a-z]?", options.targets[0]):
+        raise UsageError(f"unknown target {options.targets[0]!r}: predict knows NVIDIA targets "
+                         "(sm_80, sm_86, sm_89, sm_90, sm_100)")
+    specs = detect_specs(path, source)
+    if not specs:
+        raise UsageError(f"{args.file}: no forward pass to predict: the file has no spec (a KernelBench problem, "
+                         "or a launcher with <name>_inputs and <name>_reference; see docs/harness.md)")
+    results: list[dict[str, Any]] = []
+    with Pipeline(options) as pipeline:
+        verdicts = {v.name: v for v in pipeline.run(str(path), source).verdicts} if args.verify else {}
+        for spec in specs:
+            verdict = verdicts.get(spec.name)
+            if verdict is not None and "predicted" in verdict.details:  # predicted after it verified
+                predicted = verdict.details["predicted"]
+            else:
+                predicted = pipeline.predict(spec, source, path=str(path)).to_json()
+            prediction = predicted.get("prediction") or {}
+            seconds = prediction.get("seconds")
+            results.append({
+                "file": path.as_posix(), "name": spec.name, "target": options.targets[0],
+                "gpu": gpu_model(options.targets[0]).name,
+                "seconds": seconds if seconds is None or seconds != float("inf") else None,
+                "cannot_launch": seconds == float("inf"),
+                "launches": prediction.get("launches") or [], "torch_seconds": prediction.get("torch_seconds"),
+                "sizes": predicted.get("sizes") or {}, "notes": prediction.get("notes") or [],
+                "error": predicted.get("error"), "summary": predicted.get("summary"),
+                "verified": None if verdict is None else verdict.ok,
+                "verdict": None if verdict is None else verdict.summary(),
+            })
+    if args.format == "json":
+        print(json.dumps({**results[0], "predictions": results}, indent=2, default=str))
+    else:
+        for result in results:
+            checked = ("not verified (`tritonsmith verify` or `--verify` checks it)" if result["verified"] is None
+                       else "verified" if result["verified"] else f"verification: {result['verdict']}")
+            print(f"{result['file']}: {result['name']}: {result['summary']} · {checked}")
+            for launch in result["launches"]:
+                shown = "cannot launch" if launch.get("seconds") == float("inf") else format_seconds(float(launch["seconds"]))
+                print(f"  {launch.get('kernel')}: {shown} · {launch.get('bound')}-bound · {launch.get('programs')} "
+                      f"programs, {launch.get('blocks_per_sm')} blocks/SM")
+            if result["torch_seconds"]:
+                print(f"  PyTorch operators: {format_seconds(float(result['torch_seconds']))}")
+            for note in result["notes"]:
+                print(f"  note: {note}")
+    return 0 if all(r["seconds"] is not None or r["cannot_launch"] for r in results) else 1
+
+
 def _file_settings(args: argparse.Namespace, path: Path) -> tuple[Settings, Path]:
     """The settings of the file's workspace (`[tool.tritonsmith]` under the flags) and its root."""
     root = find_workspace_root(path.resolve())
@@ -423,6 +485,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from .evaluator.predict import predicted_label
     from .search.engine import Progress
     from .search.setup import SearchRequest, SetupError, open_search
 
@@ -450,7 +513,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     predicted = mode != "gpu" and args.objective != "interpreter" and not args.ray
     unit = "GPU time" if mode == "gpu" else (
-        f"predicted {args.target} time" if predicted else "interpreter time (not a GPU figure)")
+        predicted_label(args.target) if predicted else "interpreter time (not a GPU figure)")
     try:
         status = console.status("starting: evaluating the original kernel")
         with status:
@@ -643,6 +706,17 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--memory-mb", type=int, metavar="MB",
                         help="memory limit of each worker (default: a quarter of the available memory, 1-32 GB)")
     verify.set_defaults(handler=cmd_verify)
+
+    predict = commands.add_parser("predict", help="the predicted GPU time of a file's forward pass, without a GPU")
+    predict.add_argument("file", metavar="FILE")
+    predict.add_argument("--target", metavar="TARGET",
+                         help="the GPU to predict for: sm_80 (A100), sm_86 (RTX A6000), sm_89 (L40S), sm_90 (H100 SXM), "
+                              "sm_100 (B200) (default: the first of the targets setting, sm_90)")
+    predict.add_argument("--verify", action="store_true", help="verify the file first and say whether it verified")
+    predict.add_argument("--format", choices=("text", "json"), default="text")
+    predict.add_argument("--timeout", type=int, metavar="SECONDS", help="hang limit of one forward pass")
+    predict.add_argument("--memory-mb", type=int, metavar="MB", help="memory limit of each worker")
+    predict.set_defaults(handler=cmd_predict)
 
     optimize = commands.add_parser("optimize", help="search for a faster verified variant of a kernel")
     optimize.add_argument("file", metavar="FILE")

@@ -85,7 +85,7 @@ class Settings:
     """A search stops once this many candidates in a row found nothing faster than the best so far (a plateau); 0: it runs its whole budget."""
 
     objective: str = "auto"
-    """What a search without a GPU ranks and claims by: auto or predicted (a predicted sm_90 time from the compiler's report for the target and a profiled run under the interpreter, a model estimate), or interpreter (interpreter time). With a GPU a search always measures GPU time."""
+    """What a search without a GPU ranks and claims by: auto or predicted (the predicted time on the GPU modelled for the first target, e.g. H100 SXM for sm_90, RTX A6000 for sm_86, from the compiler's report and a profiled run under the interpreter, a model estimate), or interpreter (interpreter time). With a GPU a search always measures GPU time."""
 
     verify_timeout: int | None = None
     """Seconds one forward pass may run during verification before the kernel is reported as hung (an endless loop); default: max(30, 20 times the reference's own forward pass)."""

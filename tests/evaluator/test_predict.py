@@ -38,7 +38,7 @@ def test_a_wide_memory_bound_launch_takes_its_bytes_at_dram_bandwidth():
     expected = 12.0 * N / H100_SXM.dram_bytes_s + H100_SXM.launch_s
     assert prediction.seconds == pytest.approx(expected, rel=0.01)
     assert prediction.launches[0].bound == "memory" and prediction.launches[0].memory_efficiency == 1.0
-    assert prediction.label().startswith("predicted sm_90 time")
+    assert prediction.label().startswith("predicted H100 SXM time")
 
 
 def test_a_16_element_block_keeps_too_little_in_flight_to_use_the_bandwidth():
@@ -169,7 +169,7 @@ def test_a_profiled_add_counts_every_byte_and_a_wider_block_is_predicted_faster(
     n = 1_048_576
     assert launch.programs == n // 16 and launch.resources_known
     assert launch.dram_bytes == pytest.approx(12.0 * n)  # sampled programs, extrapolated exactly
-    assert slow.sizes_text() == "as written" and "predicted sm_90 time" in slow.summary()
+    assert slow.sizes_text() == "as written" and "predicted H100 SXM time" in slow.summary()
     assert slow_hinted.seconds == pytest.approx(slow.seconds)  # a hint the model has no term for: no credit
     assert fast.seconds is not None and slow.seconds > 3 * fast.seconds
 
@@ -204,10 +204,20 @@ def test_pytorch_work_in_the_forward_pass_is_counted(tmp_path: Path):
 
 
 @pytest.mark.slow
-def test_a_kernel_that_leaves_its_work_to_one_program_is_profiled_whole(tmp_path: Path):
+def test_a_kernel_that_leaves_its_work_to_one_program_is_profiled_whole(tmp_path: Path, monkeypatch):
     """An attack on sampling: one program (not the first, not the last) does the whole add while
     the others return. The sample sees nearly nothing written, so every program runs, and the
-    prediction is that of a single program walking the whole vector: far slower, not faster."""
+    prediction is that of a single program walking the whole vector: far slower, not faster.
+    (The seed is pinned to one whose sample misses that program; with one that samples it, the
+    prediction is slower still.)"""
+    import random
+
+    from tritonsmith.evaluator import verify
+    from tritonsmith.evaluator.profile import SAMPLES_PER_AXIS, program_sample
+
+    seed = next(seed for seed in range(100) if all(
+        p != 1 for p, _ in program_sample(256, SAMPLES_PER_AXIS[0], random.Random(seed))))
+    monkeypatch.setattr(verify, "sample_seed", lambda *_: seed)
     source = (ROOT / "tests/search/fixtures/slow_add.py").read_text().replace("N_ELEMENTS = 98_432",
                                                                               "N_ELEMENTS = 262_144")
     honest = source.replace("BLOCK_SIZE=16)", "BLOCK_SIZE=1024)")
@@ -237,3 +247,29 @@ def test_one_program_walking_the_whole_vector_is_latency_bound():
     spread["max_program_loads"] = 2
     alone["max_program_loads"] = 2 * (N // 1024)
     assert predict({"launches": [alone]}, {}).seconds > 10 * predict({"launches": [spread]}, {}).seconds
+
+
+def test_each_target_has_its_gpu_model_and_the_label_names_it() -> None:
+    from tritonsmith.evaluator.predict import gpu_model, gpu_note, predicted_label
+
+    names = {t: gpu_model(t).name for t in ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100")}
+    assert names == {"sm_80": "A100 SXM", "sm_86": "RTX A6000", "sm_89": "L40S", "sm_90": "H100 SXM",
+                     "sm_90a": "H100 SXM", "sm_100": "B200"}
+    assert gpu_note("sm_90a") is None and gpu_note("sm_87") == "no model of sm_87: predicted as RTX A6000"
+    assert predicted_label("sm_89") == "predicted L40S time"
+    # The same launch is slower where the bandwidth is lower.
+    profile = {"launches": [{"kernel": "k", "programs": 4096, "num_warps": 4, "memory_ops": 8192,
+                             "load_bytes": 4096 * 4096.0, "store_bytes": 0.0,
+                             "tensors": [{"bytes": 4096 * 4096.0, "read": 4096 * 4096.0, "written": 0.0}]}]}
+    times = {t: predict(profile, {}, t).seconds for t in ("sm_86", "sm_89", "sm_80", "sm_90", "sm_100")}
+    assert times["sm_86"] > times["sm_89"] > times["sm_80"] > times["sm_90"] > times["sm_100"]
+    assert predict(profile, {}, "sm_87").notes[0].startswith("no model of sm_87")
+
+
+def test_the_sampling_seed_is_the_same_for_the_same_text_and_sizes() -> None:
+    from tritonsmith.evaluator.verify import sample_seed
+
+    sizes = {"N": (4096, 1024)}
+    assert sample_seed("a", sizes) == sample_seed("a", sizes)
+    assert sample_seed("a", sizes) != sample_seed("b", sizes) != sample_seed("b", {"N": (4096, 512)})
+    assert 0 <= sample_seed("a", sizes) < 2**31

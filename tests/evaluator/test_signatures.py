@@ -353,15 +353,17 @@ def test_a_kernel_lens_is_one_short_line_with_the_details_on_hover() -> None:
     title is short (the reason cut at `LENS_REASON`), the tooltip has the configs, the whole
     error and the assumptions; resources at the sizes as written (from the predicted time's
     profile) come before the check run's scaled ones, which are only a note."""
-    from tritonsmith.evaluator.reports import LENS_REASON, failure_reason
+    from tritonsmith.evaluator.reports import LENS_REASON, PredictedLine, failure_reason
 
     checked = _entry("launch at line 9 (BLOCK=128 as launched in the check run)", 0)
     report = _report([checked, _entry("Config #2", 1)])
     as_written = {"target": "sm_90", "constexprs": {"BLOCK": 1024},
                   "resources": {"registers": 64, "spills": 0, "shared": 4096, "blocks_per_sm": 4}}
-    title = lens_title(report, "predicted sm_90 14.4 µs", as_written)
-    assert title == "compiled · sm_90 · 64 regs, 0 spills, 4 KB smem, 4 blocks/SM · 14.4 µs predicted"
-    details = lens_details(report, "predicted sm_90 14.4 µs", as_written)
+    predicted = PredictedLine("RTX A6000", "14.4 µs")
+    title = lens_title(report, predicted, as_written)
+    assert title == "compiled · sm_90 · 64 regs, 0 spills, 4 KB smem, 4 blocks/SM · 14.4 µs predicted on RTX A6000"
+    details = lens_details(report, predicted, as_written)
+    assert "predicted RTX A6000 time 14.4 µs" in details
     assert "at the sizes as written (BLOCK=1024): sm_90 · 64 regs" in details
     assert "(the check run's sizes, scaled down under the interpreter)" in details
     assert lens_title(report) == "compiled · sm_90 · 40 regs, 0 spills, 1 KB smem, 2 blocks/SM (+1 configs)"

@@ -464,11 +464,11 @@ async def test_save_verifies_a_harnessed_launcher_with_a_lens_and_details_on_hov
     assert verified[0].command.title == "verified · interpreter · 3 trials"  # short; the rest on hover
     details = verified[0].command.tooltip or ""
     assert "· also at N_ELEMENTS=" in details  # the odd-size trial ran
-    # Without a GPU: the predicted sm_90 time, on the verdict and next to the kernel's resources.
-    assert "predicted sm_90 time" in details
+    # Without a GPU: the predicted H100 SXM time, on the verdict and next to the kernel's resources.
+    assert "predicted H100 SXM time" in details
     kernel_lens = [lens for lens in lenses if lens.command.title.startswith("compiled")]
     assert kernel_lens and "regs" in kernel_lens[0].command.title and " predicted" in kernel_lens[0].command.title
-    assert "predicted sm_90 " in (kernel_lens[0].command.tooltip or "")
+    assert "predicted H100 SXM time " in (kernel_lens[0].command.tooltip or "")
     hover = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(launcher_row, 5)))
     assert hover is not None and "add: verified (interpreter)" in hover.contents.value

@@ -230,24 +230,24 @@ async def test_optimize_reports_progress_and_offers_the_faster_kernel_for_review
     messages = [r.message for r in reports]
     steps_done = [m for m in messages if "confirming" not in m]
     assert [m.split(" · ")[0] for m in steps_done] == ["step 0/3", "step 1/3", "step 2/3", "step 3/3"], messages
-    assert "best so far" in steps_done[-1] and "unconfirmed" in steps_done[-1] and "predicted sm_90 time" in steps_done[-1]
+    assert "best so far" in steps_done[-1] and "unconfirmed" in steps_done[-1] and "predicted H100 SXM time" in steps_done[-1]
     confirming = messages[len(steps_done):]  # then the winner is re-timed against the original
     assert confirming and all(m.startswith("step 3/3 · confirming #") for m in confirming), messages
     assert reports[-1].percentage == 100
     assert isinstance(end, types.WorkDoneProgressEnd) and end.message.startswith("done: ")
     # Without a GPU the search ranks and claims by the predicted time, says it is an estimate
     # and what is known of its error, and names the objective once.
-    assert "(a model's estimate, not yet calibrated against a GPU) faster (predicted sm_90 time)" in end.message
-    assert end.message.count("predicted sm_90 time") == 1
+    assert "(a model's estimate, not yet calibrated against a GPU) faster (predicted H100 SXM time)" in end.message
+    assert end.message.count("predicted H100 SXM time") == 1
 
     [result] = client.results
     assert result["searchId"] == search_id and result["uri"] == uri and result["kernel"] == "add_kernel"
     assert result["original"] == text and "BLOCK_SIZE=16" not in result["best"]
     assert result["speedup"] > 1 and result["spread"][0] > 1 and result["measuredOn"] == "interpreter"
-    assert result["measured"] == "predicted sm_90 time"
+    assert result["measured"] == "predicted H100 SXM time"
     confirmation = result["confirmation"]  # both predicted again: a point, claimed above the margin
     assert confirmation["claimed"] and confirmation["low"] == result["spread"][0] > 1 + confirmation["noiseFloor"]
-    assert confirmation["measured"] == "predicted sm_90 time" and confirmation["low"] == confirmation["high"]
+    assert confirmation["measured"] == "predicted H100 SXM time" and confirmation["low"] == confirmation["high"]
     assert result["result"] == confirmation["text"] and "a model's estimate" in result["result"]
     assert result["stopped"] == "budget" and result["costUsd"] == 0
     tree = result["tree"]

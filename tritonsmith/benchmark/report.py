@@ -71,7 +71,7 @@ def _plots(suite: SuiteResult, out: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     unit = "GPU, vs PyTorch" if suite.device == "gpu" else (
-        "predicted sm_90, vs start" if suite.objective == "predicted" else "interpreter, vs start")
+        "predicted H100 SXM, vs start" if suite.objective == "predicted" else "interpreter, vs start")
     paths = []
     speedups = [p.speedup for p in suite.problems if p.speedup is not None]
     figure, axis = plt.subplots(figsize=(6, 3.5))

@@ -101,7 +101,7 @@ class SuiteResult:
     problems: list[ProblemResult]
     environment: dict[str, object] = field(default_factory=dict)
     seconds: float = 0.0
-    objective: str = "time"  # "predicted": a CPU run ranked and claimed by predicted sm_90 time
+    objective: str = "time"  # "predicted": a CPU run ranked and claimed by predicted H100 SXM (sm_90) time
 
     @property
     def metrics(self) -> Aggregate:
@@ -112,7 +112,7 @@ class SuiteResult:
         if self.device == "gpu":
             return "against the PyTorch reference (GPU time)"
         if self.objective == "predicted":
-            return "against the starting kernel (predicted sm_90 time, a model's estimate, not a measurement)"
+            return "against the starting kernel (predicted H100 SXM (sm_90) time, a model's estimate, not a measurement)"
         return "against the starting kernel (interpreter time, not a GPU figure)"
 
 

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from .pool import WorkerPool
+from .predict import predicted_label
 from .protocol import Job, Result
 from .sandbox import digests_for, runs_dir, write_recorded
 from .sizes import rewrite_constants
@@ -194,7 +195,7 @@ def confirm_predicted(spec: Spec, original_source: str, candidate_source: str, *
     what this rules out is a figure that came from a stale worker, not noise."""
     from .predicted import predict_spec
 
-    measured = f"predicted {target} time"
+    measured = predicted_label(target)
     worker_env = dict(os.environ if env is None else env)
     worker_env["TRITON_INTERPRET"] = "1"
     began = time.perf_counter()

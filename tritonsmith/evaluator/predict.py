@@ -1,9 +1,9 @@
 """Predicted GPU time: what a candidate would take on the target GPU, from what the compiler
 reports for that target and what a profiled forward pass does, without a GPU.
 
-A search without a GPU ranks its candidates by this figure, labelled "predicted sm_90 time"
-wherever it is shown; interpreter time stays a secondary figure (DESIGN.md, "What a CPU search
-optimises"). The model, per launch (`profile.py` counts the inputs at the profiled sizes):
+A search without a GPU ranks its candidates by this figure, labelled with the GPU modelled for
+the first target ("predicted H100 SXM time", `GPU_MODELS`) wherever it is shown; interpreter time
+stays a secondary figure (DESIGN.md, "What a CPU search optimises"). The model, per launch (`profile.py` counts the inputs at the profiled sizes):
 
 - **Occupancy.** Programs resident per SM are the compiler's `blocks_per_sm` (registers, shared
   memory, threads: compile.py); a launch runs in `waves` of `SMs × blocks_per_sm` programs.
@@ -23,8 +23,9 @@ optimises"). The model, per launch (`profile.py` counts the inputs at the profil
   DRAM bandwidth (and matrix products their FLOPs) plus a launch each.
 
 A launch takes the largest of its memory, instruction and tensor-core times (they overlap) plus
-its launch cost. The figures are an H100 SXM's datasheet numbers; `bench/gpu_search.sh`
-measures how well the ranking agrees with real timings when a GPU is lent (Spearman ρ).
+its launch cost. The figures are datasheet numbers of the GPU modelled for the target
+(`GPU_MODELS`: A100, RTX A6000, L40S, H100, B200); `bench/predict_calibration.py` measures how
+well the ranking agrees with published GPU timings, `bench/gpu_search.sh` with a lent GPU's.
 
 Nothing here imports torch or triton.
 """
@@ -36,7 +37,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["GPU_MODELS", "GpuModel", "LaunchEstimate", "Prediction", "gpu_model", "launch_key", "predict"]
+__all__ = ["GPU_MODELS", "GpuModel", "LaunchEstimate", "Prediction", "gpu_model", "gpu_note", "launch_key", "predict",
+           "predicted_label"]
 
 
 @dataclass(frozen=True)
@@ -56,24 +58,61 @@ class GpuModel:
     threads_per_sm: int = 2048
 
 
-H100_SXM = GpuModel(
-    name="H100 SXM", sms=132, dram_bytes_s=3.35e12, l2_bytes_s=5.5e12, clock_hz=1.755e9, fma_flops=67e12,
-    tensor_flops={"tf32": 494e12, "fp16": 989e12, "bf16": 989e12, "fp8": 1979e12, "int8": 1979e12},
-)
+# Datasheet figures (boost clock; dense tensor-core rates with FP32 accumulation where the part
+# has both; a type a part lacks falls back to the next slower one). Shared memory, registers and
+# the per-SM thread and block limits the compiler's occupancy uses are compile.py's
+# `target_limits`; `threads_per_sm` and `max_blocks_per_sm` here repeat them for launches whose
+# compile is unknown.
 A100_SXM = GpuModel(
     name="A100 SXM", sms=108, dram_bytes_s=2.04e12, l2_bytes_s=4.0e12, clock_hz=1.41e9, fma_flops=19.5e12,
     tensor_flops={"tf32": 156e12, "fp16": 312e12, "bf16": 312e12, "fp8": 312e12, "int8": 624e12},
 )
-GPU_MODELS: dict[str, GpuModel] = {"sm_90": H100_SXM, "sm_80": A100_SXM}
+RTX_A6000 = GpuModel(
+    name="RTX A6000", sms=84, dram_bytes_s=768e9, l2_bytes_s=2.0e12, clock_hz=1.8e9, fma_flops=38.7e12,
+    tensor_flops={"tf32": 77.4e12, "fp16": 154.8e12, "bf16": 154.8e12, "fp8": 154.8e12, "int8": 309.7e12},
+    latency_s=550e-9, max_blocks_per_sm=16, threads_per_sm=1536,
+)
+L40S = GpuModel(
+    name="L40S", sms=142, dram_bytes_s=864e9, l2_bytes_s=3.0e12, clock_hz=2.52e9, fma_flops=91.6e12,
+    tensor_flops={"tf32": 183e12, "fp16": 362e12, "bf16": 362e12, "fp8": 733e12, "int8": 733e12},
+    latency_s=550e-9, max_blocks_per_sm=24, threads_per_sm=1536,
+)
+H100_SXM = GpuModel(
+    name="H100 SXM", sms=132, dram_bytes_s=3.35e12, l2_bytes_s=5.5e12, clock_hz=1.755e9, fma_flops=67e12,
+    tensor_flops={"tf32": 494e12, "fp16": 989e12, "bf16": 989e12, "fp8": 1979e12, "int8": 1979e12},
+)
+B200 = GpuModel(
+    name="B200", sms=148, dram_bytes_s=8.0e12, l2_bytes_s=10.0e12, clock_hz=1.965e9, fma_flops=80e12,
+    tensor_flops={"tf32": 1.1e15, "fp16": 2.25e15, "bf16": 2.25e15, "fp8": 4.5e15, "int8": 4.5e15},
+)
+GPU_MODELS: dict[int, GpuModel] = {80: A100_SXM, 86: RTX_A6000, 89: L40S, 90: H100_SXM, 100: B200}
+"""Compute capability -> the GPU modelled for it: the part users of that architecture most often
+have (an RTX 3090 or 4090 differs from the A6000 or L40S in SM count and bandwidth, not in kind)."""
+
+
+def _arch(target: str) -> int:
+    digits = "".join(ch for ch in target.split("_")[-1] if ch.isdigit())
+    return int(digits) if digits else 90
 
 
 def gpu_model(target: str) -> GpuModel:
-    """The model for `target`; the nearest older NVIDIA model for others (sm_89 -> sm_80)."""
-    if target in GPU_MODELS:
-        return GPU_MODELS[target]
-    digits = "".join(ch for ch in target if ch.isdigit())
-    arch = int(digits) if digits else 90
-    return H100_SXM if arch >= 90 else A100_SXM
+    """The model for `target` (`sm_86`, `sm_90a`); the nearest older one for others (`gpu_note`)."""
+    arch = _arch(target)
+    if arch in GPU_MODELS:
+        return GPU_MODELS[arch]
+    return GPU_MODELS[max((a for a in GPU_MODELS if a <= arch), default=min(GPU_MODELS))]
+
+
+def gpu_note(target: str) -> str | None:
+    """Why the model for `target` is an approximation, or None when it is the target's own."""
+    if _arch(target) in GPU_MODELS:
+        return None
+    return f"no model of {target}: predicted as {gpu_model(target).name}"
+
+
+def predicted_label(target: str) -> str:
+    """"predicted H100 SXM time": what a ranking by predicted time is a ranking of."""
+    return f"predicted {gpu_model(target).name} time"
 
 
 def launch_key(kernel: str, constexprs: Mapping[str, Any], num_warps: int | None,
@@ -120,8 +159,8 @@ class Prediction:
         return self.seconds * 1e6
 
     def label(self) -> str:
-        """"predicted sm_90 time 41.2 µs"."""
-        return f"predicted {self.target} time {format_seconds(self.seconds)}"
+        """"predicted H100 SXM time 41.2 µs"."""
+        return f"predicted {self.gpu} time {format_seconds(self.seconds)}"
 
     def to_json(self) -> dict[str, Any]:
         return {"target": self.target, "gpu": self.gpu, "seconds": self.seconds,
@@ -215,7 +254,7 @@ def predict(profile: Mapping[str, Any], resources: Mapping[str, Mapping[str, Any
     """
     gpu = gpu_model(target)
     estimates: list[LaunchEstimate] = []
-    notes: list[str] = []
+    notes: list[str] = [note] if (note := gpu_note(target)) else []
     for launch in profile.get("launches") or []:
         key = launch_key(str(launch.get("kernel")), launch.get("constexprs") or {}, launch.get("num_warps"),
                          launch.get("num_stages"))

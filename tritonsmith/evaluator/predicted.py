@@ -42,7 +42,7 @@ class PredictedTime:
                          for name, (written, used) in self.sizes.items())
 
     def summary(self) -> str:
-        """"predicted sm_90 time 41.2 µs at the sizes as written", or why none."""
+        """"predicted H100 SXM time 41.2 µs at sizes as written", or why none."""
         if self.prediction is None:
             return f"no predicted time: {self.error}"
         return f"{self.prediction.label()} at sizes {self.sizes_text()}"

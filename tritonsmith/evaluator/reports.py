@@ -106,9 +106,20 @@ def _assumed(results: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def predicted_for(verdicts: Sequence[Verdict], kernel: str) -> str | None:
-    """"predicted sm_90 14.4 µs": the kernel's launches' predicted time in the last check's
-    forward pass (evaluator/predicted.py), or None when none was predicted."""
+@dataclass(frozen=True)
+class PredictedLine:
+    """A kernel's predicted time as the code lens shows it ("14.4 µs predicted on H100 SXM")."""
+
+    gpu: str  # "H100 SXM"
+    time: str  # "14.4 µs", or "38 µs (3 launches)"
+
+    def __str__(self) -> str:
+        return f"predicted {self.gpu} time {self.time}"
+
+
+def predicted_for(verdicts: Sequence[Verdict], kernel: str) -> PredictedLine | None:
+    """The kernel's launches' predicted time in the last check's forward pass
+    (evaluator/predicted.py), or None when none was predicted."""
     for verdict in verdicts:
         predicted = verdict.details.get("predicted") or {}
         prediction = predicted.get("prediction") if isinstance(predicted, dict) else None
@@ -118,7 +129,7 @@ def predicted_for(verdicts: Sequence[Verdict], kernel: str) -> str | None:
         if launches:
             seconds = sum(float(launch.get("seconds") or 0.0) for launch in launches)
             calls = f" ({len(launches)} launches)" if len(launches) > 1 else ""
-            return f"predicted {prediction.get('target')} {format_seconds(seconds)}{calls}"
+            return PredictedLine(str(prediction.get("gpu") or prediction.get("target")), f"{format_seconds(seconds)}{calls}")
     return None
 
 
@@ -126,12 +137,12 @@ LENS_REASON = 60
 """A lens's reason for a failed compile is cut here; its tooltip has the whole message."""
 
 
-def lens_title(report: KernelReport, predicted: str | None = None, as_written: Mapping[str, Any] | None = None,
+def lens_title(report: KernelReport, predicted: PredictedLine | None = None, as_written: Mapping[str, Any] | None = None,
                *, stale: bool = False) -> str:
     """The code lens above a kernel, short enough for one line of a laptop's editor: its status
     (with a failed compile's reason), the resources of its first compiled config (or, from
     `as_written`, of its launch at the sizes as written), and its predicted time ("compiled ·
-    sm_90 · 24 regs, 0 spills, 48 KB smem, 2 blocks/SM · 14.4 µs predicted"). The config, the
+    sm_90 · 24 regs, 0 spills, 48 KB smem, 2 blocks/SM · 14.4 µs predicted on H100 SXM"). The config, the
     assumed argument types and the rest are in `lens_details`, the lens's tooltip. `stale`:
     the kernel changed since this compile."""
     compiled = [e for e in report.results if e.get("ok")]
@@ -146,13 +157,13 @@ def lens_title(report: KernelReport, predicted: str | None = None, as_written: M
         if len(compiled) > 1:
             title += f" (+{len(compiled) - 1} configs)"
     if predicted:
-        title += " · " + predicted.removeprefix("predicted ").split(" ", 1)[-1] + " predicted"
+        title += f" · {predicted.time} predicted on {predicted.gpu}"
     if report.assumed:
         title += " · types assumed"
     return ("edited since · " if stale else "") + title
 
 
-def lens_details(report: KernelReport, predicted: str | None = None, as_written: Mapping[str, Any] | None = None,
+def lens_details(report: KernelReport, predicted: PredictedLine | None = None, as_written: Mapping[str, Any] | None = None,
                  *, stale: bool = False) -> str:
     """The lens's tooltip: every compiled config's resources, the whole error, the assumed
     types, where the sizes came from, the predicted time."""
@@ -173,7 +184,7 @@ def lens_details(report: KernelReport, predicted: str | None = None, as_written:
                 line += " (the check run's sizes, scaled down under the interpreter)"
             lines.append(line)
     if predicted:
-        lines.append(predicted)
+        lines.append(str(predicted))
     if report.assumed:
         lines.append(f"assuming {', '.join(report.assumed)} (nothing in the file shows these types; a check run "
                      "records them)")

@@ -29,8 +29,10 @@ Nothing here imports torch or triton: the server imports this module (tests/test
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import random
+import secrets
 import shutil
 import sys
 import tempfile
@@ -882,6 +884,36 @@ the kernels cheap at any size, but the inputs are allocated on the CPU and PyTor
 operators in the forward pass run in full."""
 
 
+def sample_seed(candidate: str, sizes: Mapping[str, tuple[int, int]]) -> int:
+    """The profile's sampling seed: a keyed digest of the candidate's text and sizes, so a file
+    is predicted alike on every run while a candidate cannot work out which programs are
+    sampled (the key is this user's, kept outside the folders workers may write)."""
+    import hmac
+
+    digest = hmac.new(_sample_key(), f"{candidate}\0{sorted(sizes.items())}".encode(), hashlib.sha256).digest()
+    return int.from_bytes(digest[:4], "big") >> 1
+
+
+def _sample_key() -> bytes:
+    import platformdirs
+
+    path = Path(platformdirs.user_cache_dir("tritonsmith", appauthor=False)) / "sample.key"
+    try:
+        return path.read_bytes()
+    except OSError:
+        key = secrets.token_bytes(32)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                out.write(key)
+        except FileExistsError:
+            return path.read_bytes()  # another process made it first
+        except OSError:
+            pass  # a read-only home: this run's key, the same within the run
+        return key
+
+
 def profile_spec(spec: Spec, *, pools: tuple[WorkerPool, WorkerPool], candidate_source: str | None = None,
                  seed: int = 42, timeout_s: float = 300.0, memory_mb: int | None = None,
                  cancel: threading.Event | None = None) -> tuple[dict[str, Any] | None, dict[str, tuple[int, int]], str | None]:
@@ -902,10 +934,11 @@ def profile_spec(spec: Spec, *, pools: tuple[WorkerPool, WorkerPool], candidate_
                                       cancel)
         if not init.ok:
             return None, plan.main, run.reference_failed(init, Stage.REFERENCE, " at the profiled sizes")[1]
-        # Which programs run is drawn here, where the candidate cannot see it (profile.py).
+        # Which programs run is drawn here, where the candidate cannot see it (profile.py), the
+        # same for the same text at the same sizes: a file's prediction does not move between runs.
         result = run.candidate_pool.run(run.job("profile", folder, candidate=str(paths["candidate"]),
                                                 inputs_file=str(paths["inputs"]),
-                                                sample_seed=random.SystemRandom().randrange(2**31)), cancel)
+                                                sample_seed=sample_seed(sources.candidate, plan.main)), cancel)
         if not result.ok:
             return None, plan.main, f"the profiled run failed: {run.failure(result)}"
         return dict(result.payload), plan.main, None

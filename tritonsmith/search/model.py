@@ -84,9 +84,11 @@ class Task:
 
     @property
     def measured(self) -> str:
-        """What a speedup is a ratio of: "GPU time", "interpreter time" or "predicted sm_90 time"."""
+        """What a speedup is a ratio of: "GPU time", "interpreter time" or "predicted H100 SXM time"."""
         if self.objective == "predicted":
-            return f"predicted {self.target} time"
+            from ..evaluator.predict import predicted_label  # imports nothing heavy
+
+            return predicted_label(self.target)
         return "GPU time" if self.device == "gpu" else "interpreter time"
 
 

@@ -1,0 +1,50 @@
+"""`tritonsmith predict`: a file's predicted GPU time, per launch and in total, for the GPU
+modelled for the target, the same on every run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.compiler
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args: str, cwd: Path) -> tuple[int, str, str]:
+    proc = subprocess.run([sys.executable, "-m", "tritonsmith", *args], capture_output=True, text=True,
+                          timeout=300, cwd=cwd)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_predict_names_the_gpu_and_is_the_same_on_every_run(tmp_path: Path) -> None:
+    pytest.importorskip("triton")
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "relu.py").write_text((ROOT / "examples" / "kernelbench_relu.py").read_text())
+    first = [run("predict", "relu.py", "--target", target, "--format", "json", cwd=tmp_path)
+             for target in ("sm_86", "sm_90")]
+    for code, out, err in first:
+        assert code == 0, out + err
+    a6000, h100 = (json.loads(out) for _, out, _ in first)
+    assert (a6000["target"], a6000["gpu"], h100["gpu"]) == ("sm_86", "RTX A6000", "H100 SXM")
+    assert a6000["launches"] and a6000["launches"][0]["kernel"] == "relu_kernel"
+    assert a6000["seconds"] == pytest.approx(sum(launch["seconds"] for launch in a6000["launches"])
+                                             + a6000["torch_seconds"])
+    # A memory-bound ReLU: the A6000's 768 GB/s against the H100's 3.35 TB/s.
+    assert a6000["seconds"] > 3 * h100["seconds"]
+    assert a6000["verified"] is None and "of 4096" in a6000["summary"]  # profiled at scaled sizes, said so
+    code, out, _ = run("predict", "relu.py", "--target", "sm_86", "--format", "json", cwd=tmp_path)
+    assert code == 0 and json.loads(out)["seconds"] == a6000["seconds"]  # seeded sampling: no drift
+    code, out, _ = run("predict", "relu.py", "--target", "sm_86", "--verify", cwd=tmp_path)
+    assert code == 0 and "predicted RTX A6000 time" in out and "· verified" in out
+
+
+def test_predict_usage_errors(tmp_path: Path) -> None:
+    (tmp_path / "plain.py").write_text("x = 1\n")
+    code, _, err = run("predict", "plain.py", cwd=tmp_path)
+    assert code == 2 and "no spec" in err
+    code, _, err = run("predict", "plain.py", "--target", "volta", cwd=tmp_path)
+    assert code == 2 and "unknown target" in err
