@@ -48,3 +48,22 @@ def test_predict_usage_errors(tmp_path: Path) -> None:
     assert code == 2 and "no spec" in err
     code, _, err = run("predict", "plain.py", "--target", "volta", cwd=tmp_path)
     assert code == 2 and "unknown target" in err
+
+
+def test_an_autotuned_kernel_whose_first_config_cannot_launch_is_predicted_from_the_others(tmp_path: Path) -> None:
+    """The first Config needs far more shared memory than an RTX A6000 has: the autotuner skips it
+    there, and so does the prediction (every Config is profiled and compiled for the target)."""
+    pytest.importorskip("triton")
+    source = (ROOT / "examples" / "matmul.py").read_text().replace(
+        '''    configs=[
+''', '''    configs=[
+        triton.Config({"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 64}, num_warps=8, num_stages=4),
+''', 1)
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "matmul.py").write_text(source)
+    code, out, err = run("predict", "matmul.py", "--target", "sm_86", "--format", "json", cwd=tmp_path)
+    assert code == 0, out + err
+    result = json.loads(out)
+    assert result["seconds"] is not None and not result["cannot_launch"]
+    [launch] = result["launches"]
+    assert launch["configs"] == 4 and "BLOCK_M=256" not in launch["config"]

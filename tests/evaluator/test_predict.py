@@ -273,3 +273,34 @@ def test_the_sampling_seed_is_the_same_for_the_same_text_and_sizes() -> None:
     assert sample_seed("a", sizes) == sample_seed("a", sizes)
     assert sample_seed("a", sizes) != sample_seed("b", sizes) != sample_seed("b", {"N": (4096, 512)})
     assert 0 <= sample_seed("a", sizes) < 2**31
+
+
+def test_an_autotuned_launch_is_predicted_as_the_autotuner_on_the_target_would_pick() -> None:
+    """Every Config's trial is predicted; one that cannot launch is skipped (not "cannot launch"
+    for the kernel), one whose compile failed is never the fastest, the fastest grounded one is
+    the launch's time, and the trials are not part of the forward pass."""
+    def launch(block: int, **extra: object) -> dict:
+        n = 1 << 20
+        return {"kernel": "k", "programs": n // block, "num_warps": 4, "memory_ops": 2.0 * (n // block),
+                "constexprs": {"BLOCK": block}, "load_bytes": 4.0 * n, "store_bytes": 4.0 * n,
+                "tensors": [{"bytes": 4.0 * n, "read": 4.0 * n, "written": 0.0},
+                            {"bytes": 4.0 * n, "read": 0.0, "written": 4.0 * n}], **extra}
+
+    def key(block: int) -> str:
+        return launch_key("k", {"BLOCK": block}, 4, None)
+
+    trials = [launch(b, tuning={"group": "k#1", "config": i}) for i, b in enumerate((4096, 16, 1024, 2048))]
+    profile = {"launches": [*trials, launch(4096, tuned="k#1")]}
+    resources = {key(4096): {"blocks_per_sm": 0}, key(16): {"blocks_per_sm": 16},
+                 key(1024): {"blocks_per_sm": 4}}  # 2048: its compile failed
+    prediction = predict(profile, resources, "sm_86", failed=[key(2048)])
+    [chosen] = prediction.launches
+    assert math.isfinite(prediction.seconds) and chosen.configs == 4
+    assert chosen.config == "BLOCK=1024, num_warps=4"  # not 16 (too little in flight), not 2048 (ungrounded)
+    assert any("the autotuner would pick BLOCK=1024" in note for note in prediction.notes)
+    alone = predict({"launches": [launch(1024)]}, resources, "sm_86")
+    assert prediction.seconds == pytest.approx(alone.seconds)
+    # Only the ungrounded Config and the one that cannot launch: pessimistic, never "cannot launch".
+    worst = predict({"launches": [trials[0], trials[3], launch(4096, tuned="k#1")]}, resources, "sm_86",
+                    failed=[key(2048)])
+    assert math.isfinite(worst.seconds) and worst.launches[0].config.startswith("BLOCK=2048")

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 __all__ = ["GPU_MODELS", "GpuModel", "LaunchEstimate", "Prediction", "gpu_model", "gpu_note", "launch_key", "predict",
@@ -138,6 +138,8 @@ class LaunchEstimate:
     flops: float
     lane_utilisation: float
     resources_known: bool
+    config: str = ""  # an autotuned launch: the Config the autotuner would pick ("BLOCK=128, num_warps=4")
+    configs: int = 0  # ... and how many it tried
 
     def to_json(self) -> dict[str, Any]:
         return {k: (round(v, 9) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
@@ -174,10 +176,15 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds * 1e6:.3g} µs"
 
 
-def _blocks_per_sm(gpu: GpuModel, resources: Mapping[str, Any] | None, num_warps: int) -> tuple[int, bool]:
-    """Resident programs per SM: the compiler's figure, or the thread limit alone."""
+def _blocks_per_sm(gpu: GpuModel, resources: Mapping[str, Any] | None, num_warps: int,
+                   failed: bool = False) -> tuple[int, bool]:
+    """Resident programs per SM: the compiler's figure; one, when the compile for the target
+    failed (a time the model cannot ground is pessimistic, never the fastest); else the thread
+    limit alone."""
     if resources and resources.get("blocks_per_sm") is not None:  # 0: the launch fails
         return int(resources["blocks_per_sm"]), True
+    if failed:
+        return 1, False
     return max(1, min(gpu.max_blocks_per_sm, gpu.threads_per_sm // (32 * max(1, num_warps)))), False
 
 
@@ -200,10 +207,11 @@ def _memory_traffic(launch: Mapping[str, Any]) -> tuple[float, float]:
     return dram, l2
 
 
-def _estimate(gpu: GpuModel, launch: Mapping[str, Any], resources: Mapping[str, Any] | None) -> LaunchEstimate:
+def _estimate(gpu: GpuModel, launch: Mapping[str, Any], resources: Mapping[str, Any] | None,
+              failed: bool = False) -> LaunchEstimate:
     programs = max(0, int(launch.get("programs") or 0))
     num_warps = int(launch.get("num_warps") or 4)
-    blocks, known = _blocks_per_sm(gpu, resources, num_warps)
+    blocks, known = _blocks_per_sm(gpu, resources, num_warps, failed)
     if programs == 0:
         return LaunchEstimate(str(launch.get("kernel")), gpu.launch_s, "launch", 0, 0.0, blocks, 1.0,
                               0.0, 0.0, 0.0, 1.0, known)
@@ -244,24 +252,63 @@ def _estimate(gpu: GpuModel, launch: Mapping[str, Any], resources: Mapping[str, 
     )
 
 
-def predict(profile: Mapping[str, Any], resources: Mapping[str, Mapping[str, Any]], target: str = "sm_90") -> Prediction:
+def _config_text(launch: Mapping[str, Any]) -> str:
+    shown = [f"{k}={v}" for k, v in sorted((launch.get("constexprs") or {}).items())]
+    shown.append(f"num_warps={launch.get('num_warps') or 4}")
+    if launch.get("num_stages") is not None:
+        shown.append(f"num_stages={launch['num_stages']}")
+    return ", ".join(shown)
+
+
+def _choose(trials: list[tuple[LaunchEstimate, str]], launched: LaunchEstimate) -> LaunchEstimate:
+    """What an autotuner on the target picks among its Configs' trials: the fastest that can
+    launch there and whose time is grounded in its compile; a Config that cannot launch (too
+    much shared memory) is skipped, as the autotuner skips it. With no grounded trial, the
+    slowest that can launch (pessimistic, never the fastest); with none that can, the launch."""
+    grounded = [(e, c) for e, c in trials if e.resources_known and math.isfinite(e.seconds)]
+    launchable = [(e, c) for e, c in trials if math.isfinite(e.seconds)]
+    if grounded:
+        best, config = min(grounded, key=lambda pair: pair[0].seconds)
+    elif launchable:
+        best, config = max(launchable, key=lambda pair: pair[0].seconds)
+    else:
+        return launched
+    return replace(best, config=config, configs=len(trials))
+
+
+def predict(profile: Mapping[str, Any], resources: Mapping[str, Mapping[str, Any]], target: str = "sm_90",
+            failed: Iterable[str] = ()) -> Prediction:
     """The predicted time of the profiled forward pass on `target`.
 
     Args:
         profile: the `profile` job's result (`launches`, `torch_ops`).
         resources: `launch_key(...)` -> the compile's resources for that launch (compile.py);
             a launch without them is predicted from its thread count alone, and a note says so.
+        failed: the launch keys whose compile for the target failed: predicted pessimistically.
     """
     gpu = gpu_model(target)
     estimates: list[LaunchEstimate] = []
     notes: list[str] = [note] if (note := gpu_note(target)) else []
+    failures = set(failed)
+    trials: dict[str, list[tuple[LaunchEstimate, str]]] = {}
     for launch in profile.get("launches") or []:
         key = launch_key(str(launch.get("kernel")), launch.get("constexprs") or {}, launch.get("num_warps"),
                          launch.get("num_stages"))
-        estimates.append(_estimate(gpu, launch, resources.get(key)))
+        estimate = _estimate(gpu, launch, resources.get(key), key in failures)
+        if tuning := launch.get("tuning"):  # one Config's trial: a candidate, not part of the pass
+            trials.setdefault(str(tuning.get("group")), []).append((estimate, _config_text(launch)))
+            continue
+        if (group := launch.get("tuned")) and trials.get(str(group)):
+            estimate = _choose(trials[str(group)], estimate)
+        estimates.append(estimate)
     unknown = sorted({e.kernel for e in estimates if not e.resources_known})
     if unknown:
-        notes.append(f"no compile resources for {', '.join(unknown)}: occupancy from the thread count alone")
+        notes.append(f"no compile resources for {', '.join(unknown)}: occupancy from the thread count alone "
+                     "(one program per SM where its compile failed)")
+    for estimate in estimates:
+        if estimate.configs and estimate.config and not any(n.startswith(f"{estimate.kernel}: the autotuner") for n in notes):
+            notes.append(f"{estimate.kernel}: the autotuner would pick {estimate.config} "
+                         f"({format_seconds(estimate.seconds)}) of {estimate.configs} Configs")
     torch_s = 0.0
     for name, op in sorted((profile.get("torch_ops") or {}).items()):
         calls = float(op.get("calls") or 0.0)

@@ -65,11 +65,11 @@ def predict_spec(spec: Spec, source: str, *, path: str, target: str, pools: tupl
     reports = compile_file(compile_pool, source, path=path, targets=[target], kernels=list(wanted),
                            profiled=wanted, cancel_event=cancel) if wanted else []
     resources = keyed_resources(entry for report in reports for entry in report.results)
-    prediction = predict(profile, resources, target)
+    failed = sorted({str(e.get("launch_key")) for r in reports for e in r.results if not e.get("ok")})
+    prediction = predict(profile, resources, target, failed=failed)
     if profile.get("uncovered"):
         prediction.notes.append(str(profile["uncovered"]))
-    failed = sorted({str(e.get("launch_key")) for r in reports for e in r.results if not e.get("ok")})
-    if failed:
+    if failed:  # the keys name the Config; the compiler's own message (paths and all) stays in the compile report
         prediction.notes.append(f"did not compile for {target} as launched: {', '.join(failed)}")
     compiled = {report.kernel: {"target": entry.get("target"), "constexprs": dict(entry.get("constexprs") or {}),
                                 "resources": dict(entry.get("resources") or {})}

@@ -101,6 +101,10 @@ class _Launch:
     warp_instructions: float = 0.0
     dot_flops: dict[str, float] = field(default_factory=dict)
     per_arg: dict[str, list[float]] = field(default_factory=dict)  # name -> [read, written]
+    # An autotuner's trial of one Config ({"group", "config", "of"}), or the launch it tuned
+    # (`tuned`: the group whose trials it chose from): see `_autotuning`.
+    tuning: dict[str, Any] | None = None
+    tuned: str | None = None
     _sorted: list[tuple[int, int, str]] | None = None
 
     def by_address(self) -> list[tuple[int, int, str]]:
@@ -122,6 +126,7 @@ class _Launch:
             "dot_flops": self.dot_flops, "types": self.types,
             "tensors": [{"name": name, "bytes": size, "read": self.per_arg.get(name, [0.0, 0.0])[0],
                          "written": self.per_arg.get(name, [0.0, 0.0])[1]} for _, size, name in self.args],
+            **({"tuning": self.tuning} if self.tuning else {}), **({"tuned": self.tuned} if self.tuned else {}),
         }
 
 
@@ -137,6 +142,10 @@ class _Counter:
         self.in_kernel = 0
         self.rng: random.Random | None = None
         self.limits: tuple[int | None, ...] = SAMPLES_PER_AXIS  # (None,) * 3: every program
+        self.groups: dict[tuple[int, str], str] = {}  # (autotuner, its key) -> group name
+        self.group: str | None = None  # the autotuner running now
+        self.trial: dict[str, Any] | None = None  # the Config it is trying now
+        self.tuners: list[Any] = []  # the autotuners seen, whose choices a second pass forgets
 
     def memory(self, pointers: Any, mask: Any, itemsize: int, write: bool, atomic: bool = False) -> None:
         import numpy as np
@@ -279,6 +288,10 @@ def counting(counter: _Counter) -> Iterator[None]:
         launch = _Launch(kernel=getattr(self.fn, "__name__", "kernel"), num_warps=int(kwargs.get("num_warps") or 4),
                          num_stages=kwargs.get("num_stages"), constexprs={},
                          args=_tensor_args(self.arg_names, args_dev, kwargs))
+        if counter.trial is not None:
+            launch.tuning = dict(counter.trial)
+        elif counter.group is not None:
+            launch.tuned = counter.group
         names = list(self.arg_names)
         for i, value in enumerate(args_dev):
             if i < len(names) and names[i] in self.constexprs:
@@ -318,7 +331,7 @@ def counting(counter: _Counter) -> Iterator[None]:
     patch("set_grid_idx", set_grid_idx)
     executor.__call__ = call
     try:
-        with _torch_ops(counter):
+        with _torch_ops(counter), _autotuning(counter):
             yield
     finally:
         executor.__call__ = original_call
@@ -435,12 +448,65 @@ def handle_profile(payload: dict[str, Any]) -> dict[str, Any]:
         output = model(*inputs)
     uncovered = _uncovered(counter, output)
     if uncovered:  # the work is not where the sample looked: every program, exactly
+        for tuner in counter.tuners:  # so that they try their Configs again, counted
+            tuner.cache.clear()
         counter = _Counter()
         counter.limits = (None, None, None)
         with torch.no_grad(), counting(counter):
             model(*inputs)
     return {"launches": [launch.to_json() for launch in counter.launches],
             "torch_ops": counter.torch_ops, "every_program": bool(uncovered), "uncovered": uncovered}
+
+
+@contextlib.contextmanager
+def _autotuning(counter: _Counter) -> Iterator[None]:
+    """Autotuners try every Config they keep (after the kernel's own `prune_configs_by` and
+    `early_config_prune`), each launch recorded as a trial of the autotuner's group, and then
+    launch the first: the parent predicts each trial and takes the fastest that can launch on
+    the target, as the autotuner on that GPU would (`predict.py`). Under the interpreter the
+    trials cannot be timed, so each runs once, sampled like any launch."""
+    from triton.runtime.autotuner import Autotuner
+
+    saved = {name: Autotuner.__dict__[name] for name in ("run", "_bench", "do_bench") if name in Autotuner.__dict__}
+    original_run, original_bench = Autotuner.run, Autotuner._bench
+
+    def once(kernel_call: Any, quantiles: Any = None, **_: Any) -> Any:
+        kernel_call()
+        return [1.0] * len(quantiles) if quantiles else 1.0
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        named = {**dict(zip(self.arg_names, args, strict=False)), **kwargs}
+        key = [named[k] for k in self.keys if k in named] + [str(v.dtype) for v in named.values() if hasattr(v, "dtype")]
+        name = getattr(getattr(self, "base_fn", None), "__name__", "kernel")
+        group = counter.groups.setdefault((id(self), repr(key)), f"{name}#{len(counter.groups) + 1}")
+        if not any(tuner is self for tuner in counter.tuners):
+            counter.tuners.append(self)
+        outer, counter.group = counter.group, group
+        try:
+            return original_run(self, *args, **kwargs)
+        finally:
+            counter.group = outer
+
+    def bench(self: Any, *args: Any, config: Any, **meta: Any) -> Any:
+        group = counter.group or "autotune"
+        tried = sum(1 for launch in counter.launches if (launch.tuning or {}).get("group") == group)
+        counter.trial = {"group": group, "config": tried}
+        try:
+            return original_bench(self, *args, config=config, **meta)
+        finally:
+            counter.trial = None
+
+    Autotuner.run, Autotuner._bench = run, bench  # type: ignore[method-assign]
+    Autotuner.do_bench = property(lambda self: once)  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        for name in ("run", "_bench", "do_bench"):
+            if name in saved:
+                setattr(Autotuner, name, saved[name])
+            else:
+                with contextlib.suppress(AttributeError):
+                    delattr(Autotuner, name)
 
 
 def _uncovered(counter: _Counter, output: Any) -> str | None:
