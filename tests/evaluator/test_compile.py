@@ -505,3 +505,13 @@ def test_the_frontend_alone_reports_the_same_error_at_the_same_line_without_a_bi
     [entry] = good["results"]
     assert entry["ok"] and entry["frontend_only"] and entry["resources"] is None
     assert entry["seconds"] < full_entry["seconds"] or entry["seconds"] < 0.5
+
+
+def test_the_compilers_temporary_files_are_not_shown_but_the_users_are() -> None:
+    """A ptxas crash names its `tempfile` inputs, which change on every run and mean nothing to
+    the reader; a user's file under the temporary folder keeps its name."""
+    from tritonsmith.evaluator.compile import _machine_paths
+
+    text = "ptxas fatal: /tmp/tmpab12cd34.ptx line 5; see /tmp/tmpq9z_x1ab/k.cubin, /tmp/pytest-of-u/t/user.py:3"
+    assert _machine_paths(text) == ("ptxas fatal: <temporary file> line 5; see <temporary file>, "
+                                    "/tmp/pytest-of-u/t/user.py:3")

@@ -626,7 +626,10 @@ def _error_report(error: BaseException, native: str, where: _Where, source_lines
          "message": f"called from `{loc['function']}` here"}
         for loc in reversed(located[:-1])
     ]
-    full = _chain_report_text(chain, where, starts) + ("\n" + where.text(native) if native else "")
+    full = _machine_paths(_chain_report_text(chain, where, starts) + ("\n" + where.text(native) if native else ""))
+    message = _machine_paths(message)
+    if any(type(item).__name__ == "PTXASError" for item in chain):  # the assembler's failure, named
+        message = f"ptxas, NVIDIA's assembler, failed on this Config (a compiler failure, not a Triton error): {message}"
     report = {
         "type": type(root).__name__,
         # Every exception class in the chain: Triton's autotuner prunes a Config that fails with
@@ -649,6 +652,18 @@ def _error_report(error: BaseException, native: str, where: _Where, source_lines
         report["unresolved"] = name
         report["message"] = f"cannot compile ahead of time: {why}, and the kernel uses it"
     return report
+
+
+_TEMPORARY_PATH = re.compile(r"(?:" + "|".join(re.escape(p) for p in sorted({tempfile.gettempdir(), "/tmp"}, key=len, reverse=True))
+                             + r")/tmp[a-z0-9_]{6,}[^\s'\"`:,)]*")
+"""A file Python's `tempfile` named (ptxas's input and output, `/tmp/tmpab12cd34.ptx`); never a
+user's file, which the messages name on purpose."""
+
+
+def _machine_paths(text: str) -> str:
+    """`text` with the compiler's temporary files named as such: they mean nothing to the
+    reader and change on every run."""
+    return _TEMPORARY_PATH.sub("<temporary file>", text)
 
 
 # -- the job ------------------------------------------------------------------------------
