@@ -85,6 +85,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from predictor_rank import spearman  # noqa: E402  (one rank correlation for both benches)
 
 from tritonsmith.evaluator.specs import detect_kernelbench  # noqa: E402
 
@@ -449,36 +452,6 @@ def predicted_seconds(row: dict[str, Any]) -> float | None:
     if math.isnan(seconds) or seconds <= 0:
         return None
     return float(seconds)
-
-
-def _ranks(values: list[float]) -> list[float]:
-    """Average ranks: tied values share the mean of the positions they span."""
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    ranks = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for position in range(i, j + 1):
-            ranks[order[position]] = (i + j) / 2.0
-        i = j + 1
-    return ranks
-
-
-def spearman(a: list[float], b: list[float]) -> float | None:
-    """Spearman's rho, Pearson's r of the average ranks; None under three pairs or when either
-    side has no spread. Infinite values rank last, tied with each other."""
-    if len(a) != len(b) or len(a) < 3:
-        return None
-    ra, rb = _ranks(a), _ranks(b)
-    mean_a, mean_b = sum(ra) / len(ra), sum(rb) / len(rb)
-    cov = sum((x - mean_a) * (y - mean_b) for x, y in zip(ra, rb))
-    var_a = sum((x - mean_a) ** 2 for x in ra)
-    var_b = sum((y - mean_b) ** 2 for y in rb)
-    if var_a == 0 or var_b == 0:
-        return None
-    return cov / math.sqrt(var_a * var_b)
 
 
 def fastest_in_quarter(pairs: list[tuple[float | None, float]]) -> bool | None:
