@@ -28,7 +28,7 @@ def test_a_small_bench_run_writes_every_output(tmp_path: Path) -> None:
                           "--device", "cpu", "--out", str(out)], capture_output=True, text=True, timeout=600,
                          cwd=tmp_path)
     assert run.returncode == 0, run.stderr
-    assert "start verified on 2/2 (not counted as correct)" in run.stdout and "predicted sm_90 time" in run.stdout
+    assert "start verified on 2/2 (not counted as correct)" in run.stdout and "predicted H100 SXM" in run.stdout
     results = json.loads((out / "results.json").read_text())
     assert [p["name"] for p in results["problems"]] == ["kernelbench_fused", "kernelbench_relu"]
     assert all(p["start_ok"] and len(p["steps"]) == 2 for p in results["problems"])

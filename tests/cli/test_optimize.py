@@ -45,10 +45,10 @@ def test_without_a_spec_the_error_says_how_to_add_one(tmp_path: Path) -> None:
 
 
 @pytest.mark.compiler
-@pytest.mark.parametrize(("objective", "measured"), [("auto", "predicted sm_90 time"),
+@pytest.mark.parametrize(("objective", "measured"), [("auto", "predicted H100 SXM time"),
                                                      ("interpreter", "interpreter time")])
 def test_optimize_writes_a_patch_that_git_applies(tmp_path: Path, objective: str, measured: str) -> None:
-    """Without a GPU the search ranks and claims by predicted sm_90 time unless asked for
+    """Without a GPU the search ranks and claims by predicted H100 SXM time unless asked for
     interpreter time; either way the patch widens the block and applies."""
     pytest.importorskip("triton")
     pytest.importorskip("numpy")
@@ -61,7 +61,7 @@ def test_optimize_writes_a_patch_that_git_applies(tmp_path: Path, objective: str
         assert "both predicted again in fresh workers" in run.stderr and "a model's estimate" in run.stderr
         words = " ".join(run.stderr.split())  # as one line, whatever the console's wrapping
         best = words[words.index("best: #"):words.index("patch written")]
-        assert best.count("predicted sm_90 time") == 1, best  # the objective, named once
+        assert best.count("predicted H100 SXM time") == 1, best  # the objective, named once
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     subprocess.run(["git", "apply", "best.patch"], cwd=tmp_path, check=True)
     assert "BLOCK_SIZE=16" not in path.read_text()

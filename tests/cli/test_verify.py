@@ -67,7 +67,7 @@ def test_a_constexpr_known_only_at_run_time_is_not_a_failure_and_correctness_sti
     assert "softmax_kernel: compiled" in out
     assert "as launched in the check run)" in out  # the Config line names the value's origin
     # Without a GPU the summary ends with the predicted time, at the real sizes (1152 × 781 here).
-    assert "· predicted sm_90 time " in out and "at sizes as written" in out
+    assert "· predicted H100 SXM time " in out and "at sizes as written" in out
 
 
 def test_verify_device_gpu_without_a_gpu_is_a_usage_error(tmp_path):
