@@ -215,8 +215,12 @@ def test_a_kernel_that_leaves_its_work_to_one_program_is_profiled_whole(tmp_path
     from tritonsmith.evaluator import verify
     from tritonsmith.evaluator.profile import SAMPLES_PER_AXIS, program_sample
 
-    seed = next(seed for seed in range(100) if all(
-        p != 1 for p, _ in program_sample(256, SAMPLES_PER_AXIS[0], random.Random(seed))))
+    def second_draw(seed: int) -> list[tuple[int, float]]:  # the counted pass follows a warm-up pass
+        rng = random.Random(seed)
+        program_sample(256, SAMPLES_PER_AXIS[0], rng)
+        return program_sample(256, SAMPLES_PER_AXIS[0], rng)
+
+    seed = next(seed for seed in range(100) if all(p != 1 for p, _ in second_draw(seed)))
     monkeypatch.setattr(verify, "sample_seed", lambda *_: seed)
     source = (ROOT / "tests/search/fixtures/slow_add.py").read_text().replace("N_ELEMENTS = 98_432",
                                                                               "N_ELEMENTS = 262_144")
