@@ -614,7 +614,8 @@ try {
   const nodeCount = await treeFrame.locator('svg.tree g.node').count();
   const header = norm(await treeFrame.locator('header h1').innerText()).trim();
   log(`search view: "${header}", ${nodeCount} nodes`);
-  if (!/predicted sm_90 time/.test(header)) throw new Error(`the search view does not say "predicted sm_90 time": ${header}`);
+  // The prediction is named by its GPU model (sm_90: the H100 SXM).
+  if (!/predicted H100 SXM time/.test(header)) throw new Error(`the search view does not say "predicted H100 SXM time": ${header}`);
   await treeFrame.locator('svg.tree g.node.best').first().click();
   const details = norm(await treeFrame.locator('#details').innerText()).trim();
   log(`clicked the best node: ${details.replace(/\s+/g, ' ')}`);

@@ -65,7 +65,7 @@ export interface SearchResult {
     readonly result?: string;
     /** "interpreter" or "gpu". */
     readonly measuredOn: string;
-    /** What the speedups are ratios of: "predicted sm_90 time", "interpreter time", "GPU time" (newer servers). */
+    /** What the speedups are ratios of: "predicted H100 SXM time", "interpreter time", "GPU time" (newer servers). */
     readonly measured?: string;
     readonly stopped: string;
     readonly costUsd: number;
@@ -213,7 +213,7 @@ export function parseSearchResult(value: unknown): SearchResult | undefined {
 }
 
 /**
- * "predicted sm_90 time", "interpreter time" or "GPU time": how a speedup was measured, as the
+ * "predicted H100 SXM time", "interpreter time" or "GPU time": how a speedup was measured, as the
  * server says (never call an interpreter speedup or a prediction a GPU one).
  */
 export function measuredLabel(measuredOn: string, measured?: string): string {
