@@ -288,6 +288,12 @@ def handle_inputs(payload: dict[str, Any]) -> dict[str, Any]:
     seed = int(payload.get("seed", 42))
     with _module(payload["reference"], "reference", payload) as module:
         problem = load_problem(module, payload)
+        if payload.get("hollow"):  # a hollow profile (hollow.py) needs the init inputs alone
+            torch.manual_seed(seed)
+            init_inputs = problem.init_inputs()
+            torch.save({"init_inputs": init_inputs}, data / "init.pt")
+            return {"trial_seeds": [], "input_hashes": [], "input_shapes": [],
+                    "init_hash": _file_hash(data / "init.pt"), "forward_s": None}
         model, init_inputs = _build_reference(problem, seed, device)
         torch.save({"init_inputs": init_inputs}, data / "init.pt")
         torch.manual_seed(42)

@@ -1,5 +1,6 @@
 """The predicted GPU time of a spec's candidate, end to end: profile one forward pass
-(`verify.profile_spec`), compile each profiled launch for the target as it ran (its constexprs,
+(`verify.profile_spec`: at the sizes as written without data, `hollow.py`, or with data at sizes
+the interpreter can run), compile each profiled launch for the target as it ran (its constexprs,
 `num_warps` and `num_stages`, at the profiled sizes: a `next_power_of_2(n)` block is the real
 one), and apply the model (`predict.py`).
 
@@ -30,6 +31,9 @@ class PredictedTime:
     # Kernel -> its first launch's compile at the profiled sizes ({"target", "constexprs",
     # "resources"}): what the code lens shows when those sizes are the ones written.
     compiled: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # How the counts were taken: "without data" (a hollow pass at the sizes as written,
+    # hollow.py) or "with data" (real inputs, at the sizes named).
+    profiled: str | None = None
 
     @property
     def seconds(self) -> float | None:
@@ -50,7 +54,7 @@ class PredictedTime:
     def to_json(self) -> dict[str, Any]:
         return {"prediction": self.prediction.to_json() if self.prediction is not None else None,
                 "sizes": {k: list(v) for k, v in self.sizes.items()}, "error": self.error,
-                "summary": self.summary(), "compiled": self.compiled}
+                "summary": self.summary(), "compiled": self.compiled, "profiled": self.profiled}
 
 
 def predict_spec(spec: Spec, source: str, *, path: str, target: str, pools: tuple[WorkerPool, WorkerPool],
@@ -69,9 +73,13 @@ def predict_spec(spec: Spec, source: str, *, path: str, target: str, pools: tupl
     prediction = predict(profile, resources, target, failed=failed)
     if profile.get("uncovered"):
         prediction.notes.append(str(profile["uncovered"]))
+    if profile.get("hollow_failed"):
+        prediction.notes.append(f"profiled with data at the sizes named: the pass without data at the sizes as "
+                                f"written could not follow the forward pass ({profile['hollow_failed']})")
     if failed:  # the keys name the Config; the compiler's own message (paths and all) stays in the compile report
         prediction.notes.append(f"did not compile for {target} as launched: {', '.join(failed)}")
     compiled = {report.kernel: {"target": entry.get("target"), "constexprs": dict(entry.get("constexprs") or {}),
                                 "resources": dict(entry.get("resources") or {})}
                 for report in reports for entry in report.results[:1] if entry.get("ok")}
-    return PredictedTime(prediction, sizes, compiled=compiled)
+    return PredictedTime(prediction, sizes, compiled=compiled,
+                         profiled="without data" if profile.get("hollow") else "with data")

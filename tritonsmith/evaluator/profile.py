@@ -36,11 +36,18 @@ from pathlib import Path
 from typing import Any
 
 from .correctness import _load, _prepare, _to, import_file, load_problem, written
+from .hollow import HollowError, hollow
 
 __all__ = ["handle_profile", "program_sample"]
 
 SAMPLES_PER_AXIS = (8, 3, 2)
 """Programs run per grid axis (x, y, z) at most; the product bounds the interpreter's work."""
+HOLLOW_SAMPLES_PER_AXIS = (4, 2, 2)
+"""The same at the sizes as written (a hollow pass, `hollow.py`), where a program runs its real
+loops: each costs what a whole small grid does."""
+FIRST_SAMPLES_PER_AXIS = (2, 1, 1)
+"""The same, in a hollow pass, for what is not counted: the first call of the forward pass and
+an autotuner's trial of one Config (a kernel may carry a hundred)."""
 
 _SFU = frozenset({"create_exp", "create_exp2", "create_log", "create_log2", "create_sin", "create_cos",
                   "create_sqrt", "create_precise_sqrt", "create_rsqrt", "create_erf", "create_fdiv",
@@ -68,9 +75,12 @@ def program_sample(n: int, limit: int | None, rng: random.Random | None = None) 
     """Which of `n` programs of one axis run, and how many each stands for: `limit - 1` drawn
     at random from the first `n - 1` (by `rng`; evenly spread without one), sharing them
     equally, and the last, standing for itself (it holds the tail a size that is no multiple of
-    the block leaves). Every program when `limit` is None or `n <= limit`."""
+    the block leaves). Every program when `limit` is None or `n <= limit`; with a `limit` of 1,
+    one of the first `n - 1`, standing for all."""
     if limit is None or n <= limit:
         return [(i, 1.0) for i in range(n)]
+    if limit <= 1:  # one program stands for all: one of the full ones, not the tail
+        return [(rng.randrange(n - 1) if rng is not None else (n - 1) // 2, float(n))]
     spread = limit - 1
     if rng is not None:
         picks = sorted(rng.sample(range(n - 1), spread))
@@ -142,6 +152,8 @@ class _Counter:
         self.in_kernel = 0
         self.rng: random.Random | None = None
         self.limits: tuple[int | None, ...] = SAMPLES_PER_AXIS  # (None,) * 3: every program
+        self.first_limits: tuple[int | None, ...] | None = None  # for what is not counted, when fewer
+        self.first_call = False  # the forward pass's first call runs (`_steady_pass`)
         self.groups: dict[tuple[int, str], str] = {}  # (autotuner, its key) -> group name
         self.group: str | None = None  # the autotuner running now
         self.trial: dict[str, Any] | None = None  # the Config it is trying now
@@ -283,6 +295,23 @@ def counting(counter: _Counter) -> Iterator[None]:
 
     original_grid_dim, original_grid_idx = builder.set_grid_dim, builder.set_grid_idx
     original_call = executor.__call__
+    function = interpreter.InterpretedFunction
+    original_function_call = function.__call__
+    patched_for: set[Any] = set()  # the nested @jit functions whose globals this launch patched
+
+    def function_call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # The interpreter patches `triton.language` for a nested @jit function (`tl.max`,
+        # `tl.sum`, the user's helpers) on every call, by walking the modules' members: most of
+        # a loop's time. Once per function and launch is the same patch.
+        if not counter.in_kernel:
+            return original_function_call(self, *args, **kwargs)
+        if self.fn not in patched_for:
+            interpreter._patch_lang(self.fn)
+            patched_for.add(self.fn)
+        try:
+            return self.rewrite()(*args, **kwargs)
+        except Exception as e:
+            raise interpreter.InterpreterError(repr(e)) from e
 
     def call(self: Any, *args_dev: Any, **kwargs: Any) -> Any:
         launch = _Launch(kernel=getattr(self.fn, "__name__", "kernel"), num_warps=int(kwargs.get("num_warps") or 4),
@@ -305,10 +334,13 @@ def counting(counter: _Counter) -> Iterator[None]:
             real = grid_of(arguments) if callable(grid_of) else grid_of
             real = tuple(int(g) for g in real) + (1,) * (3 - len(real))
             launch.grid = (real[0], real[1], real[2])
-            counter.plan = [program_sample(n, limit, counter.rng) for n, limit in zip(real, counter.limits, strict=True)]
+            uncounted = launch.tuning or counter.first_call
+            limits = counter.first_limits if uncounted and counter.first_limits else counter.limits
+            counter.plan = [program_sample(n, limit, counter.rng) for n, limit in zip(real, limits, strict=True)]
             return tuple(len(p) for p in counter.plan)
 
         self.grid = sampled
+        patched_for.clear()
         counter.current, counter.weight = launch, 1.0
         counter.in_kernel += 1
         try:
@@ -330,11 +362,13 @@ def counting(counter: _Counter) -> Iterator[None]:
     patch("set_grid_dim", set_grid_dim)
     patch("set_grid_idx", set_grid_idx)
     executor.__call__ = call
+    function.__call__ = function_call
     try:
         with _torch_ops(counter), _autotuning(counter):
             yield
     finally:
         executor.__call__ = original_call
+        function.__call__ = original_function_call
         for name, before in patched.items():
             if before is _MISSING:
                 with contextlib.suppress(AttributeError):
@@ -436,16 +470,22 @@ def handle_profile(payload: dict[str, Any]) -> dict[str, Any]:
                                               written(payload, payload["inputs_file"])), payload)
     init = _load(Path(payload["data_dir"]) / "init.pt")
     seed = int(payload.get("seed", 42))
-    torch.manual_seed(seed)
-    with torch.no_grad():
-        model = problem.model("candidate", _to(init["init_inputs"], device))
-    torch.manual_seed(seed)
-    inputs = _to(inputs_problem.inputs(device), device)
     counter = _Counter()
     counter.rng = random.Random(int(payload.get("sample_seed", 0)))
-    progress("built")
-    output = _steady_pass(counter, model, inputs)
-    uncovered = _uncovered(counter, output)
+    hollow_pass = bool(payload.get("hollow"))
+    if hollow_pass:
+        counter.limits, counter.first_limits = HOLLOW_SAMPLES_PER_AXIS, FIRST_SAMPLES_PER_AXIS
+    with hollow(lambda: counter.in_kernel > 0) if hollow_pass else contextlib.nullcontext():
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            model = problem.model("candidate", _to(init["init_inputs"], device))
+        torch.manual_seed(seed)
+        inputs = _to(inputs_problem.inputs(device), device)
+        progress("built")
+        output = _steady_pass(counter, model, inputs)
+        uncovered = _uncovered(counter, output)
+    if uncovered and hollow_pass:  # every program at the sizes as written would take hours
+        raise HollowError(uncovered)
     if uncovered:  # the work is not where the sample looked: every program, exactly
         for tuner in counter.tuners:  # so that they try their Configs again, counted
             tuner.cache.clear()
@@ -516,7 +556,11 @@ def _steady_pass(counter: _Counter, model: Any, inputs: Any) -> Any:
     import torch
 
     with torch.no_grad(), counting(counter), _untimed_events():
-        model(*inputs)
+        counter.first_call = True
+        try:
+            model(*inputs)
+        finally:
+            counter.first_call = False
         counter.launches = [launch for launch in counter.launches if launch.tuning]
         counter.torch_ops = {}
         return model(*inputs)

@@ -28,6 +28,7 @@ Nothing here imports torch or triton: the server imports this module (tests/test
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import hashlib
 import os
@@ -878,6 +879,8 @@ def verify_kernelbench(spec: KernelBenchSpec, **options: Any) -> Verdict:
     return verify_spec(spec, **options)
 
 
+HOLLOW_TIMEOUT_S = 120.0
+"""The longest a hollow profile (`profile_spec`) runs before the profile with data is tried."""
 PROFILE_BUDGET = (1 << 26, 1 << 34)
 """(elements, work) a profiled forward pass runs as written (`predict.py`): sampled programs keep
 the kernels cheap at any size, but the inputs are allocated on the CPU and PyTorch's own
@@ -918,29 +921,41 @@ def profile_spec(spec: Spec, *, pools: tuple[WorkerPool, WorkerPool], candidate_
                  seed: int = 42, timeout_s: float = 300.0, memory_mb: int | None = None,
                  cancel: threading.Event | None = None) -> tuple[dict[str, Any] | None, dict[str, tuple[int, int]], str | None]:
     """One forward pass of the candidate with each launch running a sample of its programs
-    (`profile.py`), at the sizes as written when they fit `PROFILE_BUDGET`, else scaled to it.
+    (`profile.py`): at the sizes as written without data (`hollow.py`: PyTorch computes
+    nothing, each sampled program runs its real loops), or, where that pass cannot follow the
+    forward pass, with real data at the sizes as written when they fit `PROFILE_BUDGET`, else
+    scaled to it (the result's `hollow_failed` says why).
 
     Returns (the profile job's result, the sizes used, None) or (None, sizes, what failed). The
     pools must run the interpreter (`TRITON_INTERPRET=1`); the candidate's outputs are not
     checked here (the verification does that)."""
     sources = _sources(spec, candidate_source)
     plan = plan_sizes(sources.reference, sources.readers, blocks_from=_blocks_from(spec), budget=PROFILE_BUDGET)
+    as_written = {name: (written, written) for name, (written, _) in plan.main.items()}
     work = Path(tempfile.mkdtemp(prefix="tritonsmith-profile-", dir=runs_dir())).resolve()
     try:
         run = _Run(spec, sources, work, "interpreter", seed, dict(DEFAULT_TOLERANCES), timeout_s,
                    memory_mb or default_memory_mb(), pools, cancel)
-        folder, paths = run.files("profile", plan.main)
-        init = run.reference_pool.run(run.job("verify_inputs", folder, reference=str(paths["reference"]), trials=0),
-                                      cancel)
-        if not init.ok:
-            return None, plan.main, run.reference_failed(init, Stage.REFERENCE, " at the profiled sizes")[1]
-        # Which programs run is drawn here, where the candidate cannot see it (profile.py), the
-        # same for the same text at the same sizes: a file's prediction does not move between runs.
-        result = run.candidate_pool.run(run.job("profile", folder, candidate=str(paths["candidate"]),
-                                                inputs_file=str(paths["inputs"]),
-                                                sample_seed=sample_seed(sources.candidate, plan.main)), cancel)
-        if not result.ok:
-            return None, plan.main, f"the profiled run failed: {run.failure(result)}"
-        return dict(result.payload), plan.main, None
+        hollow_failed = None
+        for sizes, hollow in ((as_written, True), (plan.main, False)):
+            folder, paths = run.files("hollow" if hollow else "profile", sizes)
+            init = run.reference_pool.run(run.job("verify_inputs", folder, reference=str(paths["reference"]),
+                                                  trials=0, hollow=hollow), cancel)
+            if not init.ok:
+                return None, sizes, run.reference_failed(init, Stage.REFERENCE, " at the profiled sizes")[1]
+            # Which programs run is drawn here, where the candidate cannot see it (profile.py), the
+            # same for the same text at the same sizes: a file's prediction does not move between runs.
+            job = run.job("profile", folder, candidate=str(paths["candidate"]), inputs_file=str(paths["inputs"]),
+                          sample_seed=sample_seed(sources.candidate, sizes), hollow=hollow)
+            if hollow:  # its tensors are mostly never touched: the resident limit still holds
+                job = dataclasses.replace(job, limit_address_space=False, timeout_s=min(job.timeout_s, HOLLOW_TIMEOUT_S))
+            result = run.candidate_pool.run(job, cancel)
+            if result.ok:
+                return {**result.payload, "hollow": hollow, "hollow_failed": hollow_failed}, sizes, None
+            if cancel is not None and cancel.is_set():
+                break
+            if hollow:
+                hollow_failed = run.failure(result)
+        return None, plan.main, f"the profiled run failed: {run.failure(result)}"
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -1,0 +1,133 @@
+"""What the predicted time costs next to the verification it follows, file by file, in one run.
+
+For each file (copied with its `<name>_reference.py` sibling, when it has one, into a fresh
+temporary workspace), three commands run, their order turning over with each repeat:
+
+- `verify`: `python -m tritonsmith verify FILE --device cpu --no-timing --no-predict --format json`,
+  the verification alone;
+- `verify+predict`: `python -m tritonsmith predict FILE --verify --format json`, the same
+  verification and then the prediction, in the same worker pools (as the editor and `verify`
+  run them); the prediction's own cost is this minus `verify`;
+- `predict`: `python -m tritonsmith predict FILE --format json`, the prediction alone (its pools
+  started for it).
+
+`--target` goes to both predictions; `--package DIR` takes the package from DIR (PYTHONPATH: a
+`git archive` of an earlier commit) to measure a tree before a change. Recorded per run: wall
+time, exit status, the verdict and the predicted time with its sizes and how it was profiled.
+The report gives the medians per file and the prediction's share of the verification's time.
+
+Usage::
+
+    .venv/bin/python bench/predict_cost.py --repeat 2 --json docs/benchmarks/predict-cost-1.json \\
+        examples/kernelbench_relu.py /tmp/kb/l1_023_Softmax.py ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMANDS = {
+    "verify": ["verify", "{file}", "--device", "cpu", "--no-timing", "--no-predict", "--format", "json"],
+    "verify+predict": ["predict", "{file}", "--verify", "--format", "json"],
+    "predict": ["predict", "{file}", "--format", "json"],
+}
+
+
+def run_once(path: Path, kind: str, *, target: str | None, package: Path | None, timeout: float) -> dict[str, object]:
+    """One command of `kind` on a copy of `path` (and its reference) in a fresh workspace."""
+    with tempfile.TemporaryDirectory(prefix="predict-cost-") as folder:
+        (Path(folder) / ".tritonsmith").mkdir()
+        copy = Path(folder) / path.name
+        shutil.copy(path, copy)
+        reference = path.with_name(f"{path.stem}_reference.py")
+        if reference.exists():
+            shutil.copy(reference, Path(folder) / reference.name)
+        argv = [a.replace("{file}", str(copy)) for a in COMMANDS[kind]]
+        if target and kind != "verify":
+            argv += ["--target", target]
+        env = dict(os.environ)
+        if package is not None:
+            env["PYTHONPATH"] = str(package)
+        began = time.perf_counter()
+        try:
+            done = subprocess.run([sys.executable, "-m", "tritonsmith", *argv], capture_output=True, text=True,
+                                  env=env, cwd=folder, timeout=timeout, check=False)
+            out, code = done.stdout, done.returncode
+        except subprocess.TimeoutExpired:
+            out, code = "", None
+        wall = time.perf_counter() - began
+    record: dict[str, object] = {"wall_s": round(wall, 3), "exit": code}
+    try:
+        report = json.loads(out)
+    except json.JSONDecodeError:
+        return record
+    if kind == "verify":
+        record["verdicts"] = [f"{v.get('stage')}" for v in report.get("verification", [])]
+    else:
+        record.update({"seconds": report.get("seconds"), "summary": report.get("summary"),
+                       "profiled": report.get("profiled"), "verified": report.get("verified")})
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--target", help="the prediction's target (default: the settings', sm_90)")
+    parser.add_argument("--package", type=Path, help="take the package from this folder (PYTHONPATH)")
+    parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--json", metavar="FILE")
+    args = parser.parse_args(argv)
+    kinds = list(COMMANDS)
+    runs: list[dict[str, object]] = []
+    for repeat in range(args.repeat):
+        for path in args.files:
+            order = kinds if repeat % 2 == 0 else kinds[::-1]
+            for kind in order:
+                outcome = run_once(path.resolve(), kind, target=args.target, package=args.package,
+                                   timeout=args.timeout)
+                runs.append({"repeat": repeat + 1, "file": path.name, "kind": kind, **outcome})
+                print(f"{repeat + 1} {path.name:40s} {kind:15s} {outcome['wall_s']:7.2f} s "
+                      f"{outcome.get('summary') or outcome.get('verdicts') or ''}", flush=True)
+    data = {"environment": {"python": platform.python_version(), "cpus": os.cpu_count(),
+                            "load_average": os.getloadavg()[0], "package": str(args.package or ROOT)},
+            "commands": {k: " ".join(["python -m tritonsmith", *v]) for k, v in COMMANDS.items()},
+            "target": args.target, "runs": runs, "rows": table(runs)}
+    for row in data["rows"]:
+        print(row)
+    if args.json:
+        Path(args.json).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+def table(runs: list[dict[str, object]]) -> list[str]:
+    """Per file: the median wall time of each command, the prediction's own cost (verify+predict
+    minus verify) and its share of the verification's time, and what was predicted."""
+    rows = ["| file | verify (s) | verify + predict (s) | prediction's own (s) | share of verify | "
+            "predict alone (s) | predicted |", "|---|---:|---:|---:|---:|---:|---|"]
+    for file in dict.fromkeys(str(r["file"]) for r in runs):
+        median: dict[str, float] = {}
+        for kind in COMMANDS:
+            walls = [float(r["wall_s"]) for r in runs if r["file"] == file and r["kind"] == kind]  # type: ignore[arg-type]
+            median[kind] = statistics.median(walls) if walls else float("nan")
+        last = [r for r in runs if r["file"] == file and r["kind"] == "predict"][-1]
+        own = median["verify+predict"] - median["verify"]
+        rows.append(f"| {file} | {median['verify']:.1f} | {median['verify+predict']:.1f} | {own:.1f} | "
+                    f"{own / median['verify']:.2f} | {median['predict']:.1f} | "
+                    f"{last.get('summary') or 'none'} ({last.get('profiled') or '?'}) |")
+    return rows
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
