@@ -35,6 +35,8 @@ Usage::
         --json /tmp/calib/run-1.json [--timeout 600] [--only p18]
     # 3. rank agreement per problem, the median over problems, pooled; runs side by side
     .venv/bin/python bench/predict_calibration.py report run-1.json run-2.json --markdown calib.md
+    # 4. the host's constants (predict.py HOST_*) chosen on problems 18, 29, 40; 42 and 44 checked
+    .venv/bin/python bench/predict_calibration.py fit run-1.json --fit-problems 18,29,40
 
 `corpus` takes, per problem, the steps whose kernel was correct and timed (`score.correct`,
 `runtime_us > 0`), keeps the first step of each distinct code, sorts them by measured time and picks
@@ -494,6 +496,61 @@ def summarize(run_data: dict[str, Any]) -> dict[str, Any]:
             "fastest_in_quarter_problems": [sum(hits), len(hits)], "pooled": figures(rows)}
 
 
+# --- fit: the host's constants -------------------------------------------------------------------
+
+HOST_GRID = {
+    "call_s": [0.0, 10e-6, 20e-6, 40e-6, 60e-6],
+    "launch_s": [x * 1e-6 for x in range(0, 62, 2)],
+    "op_s": [x * 1e-6 for x in (0, 0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10, 12)],
+}
+"""The values `fit` tries for predict.py's HOST_CALL_S, HOST_LAUNCH_S and HOST_OP_S."""
+
+
+def host_parts(row: dict[str, Any]) -> tuple[float, int, int] | None:
+    """(the GPU's predicted time, Triton launches, PyTorch operators) of a run row, or None."""
+    result = row.get("result")
+    if not isinstance(result, dict) or result.get("device_seconds") is None:
+        return None
+    device = float(result["device_seconds"])
+    return (device if math.isfinite(device) else math.inf), len(result.get("launches") or []), \
+        int(result.get("host_ops") or 0)
+
+
+def refit(rows: list[dict[str, Any]], call_s: float, launch_s: float, op_s: float) -> list[dict[str, Any]]:
+    """The rows with each prediction's total recomputed under other host constants."""
+    out = []
+    for row in rows:
+        parts = host_parts(row)
+        if parts is None:
+            out.append(row)
+            continue
+        device, launches, ops = parts
+        total = max(device, call_s + launches * launch_s + ops * op_s)
+        out.append({**row, "result": {**row["result"], "seconds": total}})
+    return out
+
+
+def fit(run_data: dict[str, Any], fit_problems: list[int]) -> dict[str, Any]:
+    """The host constants that order the fit problems' kernels best (the median per-problem rho,
+    then the mean, then the median |log(predicted / measured)|), and the figures of every problem
+    under them; the other problems of the run are the check half, never used to choose."""
+    rows = run_data["rows"]
+    chosen = [r for r in rows if int(r["problem"]) in fit_problems]
+
+    def score(values: tuple[float, float, float]) -> tuple[float, float, float]:
+        summary = summarize({"rows": refit(chosen, *values)})
+        rhos = [f["spearman"] for f in summary["problems"].values() if f["spearman"] is not None]
+        ratios = [abs(math.log(f["median_ratio"])) for f in summary["problems"].values() if f["median_ratio"]]
+        return (statistics.median(rhos) if rhos else -1.0, statistics.mean(rhos) if rhos else -1.0,
+                -statistics.median(ratios) if ratios else -math.inf)
+
+    grid = [(call, launch, op) for call in HOST_GRID["call_s"] for launch in HOST_GRID["launch_s"]
+            for op in HOST_GRID["op_s"]]
+    best = max(grid, key=score)
+    return {"fit_problems": fit_problems, "call_s": best[0], "launch_s": best[1], "op_s": best[2],
+            "score": score(best), "summary": summarize({"rows": refit(rows, *best)})}
+
+
 def _number(value: float | None, digits: int = 2) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
@@ -586,9 +643,20 @@ def main(argv: list[str] | None = None) -> int:
     shown = commands.add_parser("report", help="rank agreement per problem and pooled, runs side by side")
     shown.add_argument("runs", nargs="+", type=Path, help="run JSON files")
     shown.add_argument("--markdown", type=Path, metavar="OUT", help="also write the report to OUT")
+    fitted = commands.add_parser("fit", help="choose the host constants on some problems, show all")
+    fitted.add_argument("run", type=Path, help="a run JSON file")
+    fitted.add_argument("--fit-problems", default="18,29,40", help="the problems to choose by (default 18,29,40)")
     args = parser.parse_args(argv)
     try:
-        if args.command == "corpus":
+        if args.command == "fit":
+            result = fit(json.loads(args.run.read_text()), parse_problems(args.fit_problems))
+            print(f"HOST_CALL_S={result['call_s'] * 1e6:g} µs, HOST_LAUNCH_S={result['launch_s'] * 1e6:g} µs, "
+                  f"HOST_OP_S={result['op_s'] * 1e6:g} µs (score {result['score']})")
+            for problem, figure in result["summary"]["problems"].items():
+                half = "fit" if problem in result["fit_problems"] else "check"
+                print(f"p{problem} ({half}): rho {_number(figure['spearman'])}, fastest in measured quarter "
+                      f"{_yes(figure['fastest_in_quarter'])}, median predicted/measured {_ratio(figure['median_ratio'])}")
+        elif args.command == "corpus":
             if args.per_problem < 2:
                 parser.error("--per-problem must be at least 2 (the fastest and the slowest)")
             try:

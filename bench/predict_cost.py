@@ -98,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
                 outcome = run_once(path.resolve(), kind, target=args.target, package=args.package,
                                    timeout=args.timeout)
                 runs.append({"repeat": repeat + 1, "file": path.name, "kind": kind, **outcome})
+                if args.json:  # after every run: an interrupted measurement keeps what it measured
+                    Path(args.json).write_text(json.dumps({"partial": True, "runs": runs}, indent=1) + "\n")
                 print(f"{repeat + 1} {path.name:40s} {kind:15s} {outcome['wall_s']:7.2f} s "
                       f"{outcome.get('summary') or outcome.get('verdicts') or ''}", flush=True)
     data = {"environment": {"python": platform.python_version(), "cpus": os.cpu_count(),

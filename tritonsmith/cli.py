@@ -444,6 +444,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
                 "seconds": seconds if seconds is None or seconds != float("inf") else None,
                 "cannot_launch": seconds == float("inf"),
                 "launches": prediction.get("launches") or [], "torch_seconds": prediction.get("torch_seconds"),
+                "device_seconds": prediction.get("device_seconds"), "host_seconds": prediction.get("host_seconds"),
+                "host_ops": prediction.get("host_ops"),
                 "sizes": predicted.get("sizes") or {}, "profiled": predicted.get("profiled"),
                 "notes": prediction.get("notes") or [],
                 "error": predicted.get("error"), "summary": predicted.get("summary"),

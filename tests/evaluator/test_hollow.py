@@ -96,3 +96,74 @@ def test_a_forward_pass_that_needs_values_is_profiled_with_data_and_says_so(tmp_
     assert predicted.prediction is not None, predicted.error
     assert predicted.profiled == "with data" and "of 4096" in predicted.sizes_text()
     assert any("without data" in note and "nonzero" in note for note in predicted.prediction.notes)
+
+
+def test_loop_samples_stand_for_every_iteration_and_keep_the_first_and_last():
+    import random
+
+    from tritonsmith.evaluator.profile import loop_sample
+
+    for n in (1, 4, 5, 384, 100_003):
+        for rng in (None, random.Random(n)):
+            sample = loop_sample(n, 4, rng)
+            assert sum(weight for _, weight in sample) == pytest.approx(n)
+            assert len(sample) == min(n, 4) and sample[0][0] == 0 and sample[-1][0] == n - 1
+            assert len({index for index, _ in sample}) == len(sample)
+
+
+ROW_SUM = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x.sum(dim=1)
+
+
+rows = 4096
+cols = 393216
+
+
+def get_inputs():
+    return [torch.randn(rows, cols)]
+
+
+def get_init_inputs():
+    return []
+
+
+@triton.jit
+def row_sum_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    total = tl.zeros((BLOCK,), dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        offsets = start + tl.arange(0, BLOCK)
+        total += tl.load(x_ptr + row * n_cols + offsets, mask=offsets < n_cols, other=0.0)
+    tl.store(out_ptr + row, tl.sum(total, axis=0))
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty(x.shape[0], device=x.device, dtype=x.dtype)
+        row_sum_kernel[(x.shape[0],)](x, out, x.shape[1], BLOCK=1024)
+        return out
+'''
+
+
+@pytest.mark.compiler
+def test_a_kernel_looping_over_a_6_gib_row_block_is_counted_exactly_from_a_few_iterations(tmp_path: Path):
+    """384 iterations per row at the real width: the pass runs four of each sampled program's,
+    each standing for its share, and the bytes come out exact."""
+    path = tmp_path / "row_sum.py"
+    path.write_text(ROW_SUM)
+    began = time.perf_counter()
+    predicted = _predict(path)
+    assert predicted.prediction is not None, predicted.error
+    assert time.perf_counter() - began < 60
+    assert predicted.profiled == "without data" and predicted.sizes_text() == "as written"
+    launch = predicted.prediction.launches[0]
+    assert launch.programs == 4096
+    assert launch.dram_bytes == pytest.approx(4.0 * 4096 * 393216 + 4.0 * 4096, rel=1e-6)

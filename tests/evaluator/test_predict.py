@@ -171,7 +171,7 @@ def test_a_profiled_add_counts_every_byte_and_a_wider_block_is_predicted_faster(
     assert launch.dram_bytes == pytest.approx(12.0 * n)  # sampled programs, extrapolated exactly
     assert slow.sizes_text() == "as written" and "predicted H100 SXM time" in slow.summary()
     assert slow_hinted.seconds == pytest.approx(slow.seconds)  # a hint the model has no term for: no credit
-    assert fast.seconds is not None and slow.seconds > 3 * fast.seconds
+    assert fast.prediction is not None and slow.prediction.device_seconds > 3 * fast.prediction.device_seconds
 
 
 @pytest.mark.slow
@@ -265,7 +265,7 @@ def test_each_target_has_its_gpu_model_and_the_label_names_it() -> None:
     profile = {"launches": [{"kernel": "k", "programs": 4096, "num_warps": 4, "memory_ops": 8192,
                              "load_bytes": 4096 * 4096.0, "store_bytes": 0.0,
                              "tensors": [{"bytes": 4096 * 4096.0, "read": 4096 * 4096.0, "written": 0.0}]}]}
-    times = {t: predict(profile, {}, t).seconds for t in ("sm_86", "sm_89", "sm_80", "sm_90", "sm_100")}
+    times = {t: predict(profile, {}, t).device_seconds for t in ("sm_86", "sm_89", "sm_80", "sm_90", "sm_100")}
     assert times["sm_86"] > times["sm_89"] > times["sm_80"] > times["sm_90"] > times["sm_100"]
     assert predict(profile, {}, "sm_87").notes[0].startswith("no model of sm_87")
 
@@ -308,3 +308,24 @@ def test_an_autotuned_launch_is_predicted_as_the_autotuner_on_the_target_would_p
     worst = predict({"launches": [trials[0], trials[3], launch(4096, tuned="k#1")]}, resources, "sm_86",
                     failed=[key(2048)])
     assert math.isfinite(worst.seconds) and worst.launches[0].config.startswith("BLOCK=2048")
+
+
+def test_a_pass_shorter_on_the_gpu_than_its_launches_take_to_issue_is_host_bound(monkeypatch):
+    """A tiny add launched three times with PyTorch calls between: the GPU waits for the host,
+    and a benchmark timing the call measures the host's time; one launch issues faster. (With
+    host constants of a few microseconds: the calibrated ones may be zero.)"""
+    from tritonsmith.evaluator import predict as model
+    from tritonsmith.evaluator.predict import host_seconds
+
+    monkeypatch.setattr(model, "HOST_CALL_S", 10e-6)
+    monkeypatch.setattr(model, "HOST_LAUNCH_S", 20e-6)
+    monkeypatch.setattr(model, "HOST_OP_S", 4e-6)
+
+    tiny = _add(1024, n=4096)
+    three = predict({"launches": [tiny, tiny, tiny], "host_ops": 6}, {})
+    one = predict({"launches": [tiny], "host_ops": 2}, {})
+    assert three.host_seconds == pytest.approx(host_seconds(3, 6)) and three.host_seconds > three.device_seconds
+    assert three.seconds == three.host_seconds and any(n.startswith("host-bound") for n in three.notes)
+    assert one.seconds < three.seconds
+    big = predict({"launches": [_add(1024)], "host_ops": 2}, {})  # 16M elements: the GPU's time
+    assert big.seconds == big.device_seconds > big.host_seconds

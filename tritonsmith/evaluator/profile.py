@@ -46,8 +46,13 @@ HOLLOW_SAMPLES_PER_AXIS = (4, 2, 2)
 """The same at the sizes as written (a hollow pass, `hollow.py`), where a program runs its real
 loops: each costs what a whole small grid does."""
 FIRST_SAMPLES_PER_AXIS = (2, 1, 1)
-"""The same, in a hollow pass, for what is not counted: the first call of the forward pass and
-an autotuner's trial of one Config (a kernel may carry a hundred)."""
+"""The same, in a hollow pass, for an autotuner's trial of one Config (a kernel may carry a
+hundred). The first call's other launches run no program there: nothing of them is counted, and
+their outputs hold no values to pass on."""
+LOOP_SAMPLES = 4
+"""Iterations a kernel's `for` loop over `range`/`tl.range` runs at most in a hollow pass: the
+first, the last (a tail's mask) and the rest drawn at random, each counted for the iterations it
+stands for (a K loop of a GEMM at its real size is hundreds of identical iterations)."""
 
 _SFU = frozenset({"create_exp", "create_exp2", "create_log", "create_log2", "create_sin", "create_cos",
                   "create_sqrt", "create_precise_sqrt", "create_rsqrt", "create_erf", "create_fdiv",
@@ -106,8 +111,8 @@ class _Launch:
     lanes: float = 0.0  # lanes issued by loads and stores
     active: float = 0.0  # lanes a mask let through
     memory_ops: float = 0.0  # load and store instructions (per program, weighted)
-    program_loads: int = 0  # loads of the program running now
-    max_program_loads: int = 0  # the most loads one sampled program waited for, in sequence
+    program_loads: float = 0.0  # loads of the program running now (sampled loops: weighted)
+    max_program_loads: float = 0.0  # the most loads one sampled program waited for, in sequence
     warp_instructions: float = 0.0
     dot_flops: dict[str, float] = field(default_factory=dict)
     per_arg: dict[str, list[float]] = field(default_factory=dict)  # name -> [read, written]
@@ -146,6 +151,7 @@ class _Counter:
     def __init__(self) -> None:
         self.launches: list[_Launch] = []
         self.torch_ops: dict[str, dict[str, float]] = {}
+        self.host_ops = 0  # PyTorch operators dispatched outside kernels (views included)
         self.current: _Launch | None = None
         self.weight = 1.0
         self.plan: list[list[tuple[int, float]]] = []
@@ -154,6 +160,8 @@ class _Counter:
         self.limits: tuple[int | None, ...] = SAMPLES_PER_AXIS  # (None,) * 3: every program
         self.first_limits: tuple[int | None, ...] | None = None  # for what is not counted, when fewer
         self.first_call = False  # the forward pass's first call runs (`_steady_pass`)
+        self.hollow = False  # a pass without data (hollow.py): loops sampled, the first call empty
+        self.loop_weight = 1.0  # iterations the loop iteration running now stands for (nested: the product)
         self.groups: dict[tuple[int, str], str] = {}  # (autotuner, its key) -> group name
         self.group: str | None = None  # the autotuner running now
         self.trial: dict[str, Any] | None = None  # the Config it is trying now
@@ -174,7 +182,7 @@ class _Counter:
         launch.active += active * w
         launch.memory_ops += w
         if not write and not atomic:
-            launch.program_loads += 1
+            launch.program_loads += self.loop_weight
         launch.warp_instructions += w * _warp_instructions(lanes, launch.num_warps)
         if atomic:
             launch.atomic_bytes += moved
@@ -286,6 +294,7 @@ def counting(counter: _Counter) -> Iterator[None]:
         plan = counter.plan
         picks = [plan[0][x], plan[1][y], plan[2][z]]
         counter.weight = picks[0][1] * picks[1][1] * picks[2][1]
+        counter.loop_weight = 1.0
         launch = counter.current
         if launch is not None:
             launch.sampled += 1
@@ -334,8 +343,10 @@ def counting(counter: _Counter) -> Iterator[None]:
             real = grid_of(arguments) if callable(grid_of) else grid_of
             real = tuple(int(g) for g in real) + (1,) * (3 - len(real))
             launch.grid = (real[0], real[1], real[2])
-            uncounted = launch.tuning or counter.first_call
-            limits = counter.first_limits if uncounted and counter.first_limits else counter.limits
+            if counter.hollow and counter.first_call and not launch.tuning:
+                counter.plan = [[], [], []]  # counted by no one, read by no one: no program runs
+                return (0, 0, 0)
+            limits = counter.first_limits if launch.tuning and counter.first_limits else counter.limits
             counter.plan = [program_sample(n, limit, counter.rng) for n, limit in zip(real, limits, strict=True)]
             return tuple(len(p) for p in counter.plan)
 
@@ -364,7 +375,7 @@ def counting(counter: _Counter) -> Iterator[None]:
     executor.__call__ = call
     function.__call__ = function_call
     try:
-        with _torch_ops(counter), _autotuning(counter):
+        with _torch_ops(counter), _autotuning(counter), _sampled_loops(counter):
             yield
     finally:
         executor.__call__ = original_call
@@ -439,6 +450,7 @@ def _torch_ops(counter: _Counter) -> Iterator[None]:
             result = func(*args, **(kwargs or {}))
             if counter.in_kernel:
                 return result
+            counter.host_ops += 1  # each costs the host a dispatch, views and allocations too
             name = func.overloadpacket.__name__.rstrip("_") or func.overloadpacket.__name__
             if name in _VIEWS or name.removesuffix("_") in _VIEWS:
                 return result
@@ -475,6 +487,7 @@ def handle_profile(payload: dict[str, Any]) -> dict[str, Any]:
     hollow_pass = bool(payload.get("hollow"))
     if hollow_pass:
         counter.limits, counter.first_limits = HOLLOW_SAMPLES_PER_AXIS, FIRST_SAMPLES_PER_AXIS
+        counter.hollow = True
     with hollow(lambda: counter.in_kernel > 0) if hollow_pass else contextlib.nullcontext():
         torch.manual_seed(seed)
         with torch.no_grad():
@@ -493,7 +506,78 @@ def handle_profile(payload: dict[str, Any]) -> dict[str, Any]:
         counter.limits = (None, None, None)
         _steady_pass(counter, model, inputs)
     return {"launches": [launch.to_json() for launch in counter.launches],
-            "torch_ops": counter.torch_ops, "every_program": bool(uncovered), "uncovered": uncovered}
+            "torch_ops": counter.torch_ops, "host_ops": counter.host_ops, "every_program": bool(uncovered),
+            "uncovered": uncovered}
+
+
+@contextlib.contextmanager
+def _sampled_loops(counter: _Counter) -> Iterator[None]:
+    """In a hollow pass, kernels' `for` loops over `range`/`tl.range` run `LOOP_SAMPLES`
+    iterations (`loop_sample`), each weighting what it counts by the iterations it stands for.
+    The interpreter's rewrite of each kernel (its AST transformer, its cache of rewritten
+    functions) is swapped for the pass and put back after: a verification in the same worker
+    runs every iteration."""
+    if not counter.hollow:
+        yield
+        return
+    import ast
+
+    import triton.runtime.interpreter as interpreter
+
+    name = "__tritonsmith_loop__"
+
+    def loop(iterations: Any) -> Iterator[Any]:
+        if not isinstance(iterations, range) or len(iterations) <= LOOP_SAMPLES:
+            yield from iterations
+            return
+        weight, loop_weight = counter.weight, counter.loop_weight
+        try:
+            for index, share in loop_sample(len(iterations), LOOP_SAMPLES, counter.rng):
+                counter.weight, counter.loop_weight = weight * share, loop_weight * share
+                yield iterations[index]
+        finally:
+            counter.weight, counter.loop_weight = weight, loop_weight
+
+    class Sampling(interpreter.ASTTransformer):  # type: ignore[misc,name-defined]
+        def visit_For(self, node: ast.For) -> Any:
+            node = self.generic_visit(node)
+            call = node.iter
+            if isinstance(call, ast.Call) and (
+                    (isinstance(call.func, ast.Name) and call.func.id == "range")
+                    or (isinstance(call.func, ast.Attribute) and call.func.attr == "range")):
+                node.iter = ast.copy_location(
+                    ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=[call], keywords=[]), call)
+            return node
+
+    rewriter, function = interpreter.FunctionRewriter, interpreter.InterpretedFunction
+    saved_transformer, saved_cache = rewriter.ast_transformer, function.rewritten_fn
+    original_exec = rewriter._compile_and_exec
+
+    def compile_and_exec(self: Any, transformed: Any) -> Any:
+        self.fn.__globals__[name] = loop
+        return original_exec(self, transformed)
+
+    rewriter.ast_transformer, function.rewritten_fn = Sampling(), {}
+    rewriter._compile_and_exec = compile_and_exec  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        rewriter.ast_transformer, function.rewritten_fn = saved_transformer, saved_cache
+        rewriter._compile_and_exec = original_exec  # type: ignore[method-assign]
+
+
+def loop_sample(n: int, limit: int, rng: random.Random | None = None) -> list[tuple[int, float]]:
+    """Which of a loop's `n` iterations run, and how many each stands for: the first and the
+    last standing for themselves, `limit - 2` of the others (drawn by `rng`; evenly spread
+    without one) sharing the rest. Every iteration when `n <= limit`."""
+    if n <= limit:
+        return [(i, 1.0) for i in range(n)]
+    inner = limit - 2
+    if rng is not None:
+        picks = sorted(rng.sample(range(1, n - 1), inner))
+    else:
+        picks = [1 + round(i * (n - 3) / max(1, inner - 1)) for i in range(inner)]
+    return [(0, 1.0)] + [(p, (n - 2) / inner) for p in picks] + [(n - 1, 1.0)]
 
 
 @contextlib.contextmanager
@@ -562,7 +646,7 @@ def _steady_pass(counter: _Counter, model: Any, inputs: Any) -> Any:
         finally:
             counter.first_call = False
         counter.launches = [launch for launch in counter.launches if launch.tuning]
-        counter.torch_ops = {}
+        counter.torch_ops, counter.host_ops = {}, 0
         return model(*inputs)
 
 
