@@ -185,3 +185,27 @@ def test_report_on_a_synthetic_run(calib: ModuleType, tmp_path: Path) -> None:
 def test_report_refuses_a_held_out_row(calib: ModuleType) -> None:
     with pytest.raises(calib.HeldOut):
         calib.summarize(_run([_row(18, 1, 1.0, 1e-3), _row(70, 1, 1.0, 1e-3)]))
+
+
+def _parts(problem: int, step: int, measured_ms: float, device_s: float, launches: int, ops: int) -> dict:
+    row = _row(problem, step, measured_ms, device_s)
+    row["result"] = {**row["result"], "device_seconds": device_s, "host_ops": ops,
+                     "launches": [{"kernel": "k"}] * launches}
+    return row
+
+
+def test_fit_chooses_the_host_constants_on_the_fit_problems_alone(calib: ModuleType) -> None:
+    """p18's kernels are tiny on the GPU and measured by how much the host issues (launches and
+    PyTorch calls); p29's by their GPU work. The fit, chosen on p18, finds a host term that
+    orders p18 as measured, and p29 (the check half) keeps its order under it."""
+    rows = [_parts(18, 1, 0.05, 5e-6, 1, 2), _parts(18, 2, 0.09, 4e-6, 2, 6), _parts(18, 3, 0.15, 3e-6, 4, 10),
+            _parts(18, 4, 0.20, 2e-6, 5, 20),
+            _parts(29, 1, 1.0, 1e-3, 3, 5), _parts(29, 2, 2.0, 2e-3, 1, 1), _parts(29, 3, 4.0, 4e-3, 2, 2)]
+    assert calib.summarize(_run(rows))["problems"][18]["spearman"] == pytest.approx(-1.0)  # GPU time alone
+    result = calib.fit(_run(rows), [18])
+    assert result["launch_s"] > 0 or result["op_s"] > 0
+    assert result["summary"]["problems"][18]["spearman"] == pytest.approx(1.0)
+    assert result["summary"]["problems"][29]["spearman"] == pytest.approx(1.0)
+    # The refitted totals are the longer of the GPU's and the host's time.
+    refitted = calib.refit(rows[:1], 10e-6, 20e-6, 4e-6)[0]["result"]["seconds"]
+    assert refitted == pytest.approx(max(5e-6, 10e-6 + 20e-6 + 2 * 4e-6))
