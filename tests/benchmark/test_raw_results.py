@@ -269,3 +269,17 @@ def test_the_adversary_rows_re_derive_from_their_verdicts() -> None:
                     f"{sum(bool(r['ok']) for r in look_alikes)} |")
             assert line in PAGE, line
             assert len(attacks) == 37 and len(look_alikes) == 6
+
+
+@pytest.mark.parametrize("run", ["1", "2"])
+def test_the_prediction_cost_rows_re_derive_from_their_json(run: str) -> None:
+    """docs/benchmarks.md, "Predicted time: what it costs next to the verification": each row is
+    predict_cost.py's table over the committed runs, and every prediction was at the sizes as
+    written, without data."""
+    data = _load(f"predict-cost-{run}.json")
+    assert load("predict_cost").table(data["runs"]) == data["rows"]
+    for line in data["rows"]:
+        assert line in PAGE, line
+    predicted = [r for r in data["runs"] if r["kind"] != "verify"]
+    assert predicted and all(r["profiled"] == "without data" and r["summary"].endswith("as written")
+                             for r in predicted)
