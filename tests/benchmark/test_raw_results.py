@@ -283,3 +283,21 @@ def test_the_prediction_cost_rows_re_derive_from_their_json(run: str) -> None:
     predicted = [r for r in data["runs"] if r["kind"] != "verify"]
     assert predicted and all(r["profiled"] == "without data" and r["summary"].endswith("as written")
                              for r in predicted)
+
+
+def test_the_calibration_table_and_the_host_fit_re_derive_from_their_json() -> None:
+    """docs/benchmarks.md, "Predicted time against GPU measurements": the table is
+    predict_calibration.py's report over the two committed runs, which hold only the calibration
+    split; the host constants and the figures quoted for them come from its fit on run 1."""
+    module = load("predict_calibration")
+    paths = [RAW / "predict-calibration-1.json", RAW / "predict-calibration-2.json"]
+    for line in module.report(paths, None).splitlines():
+        if line.startswith("|"):
+            assert line in PAGE, line
+    run = _load("predict-calibration-1.json")
+    assert {int(row["problem"]) for row in run["rows"]} == {18, 29, 40, 42, 44}
+    fitted = module.fit(run, [18, 29, 40])
+    assert (fitted["call_s"], fitted["launch_s"], fitted["op_s"]) == pytest.approx((0.0, 46e-6, 1.5e-6))
+    problems = fitted["summary"]["problems"]
+    assert round(problems[18]["spearman"], 2) == 0.88 and round(fitted["summary"]["median_spearman"], 2) == 0.84
+    assert "46 µs per Triton launch and 1.5 µs per PyTorch operator" in PAGE
