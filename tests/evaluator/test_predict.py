@@ -329,3 +329,35 @@ def test_a_pass_shorter_on_the_gpu_than_its_launches_take_to_issue_is_host_bound
     assert one.seconds < three.seconds
     big = predict({"launches": [_add(1024)], "host_ops": 2}, {})  # 16M elements: the GPU's time
     assert big.seconds == big.device_seconds > big.host_seconds
+
+
+def test_an_autotuners_configs_are_compiled_only_while_one_can_still_win(monkeypatch):
+    """Twelve Configs of an add: compiled in the order of their estimate without a compile (a
+    lower bound), two at a time, until the fastest compiled is no slower than the next bound.
+    The pick is the one compiling every Config gives, from a third of the compiles."""
+    from types import SimpleNamespace
+
+    from tritonsmith.evaluator import predicted
+
+    blocks = [16 * 2**i for i in range(12)]
+    trials = [dict(_add(b), tuning={"group": "add_kernel#1", "config": i}) for i, b in enumerate(blocks)]
+    profile = {"launches": [*trials, dict(_add(blocks[0]), tuned="add_kernel#1")]}
+    everything = {launch_key("add_kernel", {"BLOCK": b}, 4, None): _resources(blocks_per_sm=4 if b > 4096 else 16)
+                  for b in blocks}
+    compiled: list[str] = []
+
+    def compile_file(_pool, _source, *, profiled, **_):
+        results = []
+        for entries in profiled.values():
+            for entry in entries:
+                compiled.append(entry["key"])
+                results.append({"launch_key": entry["key"], "ok": True, "resources": everything[entry["key"]]})
+        return [SimpleNamespace(results=results)]
+
+    monkeypatch.setattr(predicted, "compile_file", compile_file)
+    reports = predicted._compile_launches(profile, "", path="k.py", target="sm_90", pool=None, cancel=None)
+    resources = {e["launch_key"]: e["resources"] for r in reports for e in r.results}
+    assert len(set(compiled)) == len(compiled) < len(blocks) / 2  # each once, most never
+    full, pruned = predict(profile, everything), predict(profile, resources)
+    assert pruned.seconds == pytest.approx(full.seconds)
+    assert pruned.launches[0].config == full.launches[0].config

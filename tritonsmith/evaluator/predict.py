@@ -37,8 +37,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["GPU_MODELS", "GpuModel", "LaunchEstimate", "Prediction", "gpu_model", "gpu_note", "launch_key", "predict",
-           "predicted_label"]
+__all__ = ["GPU_MODELS", "GpuModel", "LaunchEstimate", "Prediction", "gpu_model", "gpu_note", "launch_estimate",
+           "launch_key", "predict", "predicted_label"]
 
 
 @dataclass(frozen=True)
@@ -256,6 +256,15 @@ def _estimate(gpu: GpuModel, launch: Mapping[str, Any], resources: Mapping[str, 
         flops=float(sum(flops.values())), lane_utilisation=float(launch.get("lane_utilisation") or 1.0),
         resources_known=known,
     )
+
+
+def launch_estimate(launch: Mapping[str, Any], target: str, resources: Mapping[str, Any] | None = None,
+                    failed: bool = False) -> LaunchEstimate:
+    """One profiled launch's estimate on `target`. Without `resources` it is a lower bound of
+    the estimate with them: occupancy from the thread count alone is the most the registers and
+    shared memory can allow, and no spills are counted (`predicted.py` compiles an autotuner's
+    Configs in that bound's order and stops where no Config left can win)."""
+    return _estimate(gpu_model(target), launch, resources, failed)
 
 
 def _config_text(launch: Mapping[str, Any]) -> str:

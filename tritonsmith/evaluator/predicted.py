@@ -9,16 +9,27 @@ Nothing here imports torch or triton.
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from .pool import WorkerPool
-from .predict import Prediction, keyed_resources, launches_to_compile, predict
+from .predict import (
+    Prediction,
+    keyed_resources,
+    launch_estimate,
+    launch_key,
+    launches_to_compile,
+    predict,
+)
 from .reports import compile_file
 from .verify import Spec, profile_spec
 
 __all__ = ["PredictedTime", "predict_spec"]
+
+TRIAL_BATCH = 2
+"""Configs of one autotuner compiled per round (`_compile_launches`)."""
 
 
 @dataclass
@@ -65,9 +76,7 @@ def predict_spec(spec: Spec, source: str, *, path: str, target: str, pools: tupl
     profile, sizes, error = profile_spec(spec, pools=pools, candidate_source=source, cancel=cancel)
     if profile is None:
         return PredictedTime(None, sizes, error)
-    wanted = launches_to_compile(profile)
-    reports = compile_file(compile_pool, source, path=path, targets=[target], kernels=list(wanted),
-                           profiled=wanted, cancel_event=cancel) if wanted else []
+    reports = _compile_launches(profile, source, path=path, target=target, pool=compile_pool, cancel=cancel)
     resources = keyed_resources(entry for report in reports for entry in report.results)
     failed = sorted({str(e.get("launch_key")) for r in reports for e in r.results if not e.get("ok")})
     prediction = predict(profile, resources, target, failed=failed)
@@ -83,3 +92,49 @@ def predict_spec(spec: Spec, source: str, *, path: str, target: str, pools: tupl
                 for report in reports for entry in report.results[:1] if entry.get("ok")}
     return PredictedTime(prediction, sizes, compiled=compiled,
                          profiled="without data" if profile.get("hollow") else "with data")
+
+
+def _compile_launches(profile: dict[str, Any], source: str, *, path: str, target: str, pool: WorkerPool,
+                      cancel: threading.Event | None) -> list[Any]:
+    """Compile the profiled launches for `target`: every launch of the pass, and of each
+    autotuner's trials only those that can still win. The trials are taken in the order of their
+    estimate without a compile (a lower bound, `launch_estimate`), `TRIAL_BATCH` at a time, until
+    the fastest compiled one is no slower than the next bound: the autotuner's pick is the same
+    as with every Config compiled, and a kernel with thirty Configs compiles a few."""
+    wanted = launches_to_compile(profile)
+    if not wanted:
+        return []
+    entries = {entry["key"]: (kernel, entry) for kernel, listed in wanted.items() for entry in listed}
+    always: set[str] = set()
+    trials: dict[str, list[tuple[float, str, dict[str, Any]]]] = {}
+    for launch in profile.get("launches") or []:
+        key = launch_key(str(launch.get("kernel")), launch.get("constexprs") or {}, launch.get("num_warps"),
+                         launch.get("num_stages"))
+        if tuning := launch.get("tuning"):
+            trials.setdefault(str(tuning.get("group")), []).append((launch_estimate(launch, target).seconds, key, launch))
+        else:
+            always.add(key)
+    for group in trials.values():
+        group.sort(key=lambda trial: trial[0])
+    reports: list[Any] = []
+    done: set[str] = set()
+    batch = set(always) | {key for group in trials.values() for _, key, _ in group[:TRIAL_BATCH]}
+    while batch - done and not (cancel is not None and cancel.is_set()):
+        todo = sorted(batch - done)
+        profiled: dict[str, list[dict[str, Any]]] = {}
+        for key in todo:
+            kernel, entry = entries[key]
+            profiled.setdefault(kernel, []).append(entry)
+        reports += compile_file(pool, source, path=path, targets=[target], kernels=list(profiled),
+                                profiled=profiled, cancel_event=cancel)
+        done.update(todo)
+        resources = keyed_resources(entry for report in reports for entry in report.results)
+        failed = {str(e.get("launch_key")) for r in reports for e in r.results if not e.get("ok")}
+        batch = set()
+        for group in trials.values():
+            grounded = [launch_estimate(launch, target, resources.get(key), key in failed)
+                        for _, key, launch in group if key in done]
+            best = min((e.seconds for e in grounded if e.resources_known and math.isfinite(e.seconds)), default=None)
+            left = [key for bound, key, _ in group if key not in done and (best is None or bound < best)]
+            batch.update(left[:TRIAL_BATCH])
+    return reports
