@@ -271,7 +271,7 @@ def test_the_adversary_rows_re_derive_from_their_verdicts() -> None:
             assert len(attacks) == 37 and len(look_alikes) == 6
 
 
-@pytest.mark.parametrize("run", ["1", "2"])
+@pytest.mark.parametrize("run", ["1", "2", "3", "4"])
 def test_the_prediction_cost_rows_re_derive_from_their_json(run: str) -> None:
     """docs/benchmarks.md, "Predicted time: what it costs next to the verification": each row is
     predict_cost.py's table over the committed runs, and every prediction was at the sizes as
