@@ -28,7 +28,7 @@ The timing is of the whole `ModelNew.forward` (torch ops and launch gaps include
 Usage::
 
     # 1. the corpus (no GPU, no network): K kernels per problem, spread over the measured range
-    .venv/bin/python bench/predict_calibration.py corpus --repo /work/.mirror/StigLidu+AdaExplore/repo \\
+    .venv/bin/python bench/predict_calibration.py corpus --repo <a clone of StigLidu/AdaExplore> \\
         --out /tmp/calib [--per-problem 16] [--seed 0] [--problems 18,29,40,42,44]
     # 2. the predictions, one fresh process and folder per file (niced: other jobs share the machine)
     nice -n 19 .venv/bin/python bench/predict_calibration.py run /tmp/calib --target sm_86 \\
@@ -308,7 +308,7 @@ def build_corpus(repo: Path, out: Path, problems: list[int], k: int, seed: int) 
     manifest = {
         "source_repo": SOURCE_REPO, "source_commit": commit, "level": LEVEL,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join(sys.argv), "per_problem": k, "seed": seed, "problems": summary,
+        "command": " ".join(_portable(sys.argv)), "per_problem": k, "seed": seed, "problems": summary,
         "units": "runtime_us, baseline_time_us and baseline_torch are milliseconds (AdaExplore src/eval.py "
                  "records torch.cuda.Event.elapsed_time means); measured_ms is runtime_us under its real unit",
         "files": files}
@@ -352,7 +352,7 @@ def parse_output(stdout: str) -> dict[str, Any] | None:
 def outcome(entry: dict[str, Any], *, returncode: int | None, elapsed: float, timed_out: bool, stdout: str,
             stderr: str, scratch: str) -> dict[str, Any]:
     """One file's row of the run JSON: where it came from and what the command said."""
-    result = None if timed_out else parse_output(stdout)
+    result = None if timed_out else parse_output(stdout.replace(scratch, "<tmp>"))  # paths name no machine
     row = {k: entry.get(k) for k in ("file", "problem", "step", "node_id", "measured_ms", "runtime_us",
                                       "hardware", "code_sha1", "autotuned", "triton_kernels", "reference_in_file")}
     row.update(returncode=returncode, elapsed_s=round(elapsed, 3), timed_out=timed_out, result=strict_json(result))
@@ -401,6 +401,11 @@ def machine() -> dict[str, Any]:
             "python": platform.python_version(), "versions": versions, "loadavg": list(os.getloadavg())}
 
 
+def _portable(argv: list[str]) -> list[str]:
+    """The command line as recorded: absolute paths (this machine's) shown by their last part."""
+    return [f"<{Path(a).name}>" if Path(a).is_absolute() else a for a in argv]
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -414,9 +419,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # this checkout's package, the one whose commit is recorded, whatever the venv has installed
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     data: dict[str, Any] = {
-        "kind": "predict_calibration run", "corpus": str(corpus), "source_repo": manifest.get("source_repo"),
+        "kind": "predict_calibration run", "corpus": corpus.name, "source_repo": manifest.get("source_repo"),
         "source_commit": manifest.get("source_commit"), "target": args.target, "timeout_s": args.timeout,
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "command": " ".join([Path(sys.executable).name, *_portable(sys.argv)]),
         "predict_command": f"python -m tritonsmith predict FILE --target {args.target} --format json",
         "git_head": _git("rev-parse", "HEAD").strip(), "git_status_short": _git("status", "--short").splitlines(),
         "machine_before": machine(), "started": _now(), "finished": None, "rows": []}

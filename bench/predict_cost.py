@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{repeat + 1} {path.name:40s} {kind:15s} {outcome['wall_s']:7.2f} s "
                       f"{outcome.get('summary') or outcome.get('verdicts') or ''}", flush=True)
     data = {"environment": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                            "load_average": os.getloadavg()[0], "package": str(args.package or ROOT)},
+                            "load_average": os.getloadavg()[0],
+                            "package": f"<{args.package.name}>" if args.package else "this checkout"},
             "commands": {k: " ".join(["python -m tritonsmith", *v]) for k, v in COMMANDS.items()},
             "target": args.target, "runs": runs, "rows": table(runs)}
     for row in data["rows"]:
