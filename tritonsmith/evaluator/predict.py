@@ -331,14 +331,15 @@ def predict(profile: Mapping[str, Any], resources: Mapping[str, Mapping[str, Any
         torch_s += op_s + calls * gpu.launch_s
         notes.append(f"PyTorch {name} ×{int(calls)}: {format_seconds(op_s + calls * gpu.launch_s)}")
     device_s = sum(e.seconds for e in estimates) + torch_s
-    host_s = host_seconds(len(estimates), int(profile.get("host_ops") or 0))
+    host_ops = int(profile.get("host_ops") or 0)
+    host_s = host_seconds(len(estimates), host_ops)
     if host_s > device_s > 0:
         notes.append(f"host-bound: issuing {len(estimates)} launch{'es' if len(estimates) != 1 else ''} and "
-                     f"{int(profile.get('host_ops') or 0)} PyTorch calls takes about {format_seconds(host_s)}, "
+                     f"{host_ops} PyTorch calls takes about {format_seconds(host_s)}, "
                      f"longer than the GPU's {format_seconds(device_s)}")
     return Prediction(target=target, gpu=gpu.name, seconds=max(device_s, host_s), launches=estimates,
                       torch_seconds=torch_s, notes=notes, device_seconds=device_s, host_seconds=host_s,
-                      host_ops=int(profile.get("host_ops") or 0))
+                      host_ops=host_ops)
 
 
 # The host's side. `bench/predict_calibration.py fit` chooses 0, 46 and 1.5 µs on calibration

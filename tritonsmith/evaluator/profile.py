@@ -158,9 +158,8 @@ class _Counter:
         self.in_kernel = 0
         self.rng: random.Random | None = None
         self.limits: tuple[int | None, ...] = SAMPLES_PER_AXIS  # (None,) * 3: every program
-        self.first_limits: tuple[int | None, ...] | None = None  # for what is not counted, when fewer
         self.first_call = False  # the forward pass's first call runs (`_steady_pass`)
-        self.hollow = False  # a pass without data (hollow.py): loops sampled, the first call empty
+        self.hollow = False  # a pass without data (hollow.py): loops and trials sampled, the first call empty
         self.loop_weight = 1.0  # iterations the loop iteration running now stands for (nested: the product)
         self.groups: dict[tuple[int, str], str] = {}  # (autotuner, its key) -> group name
         self.group: str | None = None  # the autotuner running now
@@ -346,7 +345,7 @@ def counting(counter: _Counter) -> Iterator[None]:
             if counter.hollow and counter.first_call and not launch.tuning:
                 counter.plan = [[], [], []]  # counted by no one, read by no one: no program runs
                 return (0, 0, 0)
-            limits = counter.first_limits if launch.tuning and counter.first_limits else counter.limits
+            limits = FIRST_SAMPLES_PER_AXIS if launch.tuning and counter.hollow else counter.limits
             counter.plan = [program_sample(n, limit, counter.rng) for n, limit in zip(real, limits, strict=True)]
             return tuple(len(p) for p in counter.plan)
 
@@ -486,8 +485,7 @@ def handle_profile(payload: dict[str, Any]) -> dict[str, Any]:
     counter.rng = random.Random(int(payload.get("sample_seed", 0)))
     hollow_pass = bool(payload.get("hollow"))
     if hollow_pass:
-        counter.limits, counter.first_limits = HOLLOW_SAMPLES_PER_AXIS, FIRST_SAMPLES_PER_AXIS
-        counter.hollow = True
+        counter.limits, counter.hollow = HOLLOW_SAMPLES_PER_AXIS, True
     with hollow(lambda: counter.in_kernel > 0) if hollow_pass else contextlib.nullcontext():
         torch.manual_seed(seed)
         with torch.no_grad():
