@@ -167,3 +167,71 @@ def test_a_kernel_looping_over_a_6_gib_row_block_is_counted_exactly_from_a_few_i
     launch = predicted.prediction.launches[0]
     assert launch.programs == 4096
     assert launch.dram_bytes == pytest.approx(4.0 * 4096 * 393216 + 4.0 * 4096, rel=1e-6)
+
+
+def test_a_reduction_that_casts_its_input_pays_for_the_copy():
+    """`x.sum(dtype=torch.float16)` on float32 copies x to half inside the one operator (ATen's
+    make_reduction), so it moves more than its argument and result; a half input summed in
+    float32 is read as it is. Seen on a published kernel measured at twice its neighbour's time."""
+    torch = pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    from tritonsmith.evaluator.hollow import hollow
+    from tritonsmith.evaluator.profile import _torch_ops
+
+    def traffic(run) -> float:
+        counter = SimpleNamespace(in_kernel=False, host_ops=0, torch_ops={})
+        with hollow(), _torch_ops(counter):
+            run()
+        return counter.torch_ops["sum"]["bytes"]
+
+    x = torch.empty(16, 64, 128, 128)  # 64 MiB of float32 (hollow: never touched)
+    h = torch.empty(16, 64, 128, 128, dtype=torch.float16)
+    plain = traffic(lambda: x.sum(dim=(2, 3)))
+    cast = traffic(lambda: x.sum(dim=(2, 3), dtype=torch.float16))
+    assert plain == x.numel() * 4 + 16 * 64 * 4
+    assert cast == x.numel() * 4 + 2 * x.numel() * 2 + 16 * 64 * 2  # the half copy, written and read back
+    assert traffic(lambda: h.sum(dim=(2, 3), dtype=torch.float32)) == h.numel() * 2 + 16 * 64 * 4
+
+
+def _profile(path: Path) -> dict:
+    pytest.importorskip("triton")
+    from tritonsmith.evaluator.specs import detect_specs
+    from tritonsmith.evaluator.verify import profile_spec
+
+    spec = detect_specs(path)[0]
+    reference, candidate, _ = _pools()
+    with reference, candidate:
+        profile, _, error = profile_spec(spec, pools=(reference, candidate))
+    assert profile is not None, error
+    return profile
+
+
+@pytest.mark.slow
+def test_innermost_loop_iterations_are_counted_for_for_while_and_nested_loops(tmp_path: Path):
+    """What a register spill inside a loop repeats (`predict._spill_traffic`): the innermost
+    iterations of every program, counted from sampled `for` loops, from `while` loops (run whole:
+    their condition is the kernel's state) and from a loop nest (the inner loop's, not the
+    outer's), at the sizes as written."""
+    kernels = {
+        "for": """    for start in range(0, n_cols, BLOCK):
+        offsets = start + tl.arange(0, BLOCK)
+        total += tl.load(x_ptr + row * n_cols + offsets, mask=offsets < n_cols, other=0.0)""",
+        "while": """    start = 0
+    while start < n_cols:
+        offsets = start + tl.arange(0, BLOCK)
+        total += tl.load(x_ptr + row * n_cols + offsets, mask=offsets < n_cols, other=0.0)
+        start += BLOCK""",
+        "nested": """    half = n_cols // 2
+    for part in range(2):
+        for start in range(0, half, BLOCK):
+            offsets = part * half + start + tl.arange(0, BLOCK)
+            total += tl.load(x_ptr + row * n_cols + offsets, mask=offsets < n_cols, other=0.0)""",
+    }
+    loop = kernels["for"]
+    for name, body in kernels.items():
+        path = tmp_path / f"row_sum_{name}.py"
+        path.write_text(ROW_SUM.replace(loop, body))
+        launch = _profile(path)["launches"][0]
+        assert launch["loop_iterations"] == pytest.approx(4096 * 384), name  # 393216 / 1024 a row
+        assert launch["load_bytes"] == pytest.approx(4.0 * 4096 * 393216, rel=1e-6), name

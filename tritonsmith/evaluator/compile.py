@@ -412,6 +412,7 @@ def _resources(compiled: Any, target: str, ptxas_log: str, cache_dir: Path) -> d
     spills: int | None = None
     spill_loads: int | None = None
     stack: int | None = None
+    local: dict[str, int] | None = None  # spill bytes per thread inside and outside loops (SASS)
     notes: list[str] = []
     asm = compiled.asm
     limits = target_limits(target)
@@ -423,15 +424,18 @@ def _resources(compiled: Any, target: str, ptxas_log: str, cache_dir: Path) -> d
             registers = int(regs.group(1)) if regs else None
             if spill:
                 stack, spills, spill_loads = (int(g) for g in spill.groups())
+            if spills or spill_loads:
+                local = _local_memory(asm["cubin"])
             with contextlib.suppress(OSError):
                 record.parent.mkdir(parents=True, exist_ok=True)
                 record.write_text(json.dumps({"registers": registers, "spills": spills,
-                                              "spill_loads": spill_loads, "stack": stack}))
+                                              "spill_loads": spill_loads, "stack": stack, "local": local}))
         elif record.exists():  # a cache hit: ptxas did not run this time
             with contextlib.suppress(OSError, ValueError):
                 saved = json.loads(record.read_text())
                 registers, spills = saved.get("registers"), saved.get("spills")
                 spill_loads, stack = saved.get("spill_loads"), saved.get("stack")
+                local = saved.get("local")
         if registers is None:
             registers, stack = _cuobjdump(asm["cubin"])
             if registers is not None:
@@ -456,6 +460,10 @@ def _resources(compiled: Any, target: str, ptxas_log: str, cache_dir: Path) -> d
         "spills": spills,
         "spill_loads": spill_loads,
         "stack": stack,
+        # Per thread, the local-memory bytes the machine code moves inside loops (once per
+        # iteration) and outside them (once per program); None without spills or SASS.
+        "spill_bytes_in_loops": (local or {}).get("in_loops"),
+        "spill_bytes_outside_loops": (local or {}).get("outside_loops"),
         "shared": shared,
         "shared_limit": limits.smem_per_block,
         "exceeds_shared": exceeds,
@@ -469,17 +477,65 @@ def _resources(compiled: Any, target: str, ptxas_log: str, cache_dir: Path) -> d
     }
 
 
+_SASS_INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*);")
+_SASS_TARGET = re.compile(r"\s*(?:`\(.*?\)\s*)?0x([0-9a-f]+)")
+_SASS_WIDTH = re.compile(r"\.[US]?(8|16|32|64|128)\b")
+
+
+def _cuda_tool(name: str) -> Path:
+    import triton
+
+    return Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name
+
+
+def _local_memory(cubin: bytes) -> dict[str, int] | None:
+    """Spill traffic per thread from the machine code: the bytes of local loads and stores
+    (`LDL`, `STL`) inside a loop (between a backward branch and its target) and outside every
+    loop. ptxas's spill counts say how much, not where: a spill in a GEMM's K loop is paid on
+    every iteration, one before the loop once (`predict.py`)."""
+    try:
+        with tempfile.NamedTemporaryFile(suffix=".cubin") as handle:
+            handle.write(cubin)
+            handle.flush()
+            text = subprocess.run([str(_cuda_tool("cuobjdump")), "-sass", handle.name], capture_output=True,
+                                  text=True, timeout=60, check=False).stdout
+    except (OSError, subprocess.SubprocessError, ImportError):
+        return None
+    return sass_local_memory(text)
+
+
+def sass_local_memory(text: str) -> dict[str, int] | None:
+    """`_local_memory` on a `cuobjdump -sass` listing; None when it holds no instruction."""
+    rows = [(int(m.group(1), 16), m.group(2), m.group(3)) for m in map(_SASS_INSTRUCTION.search, text.splitlines()) if m]
+    if not rows:
+        return None
+    loops = []
+    for address, op, operands in rows:
+        target = _SASS_TARGET.match(operands) if op.startswith("BRA") else None
+        if target and int(target.group(1), 16) < address:  # a branch back: a loop's latch
+            loops.append((int(target.group(1), 16), address))
+    inside = outside = 0
+    for address, op, _ in rows:
+        if op.split(".")[0] not in ("LDL", "STL"):
+            continue
+        width = _SASS_WIDTH.search(op)
+        moved = int(width.group(1)) // 8 if width else 4
+        if any(start <= address <= end for start, end in loops):
+            inside += moved
+        else:
+            outside += moved
+    return {"in_loops": inside, "outside_loops": outside}
+
+
 def _cuobjdump(cubin: bytes) -> tuple[int | None, int | None]:
     try:
-        import triton
-
-        tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+        tool = _cuda_tool("cuobjdump")
         with tempfile.NamedTemporaryFile(suffix=".cubin") as handle:
             handle.write(cubin)
             handle.flush()
             out = subprocess.run([str(tool), "-res-usage", handle.name], capture_output=True,
                                  text=True, timeout=30, check=False).stdout
-    except (OSError, subprocess.SubprocessError):
+    except (OSError, subprocess.SubprocessError, ImportError):
         return None, None
     match = _CUOBJDUMP_RES.search(out)
     return (int(match.group(1)), int(match.group(2))) if match else (None, None)

@@ -74,6 +74,11 @@ _VIEWS = frozenset({"empty", "empty_like", "empty_strided", "zeros", "zeros_like
                     "resize_", "split", "chunk", "unbind", "numel", "dim", "item"})
 """PyTorch operators that move no data on a GPU (allocations, views, metadata)."""
 _MATMULS = frozenset({"mm", "addmm", "bmm", "baddbmm", "matmul", "linear"})
+_CASTING_REDUCTIONS = frozenset({"sum", "mean", "prod", "nansum", "cumsum", "cumprod", "linalg_vector_norm"})
+"""Reductions whose `dtype=` casts the input before reducing: ATen's `make_reduction` copies the
+input to that type (`self.to(dtype)`) inside the one operator, so the copy is traffic the
+operator's arguments and result do not show. The one exception, a half or bfloat16 input summed
+in float32 on a GPU, is read as it is (`_implicit_cast_bytes`)."""
 
 
 def program_sample(n: int, limit: int | None, rng: random.Random | None = None) -> list[tuple[int, float]]:
@@ -113,6 +118,7 @@ class _Launch:
     memory_ops: float = 0.0  # load and store instructions (per program, weighted)
     program_loads: float = 0.0  # loads of the program running now (sampled loops: weighted)
     max_program_loads: float = 0.0  # the most loads one sampled program waited for, in sequence
+    loop_iterations: float = 0.0  # innermost loop iterations, all programs (weighted): what a spill in a loop repeats
     warp_instructions: float = 0.0
     dot_flops: dict[str, float] = field(default_factory=dict)
     per_arg: dict[str, list[float]] = field(default_factory=dict)  # name -> [read, written]
@@ -138,6 +144,7 @@ class _Launch:
             "lane_utilisation": self.active / self.lanes if self.lanes else 1.0,
             "memory_ops": self.memory_ops, "warp_instructions": self.warp_instructions,
             "max_program_loads": max(self.max_program_loads, self.program_loads),
+            "loop_iterations": self.loop_iterations,
             "dot_flops": self.dot_flops, "types": self.types,
             "tensors": [{"name": name, "bytes": size, "read": self.per_arg.get(name, [0.0, 0.0])[0],
                          "written": self.per_arg.get(name, [0.0, 0.0])[1]} for _, size, name in self.args],
@@ -161,6 +168,7 @@ class _Counter:
         self.first_call = False  # the forward pass's first call runs (`_steady_pass`)
         self.hollow = False  # a pass without data (hollow.py): loops and trials sampled, the first call empty
         self.loop_weight = 1.0  # iterations the loop iteration running now stands for (nested: the product)
+        self.nested = False  # a loop ran inside the loop iteration running now (it is not innermost)
         self.groups: dict[tuple[int, str], str] = {}  # (autotuner, its key) -> group name
         self.group: str | None = None  # the autotuner running now
         self.trial: dict[str, Any] | None = None  # the Config it is trying now
@@ -293,7 +301,7 @@ def counting(counter: _Counter) -> Iterator[None]:
         plan = counter.plan
         picks = [plan[0][x], plan[1][y], plan[2][z]]
         counter.weight = picks[0][1] * picks[1][1] * picks[2][1]
-        counter.loop_weight = 1.0
+        counter.loop_weight, counter.nested = 1.0, False
         launch = counter.current
         if launch is not None:
             launch.sampled += 1
@@ -455,7 +463,7 @@ def _torch_ops(counter: _Counter) -> Iterator[None]:
                 return result
             entry = counter.torch_ops.setdefault(name, {"calls": 0.0, "bytes": 0.0, "flops": 0.0})
             entry["calls"] += 1
-            entry["bytes"] += nbytes(list(args)) + nbytes(result)
+            entry["bytes"] += nbytes(list(args)) + nbytes(result) + _implicit_cast_bytes(name, args, kwargs)
             if name in _MATMULS:
                 tensors = [a for a in args if isinstance(a, torch.Tensor)]
                 if len(tensors) >= 2 and isinstance(result, torch.Tensor) and tensors[-1].dim() >= 2:
@@ -465,6 +473,22 @@ def _torch_ops(counter: _Counter) -> Iterator[None]:
 
     with Recorder():
         yield
+
+
+def _implicit_cast_bytes(name: str, args: Any, kwargs: Any) -> int:
+    """The bytes of the copy a reduction makes when its `dtype=` differs from its input's
+    (`_CASTING_REDUCTIONS`): written once and read back by the reduction."""
+    import torch
+
+    dtype = (kwargs or {}).get("dtype")
+    if name not in _CASTING_REDUCTIONS or not isinstance(dtype, torch.dtype):
+        return 0
+    source = next((a for a in args if isinstance(a, torch.Tensor)), None)
+    if source is None or source.dtype == dtype:
+        return 0
+    if source.dtype in (torch.float16, torch.bfloat16) and dtype == torch.float32:
+        return 0  # ATen reads low precision into a float32 accumulator without a copy
+    return 2 * source.numel() * dtype.itemsize
 
 
 def handle_profile(payload: dict[str, Any]) -> dict[str, Any]:
@@ -510,31 +534,56 @@ def handle_profile(payload: dict[str, Any]) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def _sampled_loops(counter: _Counter) -> Iterator[None]:
-    """In a hollow pass, kernels' `for` loops over `range`/`tl.range` run `LOOP_SAMPLES`
-    iterations (`loop_sample`), each weighting what it counts by the iterations it stands for.
-    The interpreter's rewrite of each kernel (its AST transformer, its cache of rewritten
-    functions) is swapped for the pass and put back after: a verification in the same worker
-    runs every iteration."""
-    if not counter.hollow:
-        yield
-        return
+    """Kernels' loops, counted and, in a hollow pass, sampled. Every `for` over `range`/`tl.range`
+    and every `while` counts its innermost iterations (`_Launch.loop_iterations`: what a register
+    spill inside a loop repeats, `predict.py`). In a hollow pass a `for` loop runs `LOOP_SAMPLES`
+    iterations (`loop_sample`), each weighting what it counts by the iterations it stands for; a
+    `while` loop runs every iteration (its condition is the kernel's state). The interpreter's
+    rewrite of each kernel (its AST transformer, its cache of rewritten functions) is swapped for
+    the pass and put back after: a verification in the same worker runs the kernel as written."""
     import ast
 
     import triton.runtime.interpreter as interpreter
 
-    name = "__tritonsmith_loop__"
+    name, while_name = "__tritonsmith_loop__", "__tritonsmith_while__"
+
+    def count() -> None:
+        """After an iteration: an innermost one adds what it stands for."""
+        if not counter.nested and counter.current is not None:
+            counter.current.loop_iterations += counter.weight
+        counter.nested = False
 
     def loop(iterations: Any) -> Iterator[Any]:
-        if not isinstance(iterations, range) or len(iterations) <= LOOP_SAMPLES:
-            yield from iterations
-            return
+        samples: list[tuple[int, float]] | None
+        if counter.hollow and isinstance(iterations, range) and len(iterations) > LOOP_SAMPLES:
+            samples = loop_sample(len(iterations), LOOP_SAMPLES, counter.rng)
+        else:
+            samples = [(index, 1.0) for index in range(len(iterations))] if isinstance(iterations, range) else None
         weight, loop_weight = counter.weight, counter.loop_weight
         try:
-            for index, share in loop_sample(len(iterations), LOOP_SAMPLES, counter.rng):
+            if samples is None:
+                for item in iterations:
+                    counter.nested = False
+                    yield item
+                    count()
+                return
+            for index, share in samples:
                 counter.weight, counter.loop_weight = weight * share, loop_weight * share
+                counter.nested = False
                 yield iterations[index]
+                count()
         finally:
             counter.weight, counter.loop_weight = weight, loop_weight
+            counter.nested = True  # the enclosing loop's iteration held this one
+
+    def while_loop(test: Any) -> Iterator[None]:
+        try:
+            while test():
+                counter.nested = False
+                yield None
+                count()
+        finally:
+            counter.nested = True
 
     class Sampling(interpreter.ASTTransformer):  # type: ignore[misc,name-defined]
         def visit_For(self, node: ast.For) -> Any:
@@ -547,12 +596,23 @@ def _sampled_loops(counter: _Counter) -> Iterator[None]:
                     ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=[call], keywords=[]), call)
             return node
 
+        def visit_While(self, node: ast.While) -> Any:
+            # `while T: B` as `for _ in counted(lambda: T): B`: the lambda reads the loop's
+            # variables as they are at each test; `break`, `continue` and `else` mean the same.
+            node = self.generic_visit(node)
+            test = ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+                              body=node.test)
+            loop_node = ast.For(target=ast.Name(id="__tritonsmith_iteration__", ctx=ast.Store()),
+                                iter=ast.Call(func=ast.Name(id=while_name, ctx=ast.Load()), args=[test], keywords=[]),
+                                body=node.body, orelse=node.orelse, type_comment=None)
+            return ast.fix_missing_locations(ast.copy_location(loop_node, node))
+
     rewriter, function = interpreter.FunctionRewriter, interpreter.InterpretedFunction
     saved_transformer, saved_cache = rewriter.ast_transformer, function.rewritten_fn
     original_exec = rewriter._compile_and_exec
 
     def compile_and_exec(self: Any, transformed: Any) -> Any:
-        self.fn.__globals__[name] = loop
+        self.fn.__globals__[name], self.fn.__globals__[while_name] = loop, while_loop
         return original_exec(self, transformed)
 
     rewriter.ast_transformer, function.rewritten_fn = Sampling(), {}
