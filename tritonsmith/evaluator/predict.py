@@ -23,9 +23,11 @@ stays a secondary figure (DESIGN.md, "What a CPU search optimises"). The model, 
   programs.
 - **Launch.** A fixed cost per launch; PyTorch operators between kernels cost their bytes at
   DRAM bandwidth (and matrix products their FLOPs) plus a launch each.
+- **Host.** Issuing the launches and operators from Python takes the host `host_seconds`; a pass
+  whose GPU work is shorter waits for the host (`HOST_LAUNCH_S`, `HOST_OP_S`).
 
 A launch takes the largest of its memory, instruction and tensor-core times (they overlap) plus
-its launch cost. The figures are datasheet numbers of the GPU modelled for the target
+its launch cost; the pass, the longer of its GPU time and its host time. The figures are datasheet numbers of the GPU modelled for the target
 (`GPU_MODELS`: A100, RTX A6000, L40S, H100, B200); `bench/predict_calibration.py` measures how
 well the ranking agrees with published GPU timings, `bench/gpu_search.sh` with a lent GPU's.
 
