@@ -222,6 +222,7 @@ HELD_OUT = {
 
 
 def _mm(name: str, a: str, b: str, acc: str | None, m: int, n: int, k: int, out: str = "float32") -> str:
+    """A one-tile `tl.dot` kernel of (m x k) `a` by (k x n) `b`, with an `acc` accumulator or none."""
     body = [f"rm = tl.arange(0, {m})", f"rn = tl.arange(0, {n})", f"rk = tl.arange(0, {k})",
             f"a = tl.load(a_ptr + rm[:, None] * {k} + rk[None, :])",
             f"b = tl.load(b_ptr + rk[:, None] * {n} + rn[None, :])"]
@@ -229,20 +230,24 @@ def _mm(name: str, a: str, b: str, acc: str | None, m: int, n: int, k: int, out:
         body.append("c = tl.dot(a, b)")
     else:
         body += [f"acc = tl.zeros(({m}, {n}), dtype=tl.{acc})", "c = tl.dot(a, b, acc)"]
-    body.append(f"tl.store(c_ptr + rm[:, None] * {n} + rn[None, :], c)")
+    body.append(f"tl.store(c_ptr + rm[:, None] * {n} + rn[None, :], c.to(c_ptr.dtype.element_ty))")
     return HEADER + _kernel(name, "a_ptr, b_ptr, c_ptr", body) + _launch(
         name, "a, b, c", [_t("a", a, m * k), _t("b", b, k * n), _t("c", out, m * n)])
 
 
-def dot_int_accumulator_family() -> tuple[list[Any], list[Any]]:
-    """MLIR's words: "failed to legalize operation 'tt.dot' ... tensor<32x32xf16, ...>"; the
-    types and shapes printed differ between the kernels."""
-    failing = [_mm("mm_acc_i32", "float16", "float16", "int32", 32, 32, 32),
-               _mm("tile_mac", "bfloat16", "bfloat16", "int32", 64, 64, 32),
-               _mm("qk_scores", "float16", "float16", "int32", 64, 32, 64),
-               _mm("proj_kernel", "bfloat16", "bfloat16", "int32", 32, 64, 16)]
-    near = [_mm("mm_acc_f32_ok", "float16", "float16", "float32", 32, 32, 32),
-            _mm("int8_mac_ok", "int8", "int8", "int32", 32, 32, 32, out="int32")]
+def load_mask_not_bool_family() -> tuple[list[Any], list[Any]]:
+    """MLIR's words: "'tt.load' op operand #1 must be 1-bit signless integer or ranked tensor of
+    1-bit signless integer values, but got 'tensor<512xi32>'": an integer mask, of another
+    element type and shape in each kernel."""
+    def k(name: str, n: int, mask: str, two_d: bool = False, dtype: str = "float32") -> str:
+        offs = (f"r = tl.arange(0, {n})", f"offs = r[:, None] * {n} + r[None, :]") if two_d else \
+            (f"offs = tl.arange(0, {n})",)
+        body = [*offs, f"x = tl.load(x_ptr + offs, mask={mask}, other=0.0)", "tl.store(out_ptr + offs, x)"]
+        return HEADER + _kernel(name, "x_ptr, out_ptr, n", body) + _launch(
+            name, "x, out, 300", [_t("x", dtype, 4096), _t("out", dtype, 4096)])
+    failing = [k("masked_copy", 512, "n - offs"), k("tail_load", 1024, "(n - offs).to(tl.int64)"),
+               k("tile_load", 64, "n - offs", two_d=True), k("half_copy", 256, "(offs < n).to(tl.int8)", dtype="float16")]
+    near = [k("masked_copy_ok", 512, "(n - offs) > 0"), k("tail_load_ok", 1024, "(offs < n).to(tl.int1)")]
     return failing, near
 
 
@@ -356,7 +361,7 @@ def fp8_on_ampere_family() -> tuple[list[Any], list[Any]]:
 
 
 HELD_OUT_37 = {
-    "dot-int-accumulator": dot_int_accumulator_family,
+    "load-mask-not-bool": load_mask_not_bool_family,
     "dot-mixed-dtype": dot_mixed_dtype_family,
     "broadcast-shapes": broadcast_shapes_family,
     "invert-float": invert_float_family,
