@@ -155,6 +155,9 @@ def test_the_generality_filter_rejects_specific_rules(statement: str, reason: st
     "You cannot use and/or on block tensors.",
     'You cannot write Triton kernel code that fails to compile with "NameError: <name> is not defined".',
     "You cannot have an `else:` after a `for` loop.",
+    # What several messages said, joined: types and Triton's own names, not a path.
+    'You cannot write Triton kernel code that fails to compile with "Both operands must be same dtype. Got bf16/fp16"',
+    "You cannot use atomic_max/atomic_min on fp16; tl.make_shape_compatible says the shapes differ.",
 ])
 def test_the_generality_filter_keeps_general_rules(statement: str):
     assert generality_filter(statement) is None

@@ -18,7 +18,7 @@ REAL = [
      "ValueError: numel (<n>) exceeds triton maximum tensor numel (<n>)"),
     ("AssertionError(\"Loop-carried variable acc has initial type int32 but is re-assigned to <['128'], fp32> in "
      "loop! Please make sure that the type stays consistent.\")",
-     "AssertionError: Loop-carried variable <name> has initial type <dtype> but is re-assigned to <shape fp32> in "
+     "AssertionError: Loop-carried variable <name> has initial type <dtype> but is re-assigned to <<shape>, <dtype>> in "
      "loop! Please make sure that the type stays consistent."),
     ("AssertionError('Mismatched type for y between then block (int32) and else block (fp32)')",
      "AssertionError: Mismatched type for <name> between then block (<dtype>) and else block (<dtype>)"),
@@ -35,8 +35,8 @@ REAL = [
      "or `num_stages` may help."),
     ("/tmp/tritonsmith-compile-x1/_tritonsmith_kernel_3fa2.py:14:11: error: 'tt.load' op operand #1 must be "
      "1-bit signless integer or ranked tensor of 1-bit signless integer values, but got 'tensor<128xi32>'",
-     "<path>: error: 'tt.load' op operand #<n> must be <n>-bit signless integer or ranked tensor of <n>-bit "
-     "signless integer values, but got 'tensor<shape i32>'"),
+     "'tt.load' op operand #<n> must be <n>-bit signless integer or ranked tensor of <n>-bit "
+     "signless integer values, but got 'tensor<<shape>x<dtype>>'"),
     ("TypeError: zeros() missing 1 required positional argument: 'dtype'",
      "TypeError: zeros() missing <n> required positional argument: 'dtype'"),
     ("UnsupportedLanguageConstruct: unsupported AST node type: Break",
@@ -49,6 +49,49 @@ REAL = [
     ("TypeError: my_helper() got an unexpected keyword argument 'BLOCK_M'",
      "TypeError: <name>() got an unexpected keyword argument <name>"),
 ]
+
+
+# One mistake in MLIR's and Triton's spellings of types and shapes: each group is one signature.
+SPELLINGS = [
+    ["'tt.load' op operand #1 must be 1-bit signless integer or ranked tensor of 1-bit signless integer values, "
+     "but got 'tensor<512xi32>'",
+     "/tmp/k.py:9:8: error: 'tt.load' op operand #1 must be 1-bit signless integer or ranked tensor of 1-bit "
+     "signless integer values, but got 'tensor<1024xi64>'",
+     "'tt.load' op operand #1 must be 1-bit signless integer or ranked tensor of 1-bit signless integer values, "
+     "but got 'tensor<64x64xi8, #ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [8, 4]}>>'"],
+    ["IncompatibleTypeErrorImpl: invalid operands of type pointer<fp32> and triton.language.float32",
+     "IncompatibleTypeErrorImpl: invalid operands of type pointer<bf16> and triton.language.float16"],
+    ["error: 'tt.addptr' op operand #0 must be ptr or ranked tensor of ptr values, but got 'tensor<128x!tt.ptr<f16>>'",
+     "error: 'tt.addptr' op operand #0 must be ptr or ranked tensor of ptr values, but got 'tensor<64x32x!tt.ptr<bf16>>'"],
+    ["failed to legalize operation 'tt.dot': (tensor<32x32xf16, #ttg.dot_op<{opIdx = 0, parent = #ttg.nvidia_mma<"
+     "{versionMajor = 2, warpsPerCTA = [2, 2]}>, kWidth = 2}>>) -> tensor<32x32xi32, #mma>",
+     "failed to legalize operation 'tt.dot': (tensor<64x16xbf16, #ttg.dot_op<{opIdx = 0, parent = #ttg.nvidia_mma<"
+     "{versionMajor = 2, warpsPerCTA = [4, 1]}>, kWidth = 4}>>) -> tensor<64x16xi32, #mma1>"],
+    ["AssertionError(\"Loop-carried variable acc has initial type int32 but is re-assigned to <['128'], fp32> in loop\")",
+     "AssertionError(\"Loop-carried variable t has initial type fp16 but is re-assigned to <['64', '32'], bf16> in loop\")"],
+    ["ValueError: Shape element 1 must be a power of 2 (got a 64x48 tile)",
+     "ValueError: Shape element 2 must be a power of 2 (got a 4x8x12 tile)"],
+]
+
+
+@pytest.mark.parametrize("group", SPELLINGS)
+def test_every_spelling_of_a_type_and_shape_is_one_signature(group: list[str]) -> None:
+    signatures = {normalise(message) for message in group}
+    assert len(signatures) == 1, signatures
+    signature = signatures.pop()
+    assert normalise(signature) == signature  # read again, as old signatures are
+    regex = signature_regex(signature)
+    assert regex is not None and all(re.search(regex, message) for message in group)
+    assert fill(signature, group[:1]).count("<dtype>") < max(1, signature.count("<dtype>"))  # types come back
+
+
+def test_signatures_written_before_the_spellings_were_abstracted_meet_the_new_ones() -> None:
+    new = normalise("'tt.load' op operand #1 must be 1-bit signless integer or ranked tensor of 1-bit signless "
+                    "integer values, but got 'tensor<128xi32>'")
+    old = ("<path>: error: 'tt.load' op operand #<n> must be <n>-bit signless integer or ranked tensor of <n>-bit "
+           "signless integer values, but got 'tensor<shape i32>'")
+    assert normalise(old) == new
+    assert normalise("re-assigned to <shape fp32> in loop") == "re-assigned to <<shape>, <dtype>> in loop"
 
 
 @pytest.mark.parametrize(("message", "expected"), REAL)

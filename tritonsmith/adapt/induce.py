@@ -169,9 +169,10 @@ def generality_filter(statement: str, *, names: Iterable[str] = ()) -> str | Non
     line = _LINE.search(text)
     if line:
         return f"names a line number ({line.group(0).strip()})"
-    path = _PATH.search(text)
-    if path:
-        return f"names a file path ({path.group(0)})"
+    for path in _PATH.finditer(text):
+        # `bf16/fp16/fp32` or `atomic_max/atomic_min` is what several messages said, not a path.
+        if not all(_api(part) for part in re.split(r"[/\\]", path.group(0)) if part):
+            return f"names a file path ({path.group(0)})"
     for name in names:
         if name and re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", text):
             return f"names a kernel or local variable ({name})"

@@ -48,10 +48,11 @@ _API_WORDS = """
     to_ir is_int scalar func semantic _semantic builder _builder end start step
     PassManager OutOfResources CompilationError UnsupportedLanguageConstruct
     CompileTimeAssertionFailure
+    make_shape_compatible broadcast_impl_shape broadcast_impl_value binary_op_type_checking_impl
 """
 API_NAMES = frozenset(_API_WORDS.split()) | frozenset(dir(builtins)) | frozenset(keyword.kwlist)
 
-PLACEHOLDERS = ("<path>", "<addr>", "<shape>", "<name>", "<n>", "<function>", "<value>", "<dtype>", "<op>")
+PLACEHOLDERS = ("<path>", "<addr>", "<shape>", "<name>", "<n>", "<function>", "<value>", "<dtype>", "<op>", "<layout>")
 
 # Element types as Triton and PyTorch print them (`fp16`, `int32`, `tl.float16`'s `float16`).
 _DTYPE_WORDS = (r"fp8e4nv|fp8e4b15|fp8e4b8|fp8e5b16|fp8e5|fp8|bf16|bfloat16|fp16|fp32|fp64|f16|f32|f64|"
@@ -74,10 +75,20 @@ _STEPS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b[\w-]+\.(?:py|pyi|ttir|ttgir|llir|ptx|cubin|so|mlir|json)(?::\d+)*\b"), "<path>"),
     (re.compile(r"\b(?:line|lines)\s+\d+(?:\s*(?:,|and|-)\s*\d+)*", re.IGNORECASE), "line <n>"),
     (re.compile(r"\bat \d+:\d+:?"), "at <n>"),
-    # Block shapes as types print them: <['128', '64'], fp32>, tensor<128x64xf32>, [128, 64], (16, 32).
-    (re.compile(r"<\[[^\]]*\],\s*(\w+)>"), r"<shape \1>"),
-    (re.compile(r"\btensor<(?:[\d?]+x)+(\w+)>"), r"tensor<shape \1>"),
+    # Types with their shapes, in every spelling: Triton's block type <['128', '64'], fp32>,
+    # MLIR's tensor<128x64xf32, #layout> and !tt.ptr<f16>, Triton's pointer<fp16>; then shapes
+    # alone: [128, 64], (16, 32), 128x64. The element type is `<dtype>` (the typed matcher reads
+    # which types failed off the kernel), the layout `<layout>` (`_LAYOUT` runs first).
+    (re.compile(r"(!tt\.ptr|\bpointer|\bptr)<(?:" + _DTYPE_WORDS + r")>"), r"\1<<dtype>>"),
+    (re.compile(r"<\[[^\]]*\],\s*(?:" + _DTYPE_WORDS + r")>"), "<<shape>, <dtype>>"),
+    (re.compile(r"<\[[^\]]*\],\s*(\w+)>"), r"<<shape>, \1>"),
+    (re.compile(r"\btensor<(?:[\d?]+x)+(?:" + _DTYPE_WORDS + r")(?:,\s*<layout>)?>"), "tensor<<shape>x<dtype>>"),
+    (re.compile(r"\btensor<(?:[\d?]+x)+(?=!tt\.ptr<)"), "tensor<<shape>x"),
+    # Signatures written before these spellings were abstracted, normalised again when read.
+    (re.compile(r"\btensor<shape (?:" + _DTYPE_WORDS + r")>"), "tensor<<shape>x<dtype>>"),
+    (re.compile(r"<shape (?:" + _DTYPE_WORDS + r")>"), "<<shape>, <dtype>>"),
     (re.compile(r"[\[(]\s*-?\d+(?:\s*,\s*-?\d+)+\s*,?\s*[\])]"), "<shape>"),
+    (re.compile(r"\b\d+(?:x\d+)+\b"), "<shape>"),
     (re.compile(r"\bconstexpr\[[^\]]*\]"), "constexpr[<value>]"),
 ]
 # The positions in Triton's messages where the user's names appear unquoted.
@@ -131,12 +142,40 @@ def _unrepr(line: str) -> str:
     return line
 
 
+# MLIR's diagnostic prefix (`/tmp/k.py:9:8: error: `, `loc("k.py":9:8): error: `): where, not what.
+_MLIR_LOCATION = re.compile(r"^(?:<path>|loc\(.*?\))?:?\s*error:\s*")
+_LAYOUT_HEAD = re.compile(r"#[A-Za-z_][\w.]*")
+
+
+def _layouts(line: str) -> str:
+    """MLIR attributes (`#ttg.nvidia_mma<{versionMajor = 2, warpsPerCTA = [2, 2]}>`, `#blocked1`)
+    as `<layout>`: their angle brackets nest, so they are matched by counting."""
+    out: list[str] = []
+    i = 0
+    while (head := _LAYOUT_HEAD.search(line, i)) is not None:
+        out.append(line[i:head.start()])
+        end = head.end()
+        if end < len(line) and line[end] == "<":
+            depth = 0
+            while end < len(line):
+                depth += {"<": 1, ">": -1}.get(line[end], 0)
+                end += 1
+                if depth == 0:
+                    break
+        out.append("<layout>")
+        i = end
+    out.append(line[i:])
+    return "".join(out)
+
+
 def _normalise_line(line: str) -> str:
     line = re.sub(r"\x1b\[[0-9;]*m", "", line)  # colour codes
+    line = _layouts(line)
     line = re.sub(r"^(?:\w+\.)+(?=[A-Z]\w*(?:Error|Exception|Construct|Failure|Resources)\b)", "", line)
     line = _unrepr(line)
     for pattern, replacement in _STEPS:
         line = pattern.sub(replacement, line)
+    line = _MLIR_LOCATION.sub("", line)
     for slot in _NAME_SLOTS:
         line = slot.sub(_user_name, line)
 
@@ -183,8 +222,14 @@ _PLACEHOLDER_RE = {
     "<n>": r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*,\s*[-+]?\d+(?:\.\d+)?)*",
     "<dtype>": r"(?:tl\.|triton\.language\.|torch\.)?(?:" + _DTYPE_WORDS + r")",
     "<op>": r"[a-z_][a-z0-9_]*",
+    "<shape>": r".+?",
+    "<layout>": r"#.+?",
 }
-_TOKENS = re.compile(r"(<path>|<addr>|<function>|<value>|<name>|<n>|<dtype>|<op>|<shape(?: \w+)?>|tensor<shape \w+>|\s+)")
+# An MLIR tensor type, its encoding (a layout) printed or not.
+_TENSOR = "tensor<<shape>x<dtype>>"
+_TENSOR_RE = r"tensor<[\d?x]+(?:!tt\.ptr<)?({})>?(?:,\s*#.*?)?>"  # {}: the element type's group
+_TOKENS = re.compile(r"(tensor<<shape>x<dtype>>|<path>|<addr>|<function>|<value>|<name>|<n>|<dtype>|<op>|<layout>|<shape(?: \w+)?>"
+                     r"|tensor<shape \w+>|\s+)")
 
 
 def signature_regex(template: str) -> str | None:
@@ -201,6 +246,8 @@ def signature_regex(template: str) -> str | None:
             continue
         if token.isspace():
             parts.append(r"\s+")
+        elif token == _TENSOR:
+            parts.append(_TENSOR_RE.format("?:" + _PLACEHOLDER_RE["<dtype>"]))
         elif token in _PLACEHOLDER_RE:
             parts.append(_PLACEHOLDER_RE[token])
         elif token.startswith(("<shape", "tensor<shape")):
@@ -228,6 +275,9 @@ def fill(template: str, messages: Iterable[str]) -> str:
             continue
         if token.isspace():
             parts.append(r"\s+")
+        elif token == _TENSOR:  # its element type comes back, as a <dtype> does
+            parts.append(_TENSOR_RE.format(_PLACEHOLDER_RE["<dtype>"]))
+            kinds.append(token)
         elif token in restored:
             parts.append(f"({_PLACEHOLDER_RE[token]})")
             kinds.append(token)
@@ -254,6 +304,8 @@ def fill(template: str, messages: Iterable[str]) -> str:
     words = iter(zip(kinds, seen))
 
     def back(placeholder: re.Match[str]) -> str:
+        if placeholder.group(0) == _TENSOR:
+            return f"tensor<<shape>x{'/'.join(next(words)[1])}>"
         if placeholder.group(0) not in restored:
             return placeholder.group(0)
         kind, values = next(words)
