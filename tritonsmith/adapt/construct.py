@@ -16,14 +16,14 @@ they compile (`axis=0`, a same-width bitcast): the contrast set.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 
 from tree_sitter import Node
 
 from ..analysis.document import Document
 from ..analysis.index import index_module
-from ..analysis.infer import DTYPES, width
+from ..analysis.infer import DTYPES, is_float, is_int, width
 from ..analysis.syntax import text
 from ..rules import Rule, load_rules, pack_paths
 from ..rules.context import KernelContext
@@ -71,23 +71,32 @@ class Operand:
 
 @dataclass(frozen=True)
 class Construct:
-    """A call at a failure: `tl.<function>` or `<object>.<method>`, with its operands. A
-    construct merged over failures at several `tl` functions that agree on their operands
-    (`tl.exp`, `tl.log` and `tl.sqrt` of an int32 block) lists the others in `also`."""
+    """A call at a failure: `tl.<function>` or `<object>.<method>`, or an operator (`~x`,
+    `x >> 1`, `ptr + offsets`), with its operands (an operator's: `0`, and `1` for a binary
+    one). A construct merged over failures at several `tl` functions (or operators) that agree on
+    their operands (`tl.exp`, `tl.log` and `tl.sqrt` of an int32 block) lists the others in `also`."""
 
     function: str | None  # "triton.language.cumsum"
     method: str | None  # "to"
     operands: tuple[Operand, ...] = field(default_factory=tuple)
     also: tuple[str, ...] = ()
+    operator: str | None = None  # "~", ">>", "+"
 
     @property
     def functions(self) -> tuple[str, ...]:
         return (self.function, *self.also) if self.function else ()
 
     @property
+    def operators(self) -> tuple[str, ...]:
+        return (self.operator, *self.also) if self.operator else ()
+
+    @property
     def shown(self) -> str:
         """How a statement names the call, without local names: `tl.cumsum(..., axis=1)`,
-        `.to(tl.int16, bitcast=True)` (the first function of a merged construct)."""
+        `.to(tl.int16, bitcast=True)` (the first function of a merged construct); an operator as
+        `~...` or `... >> ...`."""
+        if self.operator:
+            return f"{self.operator}..." if len(self.operands) <= 1 else f"... {self.operator} ..."
         parts = []
         for o in self.operands:
             if o.slot == "object":
@@ -104,6 +113,9 @@ class Construct:
         """The construct in a statement, in backticks: "`tl.cumsum(..., axis=1)`"; a merged one's
         functions, "`tl.exp(...)`, `tl.log(...)` or `tl.sqrt(...)`", and past three, the others
         by name: "`tl.exp(...)` (also `cos`, `log`, `sin`)"."""
+        if self.operator:
+            shown = [replace(self, operator=op, also=()).shown for op in self.operators]
+            return ", ".join(f"`{s}`" for s in shown[:-1]) + (" or " if len(shown) > 1 else "") + f"`{shown[-1]}`"
         if len(self.functions) <= 1:
             return f"`{self.shown}`"
         args = self.shown[self.shown.index("("):]
@@ -117,11 +129,23 @@ def _long(short: str | None) -> str:
     return next((long for long, value in DTYPES.items() if value == short), short or "?")
 
 
+_OPERATORS = ("binary_operator", "unary_operator")
+
+
 def locate(root: Node, row: int, column: int) -> Node | None:
-    """The call the compiler points at (its position is the call's start): the outermost call
-    starting exactly there, else the smallest call containing it."""
+    """The construct the compiler points at (its position is the construct's start): the
+    outermost call starting exactly there; else the innermost operator starting exactly there
+    (`~x` in `~x + y`: Triton points at the operator it cannot apply); else the smallest call
+    containing it."""
     node = root.descendant_for_point_range((row, column), (row, column))
     best: Node | None = None
+    current = node
+    while current is not None and current.type not in ("expression_statement", "block", "function_definition"):
+        if current.type == "call" and current.start_point == (row, column):
+            break
+        if current.type in _OPERATORS and current.start_point == (row, column):
+            return current
+        current = current.parent
     current = node
     while current is not None:
         if current.type == "call":
@@ -150,6 +174,14 @@ def describe(source: str, row: int, column: int) -> Construct | None:
         return None
     context = KernelContext(kernel, index, document.source, (3, 9))
     try:
+        if call.type in _OPERATORS:
+            operator = call.child_by_field_name("operator")
+            sides = [call.child_by_field_name(f) for f in ("left", "right")] if call.type == "binary_operator" \
+                else [call.child_by_field_name("argument")]
+            if operator is None or any(side is None for side in sides):
+                return None
+            return Construct(None, None, tuple(_operand(context, str(i), side) for i, side in enumerate(sides)
+                                               if side is not None), operator=text(operator))
         function = call.child_by_field_name("function")
         qualified = context.qualify(function) if function is not None else None
         operands: list[Operand] = []
@@ -219,7 +251,11 @@ def shared(constructs: Sequence[Construct], *, across: bool = False) -> Construc
     if not constructs:
         return None
     first = constructs[0]
-    if across:
+    if first.operator is not None:  # operators merge with operators only, and with as many operands
+        if any(c.operator is None or len(c.operands) != len(first.operands) for c in constructs) or \
+                (not across and any(c.operator != first.operator for c in constructs)):
+            return None
+    elif across:
         if any(c.method is not None or c.function is None for c in constructs):
             return None
     elif any(c.function != first.function or c.method != first.method for c in constructs):
@@ -247,6 +283,9 @@ def shared(constructs: Sequence[Construct], *, across: bool = False) -> Construc
             facts["dims"] = tuple(_span([p.dims[axis] for p in found if p.dims is not None])
                                   for axis in range(int(facts["rank"])))  # type: ignore[call-overload]
         operands.append(Operand(slot, **facts))  # type: ignore[arg-type]
+    if first.operator is not None:
+        ops = list(dict.fromkeys(c.operator for c in constructs if c.operator))
+        return Construct(None, None, tuple(operands), also=tuple(sorted(ops[1:])), operator=ops[0])
     names = list(dict.fromkeys(c.function for c in constructs if c.function))
     function = names[0] if names else None
     return Construct(function, first.method, tuple(operands), also=tuple(sorted(names[1:])))
@@ -258,7 +297,7 @@ def _span(ranges: Sequence[tuple[int, int] | None]) -> tuple[int, int] | None:
     return min(r[0] for r in ranges if r), max(r[1] for r in ranges if r)
 
 
-def queries(construct: Construct) -> list[str]:
+def queries(construct: Construct, named: Iterable[str] = ()) -> list[str]:
     """Tree-sitter queries for the construct, most precise first: every agreed fact (literal
     values, dtype widths, inferred widths and ranks), then exact dtypes in place of widths, then
     the literal and dtype operands alone. Each is followed by its sized forms, which add what the
@@ -268,12 +307,38 @@ def queries(construct: Construct) -> list[str]:
     alone would flag correct code (`tl.dot` of fp16 blocks is fine; with K at most 8 it is not).
     Never the bare call: a matcher says what about the call is wrong."""
     out: list[str] = []
+    # First, the operands whose types the compiler's messages name (`named`: the mask of
+    # `'tt.load' op operand #1 must be ... but got 'tensor<512xi32>'`), by the kind of their types
+    # and nothing else: the rest of the call is the kernel's, not the mistake.
+    said = set(named)
+    slots = {o.slot for o in construct.operands if o.literal is None and set(o.element_types) & said}
+    if slots and len(slots) < len([o for o in construct.operands if o.element_types or o.literal or o.dtype]):
+        q = _query(construct, widths=False, classes=True, only=slots)
+        if q is not None:
+            out.append(q)
+    # Then, where an operand failed with two or more types of one kind (fp16 and fp32; i32 and
+    # i64), the whole kind: the types the failures happened to have are a sample of it.
+    kinds = _query(construct, widths=False, classes=True)
+    if kinds is not None and kinds != _query(construct, widths=False):
+        out.append(kinds)
     for widths, inferred in ((True, True), (False, True), (True, False)):
         for sized in (None, "<=", ">="):
             q = _query(construct, widths=widths, inferred=inferred, sized=sized)
             if q is not None and q not in out:
                 out.append(q)
     return out
+
+
+def _kind(types: Sequence[str]) -> tuple[str, ...]:
+    """Every element type of the kind of `types` when they are two or more of one kind (floats;
+    integers, booleans left out), else `types`."""
+    if len(set(types)) < 2:
+        return tuple(types)
+    if all(is_float(t) for t in types):
+        return tuple(sorted({t for t in DTYPES.values() if is_float(t)}))
+    if all(is_int(t) and t != "i1" for t in types):
+        return tuple(sorted({t for t in DTYPES.values() if is_int(t) and t != "i1"}))
+    return tuple(types)
 
 
 def _escape(value: str) -> str:
@@ -287,7 +352,8 @@ def _bound(sized: str, span: tuple[int, int] | None) -> str:
     return f'"{sized}{span[1] if sized == "<=" else span[0]}"'
 
 
-def _query(construct: Construct, *, widths: bool, inferred: bool = True, sized: str | None = None) -> str | None:
+def _query(construct: Construct, *, widths: bool, inferred: bool = True, sized: str | None = None,
+           classes: bool = False, only: set[str] | None = None) -> str | None:
     predicates: list[str] = []
     children: list[str] = []
     positions: dict[int, str] = {}  # positional index -> its capture
@@ -296,6 +362,8 @@ def _query(construct: Construct, *, widths: bool, inferred: bool = True, sized: 
     for i, o in enumerate(construct.operands):
         capture = f"@o{i}"
         conditions: list[str] = []
+        if only is not None and o.slot not in only:
+            continue
         if o.literal is not None:
             conditions.append(f'(#eq? {capture} "{_escape(o.literal)}")')
         elif o.dtype is not None or o.dtype_width is not None:
@@ -307,7 +375,8 @@ def _query(construct: Construct, *, widths: bool, inferred: bool = True, sized: 
             if o.value_width is not None and widths:
                 conditions.append(f'(#ts-bitwidth? {capture} "{o.value_width}")')
             elif o.element_types:
-                conditions.append(f"(#ts-dtype? {capture} " + " ".join(f'"{t}"' for t in o.element_types) + ")")
+                types = _kind(o.element_types) if classes else o.element_types
+                conditions.append(f"(#ts-dtype? {capture} " + " ".join(f'"{t}"' for t in types) + ")")
             if o.rank is not None:
                 conditions.append(f'(#ts-rank? {capture} "{o.rank}")')
         if sized is not None:
@@ -329,6 +398,15 @@ def _query(construct: Construct, *, widths: bool, inferred: bool = True, sized: 
             predicates.append(f'(#eq? @k{i} "{o.slot}")')
     if facts == 0:
         return None
+    if construct.operator:
+        ops = " ".join(f'"{_escape(op)}"' for op in construct.operators)
+        captures = [positions.get(i, "") for i in range(2)]
+        if len(construct.operands) <= 1:
+            shape = f"(unary_operator operator: _ @op argument: (_){' ' + captures[0] if captures[0] else ''})"
+        else:
+            shape = (f"(binary_operator left: (_){' ' + captures[0] if captures[0] else ''} operator: _ @op "
+                     f"right: (_){' ' + captures[1] if captures[1] else ''})")
+        return f"({shape} @flag\n (#any-of? @op {ops})\n " + "\n ".join(predicates) + ")"
     # Positional operands as one anchored chain from the first argument: `. (_) @o1 . (_) @o2`.
     positional = [". " + " . ".join(f"(_) {positions[i]}" if i in positions else "(_)"
                                     for i in range(max(positions) + 1))] if positions else []
@@ -428,15 +506,16 @@ def construct_statement(rule: Rule, construct: Construct) -> tuple[str, str | No
         kind = "blocks" if subject.rank not in (None, 0) else "scalars"
         shape = f"{subject.rank}-D " if subject.rank not in (None, 0) else ""
         on = " on " + " ".join(part for part in (subject.value_dtype, shape + kind) if part)
-    elif construct.function:
-        typed = next((o for o in construct.operands if o.slot == "0" and (o.rank is not None or o.element_types)),
-                     None)
+    elif construct.function or construct.operator:  # an operator's typed operand, else a call's first
+        typed = next((o for o in construct.operands if (o.slot == "0" or construct.operator)
+                      and (o.rank is not None or o.element_types)), None)
         if typed is not None:
             kind = f"{typed.rank}-D blocks" if typed.rank else ("scalars" if typed.rank == 0 else "values")
             on = " on " + " ".join(part for part in ("/".join(typed.element_types), kind) if part)
     said = fill(rule.template, rule.examples) if rule.template else (rule.examples[0] if rule.examples else "")
     said = re.sub(r"^\w+(?:Error|Exception): ", "", said.split(" | ")[0])
-    for placeholder, shown in (("<n>", "N"), ("<name>", "..."), ("<dtype>", "T"), ("<op>", "this operation")):
+    for placeholder, shown in (("<n>", "N"), ("<name>", "..."), ("<dtype>", "T"), ("<op>", "this operation"),
+                               ("<shape>", "..."), ("<layout>", "...")):
         said = said.replace(placeholder, shown)
     said = said.strip().rstrip(".")
     advice = None

@@ -43,7 +43,7 @@ from ..rules.checks.query import PREDICATES, QUERY_CHECK, QueryProblem, compile_
 from ..rules.context import KernelContext
 from ..state.failure_log import FailureLog
 from ..state.learned import learned_path, load_learned, update_learned
-from ..state.signature import normalise
+from ..state.signature import named_types, normalise
 from .construct import (
     Construct,
     construct_statement,
@@ -349,28 +349,29 @@ def typed_proposals(root: Path, rule: Rule, compiles: Callable[[str], bool | Non
     described = [(source, row, col, identity, describe(source, row, col)) for source, row, col, identity in located]
     found = [(source, row, col, identity, c) for source, row, col, identity, c in described if c is not None]
     if len(found) < len(described):
-        return [], [], "a failure's error position is not at a call in a jit function"
-    groups: dict[tuple[str | None, str | None], list[tuple[str, int, int, str, Construct]]] = {}
+        return [], [], "a failure's error position is not at a call or an operator in a jit function"
+    groups: dict[tuple[str | None, str | None, str | None], list[tuple[str, int, int, str, Construct]]] = {}
     for source, row, col, identity, construct in found:
-        groups.setdefault((construct.function, construct.method), []).append(
+        groups.setdefault((construct.function, construct.method, construct.operator), []).append(
             (source, row, col, identity, construct))
     proposals: list[Typed] = []
     contrast: list[tuple[str, str]] = []
+    named = named_types(rule.examples)  # the types the compiler objected to
     merged = shared([m[4] for m in found], across=True) if len({m[3] for m in found}) >= 2 else None
     if merged is not None:
         files = list(dict.fromkeys(m[0] for m in found))
         siblings, variants = _siblings(rule, found, probe, contrast) if probe is not None else ([], [])
         if siblings:
             widened = replace(merged, also=tuple(sorted({*merged.also, *siblings})))
-            proposals += [Typed(q, files + variants, widened) for q in queries(widened)]
+            proposals += [Typed(q, files + variants, widened) for q in queries(widened, named)]
         if len(groups) > 1:
-            proposals += [Typed(q, files, merged) for q in queries(merged)]
+            proposals += [Typed(q, files, merged) for q in queries(merged, named)]
     usable = {key: members for key, members in groups.items() if len({m[3] for m in members}) >= 2}
     per_group = []
     for members in usable.values():
         common = shared([m[4] for m in members])
         if common is not None:
-            per_group.append((common, queries(common)))
+            per_group.append((common, queries(common, named)))
     if per_group:
         levels = max(len(q) for _, q in per_group)
         files = list(dict.fromkeys(m[0] for members in usable.values() for m in members))

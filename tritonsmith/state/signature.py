@@ -26,7 +26,8 @@ import keyword
 import re
 from collections.abc import Iterable
 
-__all__ = ["API_NAMES", "PLACEHOLDERS", "core_message", "error_type", "fill", "normalise", "signature_regex"]
+__all__ = ["API_NAMES", "PLACEHOLDERS", "core_message", "error_type", "fill", "named_types", "normalise",
+           "signature_regex"]
 
 # What the template keeps: Triton's language and runtime names, MLIR dialects, dtypes and Python's
 # own names. Anything else that looks like an identifier in a quoted or name position is the user's.
@@ -305,7 +306,7 @@ def fill(template: str, messages: Iterable[str]) -> str:
 
     def back(placeholder: re.Match[str]) -> str:
         if placeholder.group(0) == _TENSOR:
-            return f"tensor<<shape>x{'/'.join(next(words)[1])}>"
+            return f"tensor<<shape> x {'/'.join(next(words)[1])}>"  # spaced: the type is not a name
         if placeholder.group(0) not in restored:
             return placeholder.group(0)
         kind, values = next(words)
@@ -314,3 +315,25 @@ def fill(template: str, messages: Iterable[str]) -> str:
         return kind
 
     return _TOKENS.sub(back, first)
+
+
+# Every spelling of an element type -> Triton's short name (`float32`, `f32`, `tl.float32` -> fp32).
+_SHORT = {"float16": "fp16", "float32": "fp32", "float64": "fp64", "bfloat16": "bf16", "f16": "fp16",
+          "f32": "fp32", "f64": "fp64", "int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+          "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64"}
+_NAMED_TYPE = re.compile(r"(?<![A-Za-z])(?:" + _DTYPE_WORDS + r")(?![\w])")
+_NAMED_TENSOR = re.compile(r"\btensor<(?:[\d?]+x)+(" + _DTYPE_WORDS + r")\b")
+
+
+def named_types(messages: Iterable[str]) -> set[str]:
+    """The element types the messages name, in Triton's short spelling, MLIR's included
+    (`'tensor<512xi32>'` names i32, `pointer<fp16> and triton.language.float32` fp16 and fp32):
+    which operands' types the compiler objected to."""
+    found: set[str] = set()
+    for message in messages:
+        said = core_message(message)
+        for match in _NAMED_TENSOR.finditer(said):
+            found.add(_SHORT.get(match.group(1), match.group(1)))
+        for match in _NAMED_TYPE.finditer(_NAMED_TENSOR.sub(" ", said)):
+            found.add(_SHORT.get(match.group(0), match.group(0)))
+    return found - {"fp8"}
