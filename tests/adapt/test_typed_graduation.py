@@ -383,3 +383,133 @@ def test_the_compiler_says_which_sibling_functions_fail_the_same_way(tmp_path: P
     assert codes(tmp_path, ATOMIC.format(name="total", op="add", dtype="float16"), code) == []
     said = statement(tmp_path, capsys)
     assert "atomic_xchg" in said and "atomic_add" not in said
+
+
+# -- issue 37: MLIR's spellings, operators, relations ----------------------------------------
+
+MASKED = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def {name}(x_ptr, out_ptr, n):
+    offs = tl.arange(0, {size})
+    x = tl.load(x_ptr + offs, mask={mask}, other=0.0)
+    tl.store(out_ptr + offs, x)
+
+
+def run(x):
+    out = torch.empty_like(x)
+    {name}[(1,)](x, out, 300)
+    return out
+'''
+MLIR_MASK = ("/tmp/k.py:9:8: error: 'tt.load' op operand #1 must be 1-bit signless integer or ranked tensor of "
+             "1-bit signless integer values, but got 'tensor<{size}x{type}>'")
+
+
+def record_at(root: Path, failures: list[tuple[str, str]], find) -> None:
+    """Each (source, message) recorded with its error at `find(line)` on the first line it finds."""
+    log = FailureLog(root)
+    for i, (source, message) in enumerate(failures):
+        row, line = next((r, line) for r, line in enumerate(source.splitlines()) if find(line) is not None)
+        log.record(path=f"k{i}.py", kernel=f"kernel_{i}", stage="compile", message=message, rules=[],
+                   snippet=line, kernel_hash=kernel_hash(source), triton_version="3.9.0",
+                   source=source, error_at=(row, find(line)))
+    log.close()
+
+
+@pytest.mark.skipif(installed_triton_version() is None, reason="near misses are compiled to tell them apart")
+def test_one_mistake_in_mlirs_words_with_different_types_is_learned_and_checked_before_a_compile(tmp_path: Path, capsys):
+    """Three kernels load with an integer mask; MLIR says so with a different tensor type each
+    time (i32, i64, i8, of other shapes). One rule, by the operand the message names (the mask),
+    by the kind of its types (integers): a fourth kernel's int16 mask is flagged, a bool mask is not."""
+    kernels = [("masked_copy", 512, "n - offs", "i32"), ("tail_load", 1024, "(n - offs).to(tl.int64)", "i64"),
+               ("byte_mask", 256, "(offs < n).to(tl.int8)", "i8")]
+    failures = [(MASKED.format(name=name, size=size, mask=mask), MLIR_MASK.format(size=size, type=kind))
+                for name, size, mask, kind in kernels]
+    record_at(tmp_path, failures, lambda line: line.index("tl.load") if "tl.load" in line else None)
+    induced = learned_rule(tmp_path, capsys)
+    assert "tensor<" in induced["statement"] and "xi32" not in induced["statement"]
+    assert main(["adapt", "graduate", induced["code"], str(tmp_path), "--format", "json"]) == 0
+    graduated = json.loads(capsys.readouterr().out)
+    assert graduated["origin"] == "typed" and '"i16"' in graduated["query"], graduated["query"]
+    fourth = MASKED.format(name="short_mask", size=128, mask="(offs < n).to(tl.int16)")
+    assert codes(tmp_path, fourth, induced["code"]) == [Severity.INFORMATION]
+    assert codes(tmp_path, MASKED.format(name="ok", size=512, mask="offs < n"), induced["code"]) == []
+
+
+INVERT = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def {name}(x_ptr, out_ptr):
+    offs = tl.arange(0, 64)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, {expr})
+
+
+def run(x):
+    out = torch.empty_like(x)
+    {name}[(1,)](x.to(torch.{dtype}), out)
+    return out
+'''
+
+
+def test_a_mistake_at_an_operator_is_learned_at_the_operator(tmp_path: Path, capsys):
+    """`~` on floats, in three kernels (fp32, fp16, bf16): Triton points at the operator, not a
+    call; the rule matches `~` of a float and not of an integer."""
+    failures = [(INVERT.format(name=f"flip_{i}", expr=expr, dtype=dtype),
+                 f"ValueError: wrong type argument to unary invert (triton.language.{long})")
+                for i, (expr, dtype, long) in enumerate([("~x", "float32", "float32"), ("x * ~x", "float16", "float16"),
+                                                         ("~x + x", "bfloat16", "bfloat16")])]
+    record_at(tmp_path, failures, lambda line: line.index("~") if "~" in line else None)
+    induced = learned_rule(tmp_path, capsys)
+    assert main(["adapt", "graduate", induced["code"], str(tmp_path), "--format", "json"]) == 0
+    graduated = json.loads(capsys.readouterr().out)
+    assert graduated["origin"] == "typed" and "unary_operator" in graduated["query"], graduated
+    assert codes(tmp_path, INVERT.format(name="neg", expr="~x - 1.0", dtype="float64"), induced["code"]) == \
+        [Severity.INFORMATION]
+    assert codes(tmp_path, INVERT.format(name="ok", expr="~x", dtype="int32"), induced["code"]) == []
+    assert main(["rules", "review", str(tmp_path), "--all", "--format", "json"]) == 0
+    [rule] = json.loads(capsys.readouterr().out)
+    assert rule["statement"].startswith("You cannot write `~...` on ")
+
+
+MIXED = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def {name}(a_ptr, b_ptr, c_ptr):
+    r = tl.arange(0, 32)
+    a = tl.load(a_ptr + r[:, None] * 32 + r[None, :])
+    b = tl.load(b_ptr + r[:, None] * 32 + r[None, :])
+    c = tl.dot(a, b)
+    tl.store(c_ptr + r[:, None] * 32 + r[None, :], c)
+
+
+def run(a, b):
+    c = torch.empty(32, 32, dtype=torch.float32, device=a.device)
+    {name}[(1,)](a.to(torch.{a}), b.to(torch.{b}), c)
+    return c
+'''
+
+
+def test_operands_whose_types_differ_are_what_the_matcher_learns(tmp_path: Path, capsys):
+    """`tl.dot` of fp16 by fp32 (and fp32 by fp16, bf16 by fp16): each operand's types alone
+    would flag every dot; that they differ is the mistake."""
+    pairs = [("float16", "float32", "fp16", "fp32"), ("float32", "float16", "fp32", "fp16"),
+             ("bfloat16", "float16", "bf16", "fp16")]
+    failures = [(MIXED.format(name=f"mm_{i}", a=a, b=b), f"AssertionError: Both operands must be same dtype. Got {x} and {y}")
+                for i, (a, b, x, y) in enumerate(pairs)]
+    record_at(tmp_path, failures, lambda line: line.index("tl.dot") if "tl.dot" in line else None)
+    induced = learned_rule(tmp_path, capsys)
+    assert main(["adapt", "graduate", induced["code"], str(tmp_path), "--format", "json"]) == 0
+    graduated = json.loads(capsys.readouterr().out)
+    assert "#ts-dtype-differs? @o0 @o1" in graduated["query"], graduated
+    assert codes(tmp_path, MIXED.format(name="mix", a="float16", b="bfloat16"), induced["code"]) == [Severity.INFORMATION]
+    assert codes(tmp_path, MIXED.format(name="same", a="float16", b="float16"), induced["code"]) == []

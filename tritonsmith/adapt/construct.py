@@ -63,6 +63,7 @@ class Operand:
     dims: tuple[tuple[int, int] | None, ...] | None = None  # per dimension, (smallest, largest) size
     number: tuple[int, int] | None = None  # a compile-time integer's (smallest, largest) value
     pow2: bool | None = None  # whether that integer is a power of two, where every value agrees
+    odd_element: bool | None = None  # a tuple or list (a shape) with an integer that is not a power of two
 
     @property
     def element_types(self) -> tuple[str, ...]:
@@ -81,6 +82,9 @@ class Construct:
     operands: tuple[Operand, ...] = field(default_factory=tuple)
     also: tuple[str, ...] = ()
     operator: str | None = None  # "~", ">>", "+"
+    # How operands 0 and 1 relate in every failure: "dtype" (their element types differ: fp16 by
+    # fp32 in `tl.dot`), "shape" (a dimension differs and neither is 1: they cannot broadcast).
+    relations: frozenset[str] = frozenset()
 
     @property
     def functions(self) -> tuple[str, ...]:
@@ -180,8 +184,8 @@ def describe(source: str, row: int, column: int) -> Construct | None:
                 else [call.child_by_field_name("argument")]
             if operator is None or any(side is None for side in sides):
                 return None
-            return Construct(None, None, tuple(_operand(context, str(i), side) for i, side in enumerate(sides)
-                                               if side is not None), operator=text(operator))
+            described = tuple(_operand(context, str(i), side) for i, side in enumerate(sides) if side is not None)
+            return Construct(None, None, described, operator=text(operator), relations=_relations(described))
         function = call.child_by_field_name("function")
         qualified = context.qualify(function) if function is not None else None
         operands: list[Operand] = []
@@ -199,12 +203,34 @@ def describe(source: str, row: int, column: int) -> Construct | None:
         positional, keywords = context.args(call)
         operands += [_operand(context, str(i), node) for i, node in enumerate(positional)]
         operands += [_operand(context, key, value) for key, (_, value) in keywords.items()]
-        return Construct(name, method, tuple(operands))
+        return Construct(name, method, tuple(operands), relations=_relations(operands))
     finally:
         context.close()
 
 
+def _relations(operands: Sequence[Operand]) -> frozenset[str]:
+    """How positional operands 0 and 1 relate (`Construct.relations`)."""
+    a = next((o for o in operands if o.slot == "0"), None)
+    b = next((o for o in operands if o.slot == "1"), None)
+    if a is None or b is None:
+        return frozenset()
+    found = set()
+    if a.value_dtype and b.value_dtype and a.value_dtype != b.value_dtype:
+        found.add("dtype")
+    if a.dims and b.dims and len(a.dims) == len(b.dims) and any(
+            x is not None and y is not None and x[0] == x[1] and y[0] == y[1] and 1 not in (x[0], y[0]) and x != y
+            for x, y in zip(a.dims, b.dims)):
+        found.add("shape")
+    return frozenset(found)
+
+
 def _operand(context: KernelContext, slot: str, node: Node) -> Operand:
+    if node.type in ("tuple", "list"):  # a shape: `tl.zeros((64, 48), ...)`
+        sizes = [_integer(text(e)) if e.type == "integer" else next(
+            (v.const for v in context.inferred(e) if isinstance(v.const, int) and not isinstance(v.const, bool)), None)
+            for e in node.named_children]
+        known = [n for n in sizes if n is not None and n > 0]  # a permutation's 0 is no size
+        return Operand(slot, odd_element=any(not _is_pow2(n) for n in known) if known else None)
     if node.type in _LITERALS or (node.type == "unary_operator" and node.named_children and
                                   node.named_children[-1].type in ("integer", "float")):
         literal = _integer(text(node)) if node.type in ("integer", "unary_operator") else None
@@ -270,7 +296,7 @@ def shared(constructs: Sequence[Construct], *, across: bool = False) -> Construc
             return values.pop() if len(values) == 1 else None
 
         facts = {a: agreed(a) for a in ("literal", "dtype", "dtype_width", "value_dtype", "value_width", "rank",
-                                        "pow2")}
+                                        "pow2", "odd_element")}
         types = [p.element_types for p in found]
         if facts["value_dtype"] is None and all(types):
             facts["value_dtypes"] = tuple(sorted({t for ts in types for t in ts}))
@@ -283,12 +309,13 @@ def shared(constructs: Sequence[Construct], *, across: bool = False) -> Construc
             facts["dims"] = tuple(_span([p.dims[axis] for p in found if p.dims is not None])
                                   for axis in range(int(facts["rank"])))  # type: ignore[call-overload]
         operands.append(Operand(slot, **facts))  # type: ignore[arg-type]
+    relations = frozenset.intersection(*(c.relations for c in constructs))
     if first.operator is not None:
         ops = list(dict.fromkeys(c.operator for c in constructs if c.operator))
-        return Construct(None, None, tuple(operands), also=tuple(sorted(ops[1:])), operator=ops[0])
+        return Construct(None, None, tuple(operands), also=tuple(sorted(ops[1:])), operator=ops[0], relations=relations)
     names = list(dict.fromkeys(c.function for c in constructs if c.function))
     function = names[0] if names else None
-    return Construct(function, first.method, tuple(operands), also=tuple(sorted(names[1:])))
+    return Construct(function, first.method, tuple(operands), also=tuple(sorted(names[1:])), relations=relations)
 
 
 def _span(ranges: Sequence[tuple[int, int] | None]) -> tuple[int, int] | None:
@@ -297,7 +324,7 @@ def _span(ranges: Sequence[tuple[int, int] | None]) -> tuple[int, int] | None:
     return min(r[0] for r in ranges if r), max(r[1] for r in ranges if r)
 
 
-def queries(construct: Construct, named: Iterable[str] = ()) -> list[str]:
+def queries(construct: Construct, named: Iterable[str] | None = None) -> list[str]:
     """Tree-sitter queries for the construct, most precise first: every agreed fact (literal
     values, dtype widths, inferred widths and ranks), then exact dtypes in place of widths, then
     the literal and dtype operands alone. Each is followed by its sized forms, which add what the
@@ -306,26 +333,33 @@ def queries(construct: Construct, named: Iterable[str] = ()) -> list[str]:
     first that fires on no known-good code, so a size narrows a matcher only where the types
     alone would flag correct code (`tl.dot` of fp16 blocks is fine; with K at most 8 it is not).
     Never the bare call: a matcher says what about the call is wrong."""
-    out: list[str] = []
+    said = None if named is None else set(named)
+    out = [q for q in _ladder(construct, said) if q is not None]
+    return list(dict.fromkeys(out))
+
+
+def _ladder(construct: Construct, said: set[str] | None) -> list[str | None]:
+    """`queries` before the incidental ones are dropped: where the messages name no type
+    (`said` empty), a query that says nothing but the operands' inferred types (every `tl.permute`
+    that failed was of fp32 blocks) describes the kernels, not the mistake."""
+    def query(**options: object) -> str | None:
+        return _query(construct, incidental=said is not None and not said, **options)  # type: ignore[arg-type]
+
+    out: list[str | None] = []
     # First, the operands whose types the compiler's messages name (`named`: the mask of
     # `'tt.load' op operand #1 must be ... but got 'tensor<512xi32>'`), by the kind of their types
     # and nothing else: the rest of the call is the kernel's, not the mistake.
-    said = set(named)
-    slots = {o.slot for o in construct.operands if o.literal is None and set(o.element_types) & said}
+    slots = {o.slot for o in construct.operands if o.literal is None and set(o.element_types) & (said or set())}
     if slots and len(slots) < len([o for o in construct.operands if o.element_types or o.literal or o.dtype]):
-        q = _query(construct, widths=False, classes=True, only=slots)
-        if q is not None:
-            out.append(q)
+        out.append(query(widths=False, classes=True, only=slots))
     # Then, where an operand failed with two or more types of one kind (fp16 and fp32; i32 and
     # i64), the whole kind: the types the failures happened to have are a sample of it.
-    kinds = _query(construct, widths=False, classes=True)
-    if kinds is not None and kinds != _query(construct, widths=False):
+    kinds = query(widths=False, classes=True)
+    if kinds != query(widths=False):
         out.append(kinds)
     for widths, inferred in ((True, True), (False, True), (True, False)):
         for sized in (None, "<=", ">="):
-            q = _query(construct, widths=widths, inferred=inferred, sized=sized)
-            if q is not None and q not in out:
-                out.append(q)
+            out.append(query(widths=widths, inferred=inferred, sized=sized))
     return out
 
 
@@ -353,8 +387,11 @@ def _bound(sized: str, span: tuple[int, int] | None) -> str:
 
 
 def _query(construct: Construct, *, widths: bool, inferred: bool = True, sized: str | None = None,
-           classes: bool = False, only: set[str] | None = None) -> str | None:
+           classes: bool = False, only: set[str] | None = None, incidental: bool = False) -> str | None:
+    """One query of `queries`' ladder; None when it would say nothing, or, with `incidental`,
+    nothing but inferred element types."""
     predicates: list[str] = []
+    telling = bool(construct.relations)  # a condition beyond an inferred element type
     children: list[str] = []
     positions: dict[int, str] = {}  # positional index -> its capture
     facts = 0
@@ -362,8 +399,14 @@ def _query(construct: Construct, *, widths: bool, inferred: bool = True, sized: 
     for i, o in enumerate(construct.operands):
         capture = f"@o{i}"
         conditions: list[str] = []
+        related = o.slot in ("0", "1") and bool(construct.relations)
         if only is not None and o.slot not in only:
+            if related:  # captured for the relation only
+                facts += 1
+                positions[int(o.slot)] = capture
             continue
+        if o.literal is not None or o.dtype is not None or o.dtype_width is not None or o.odd_element:
+            telling = True
         if o.literal is not None:
             conditions.append(f'(#eq? {capture} "{_escape(o.literal)}")')
         elif o.dtype is not None or o.dtype_width is not None:
@@ -379,13 +422,16 @@ def _query(construct: Construct, *, widths: bool, inferred: bool = True, sized: 
                 conditions.append(f"(#ts-dtype? {capture} " + " ".join(f'"{t}"' for t in types) + ")")
             if o.rank is not None:
                 conditions.append(f'(#ts-rank? {capture} "{o.rank}")')
+        if o.odd_element:  # a shape with an odd size fails whatever else the call says
+            conditions.append(f'(#ts-any-int? {capture} "!pow2")')
         if sized is not None:
             if o.literal is None and o.number is not None:
                 bound = '"!pow2"' if o.pow2 is False else _bound(sized, o.number)
                 conditions.append(f"(#ts-int? {capture} {bound})")
             if inferred and o.dims and any(d is not None for d in o.dims):
                 conditions.append(f"(#ts-shape? {capture} " + " ".join(_bound(sized, d) for d in o.dims) + ")")
-        if not conditions:
+            telling = telling or any(c.startswith(("(#ts-int?", "(#ts-shape?")) for c in conditions)
+        if not conditions and not related:
             continue
         facts += 1
         predicates += conditions
@@ -396,8 +442,12 @@ def _query(construct: Construct, *, widths: bool, inferred: bool = True, sized: 
         else:
             children.append(f'(keyword_argument name: (identifier) @k{i} value: (_) {capture})')
             predicates.append(f'(#eq? @k{i} "{o.slot}")')
-    if facts == 0:
+    if facts == 0 or (incidental and not telling):
         return None
+    captured = {o.slot: f"@o{i}" for i, o in enumerate(construct.operands)
+                if o.slot in ("0", "1") and (only is None or o.slot in only or construct.relations)}
+    if len(captured) == 2:
+        predicates += [f"(#ts-{name}-differs? {captured['0']} {captured['1']})" for name in sorted(construct.relations)]
     if construct.operator:
         ops = " ".join(f'"{_escape(op)}"' for op in construct.operators)
         captures = [positions.get(i, "") for i in range(2)]

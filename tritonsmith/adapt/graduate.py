@@ -366,12 +366,20 @@ def typed_proposals(root: Path, rule: Rule, compiles: Callable[[str], bool | Non
             proposals += [Typed(q, files + variants, widened) for q in queries(widened, named)]
         if len(groups) > 1:
             proposals += [Typed(q, files, merged) for q in queries(merged, named)]
+    operators = [m for m in found if m[4].operator]
+    if merged is None and len(operators) < len(found) and len({m[3] for m in operators}) >= 2:
+        # One message from operators and from calls (`a + b` and `tl.store(p, a)` of shapes that
+        # do not broadcast): the operators, merged, are a matcher for theirs.
+        merged_operators = shared([m[4] for m in operators], across=True)
+        if merged_operators is not None:
+            files = list(dict.fromkeys(m[0] for m in operators))
+            proposals += [Typed(q, files, merged_operators) for q in queries(merged_operators, named)]
     usable = {key: members for key, members in groups.items() if len({m[3] for m in members}) >= 2}
     per_group = []
     for members in usable.values():
         common = shared([m[4] for m in members])
-        if common is not None:
-            per_group.append((common, queries(common, named)))
+        if common is not None and (found_queries := queries(common, named)):
+            per_group.append((common, found_queries))
     if per_group:
         levels = max(len(q) for _, q in per_group)
         files = list(dict.fromkeys(m[0] for members in usable.values() for m in members))

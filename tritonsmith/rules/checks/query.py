@@ -66,10 +66,18 @@ PREDICATES = {
                  '"<=N" or ">=N", e.g. (#ts-shape? @a "_" "<=8") is a 2-D block of at most 8 columns',
     "ts-int?": 'the captured expression is a compile-time integer (a literal, a constexpr in a launch '
                'configuration) meeting every condition given: "N", "<=N", ">=N", "pow2" or "!pow2"',
+    "ts-any-int?": 'the captured tuple or list (a shape) has a positive element that is a compile-time integer '
+                   'meeting every condition given, e.g. (#ts-any-int? @shape "!pow2") (zeros are left out: a '
+                   'permutation such as (1, 0) is no shape)',
+    # Relations between two captures.
+    "ts-dtype-differs?": "the two captured expressions have known element types, and they differ, e.g. "
+                         "(#ts-dtype-differs? @a @b)",
+    "ts-shape-differs?": "the two captured blocks have the same rank and a dimension whose known sizes differ, "
+                         "neither being 1 (they cannot broadcast), e.g. (#ts-shape-differs? @a @b)",
 }
 # Predicates whose values must be from a fixed vocabulary, checked when the query compiles.
 _TYPED_VALUES = {"ts-dtype?": "dtype", "ts-bitwidth?": "int", "ts-rank?": "int", "ts-shape?": "dim",
-                 "ts-int?": "bound"}
+                 "ts-int?": "bound", "ts-any-int?": "bound"}
 _BOUND = re.compile(r"^(<=|>=)?(\d+)$")
 _BUILTIN_PREDICATES = frozenset(
     f"{prefix}{name}" for prefix in ("", "not-", "any-", "any-not-") for name in ("eq?", "match?")
@@ -119,7 +127,7 @@ def compile_query(text: str) -> Query:
     return query
 
 
-_TYPED_ARGS = re.compile(r'\(\s*#(ts-dtype\?|ts-bitwidth\?|ts-rank\?|ts-shape\?|ts-int\?)\s+@[\w.-]+'
+_TYPED_ARGS = re.compile(r'\(\s*#(ts-dtype\?|ts-bitwidth\?|ts-rank\?|ts-shape\?|ts-int\?|ts-any-int\?)\s+@[\w.-]+'
                          r'((?:\s+"(?:[^"\\]|\\.)*")*)\s*\)')
 _TYPED_HELP = {"dtype": 'give element types such as "fp16" or "tl.int32"', "int": 'give whole numbers such as "32"',
                "dim": 'give "_", "N", "<=N" or ">=N" per dimension', "bound": 'give "N", "<=N", ">=N", "pow2" or "!pow2"'}
@@ -188,6 +196,27 @@ def _sized_holds(ctx: KernelContext, name: str, node: Node, conditions: list[str
     return False
 
 
+def _any_int_holds(ctx: KernelContext, node: Node, conditions: list[str]) -> bool:
+    """`ts-any-int?`: an element of a tuple or list that meets every condition."""
+    if node.type not in ("tuple", "list"):
+        return False
+    return any(_sized_holds(ctx, "ts-int?", element, [">=1", *conditions]) for element in node.named_children)
+
+
+def _related(ctx: KernelContext, name: str, first: Node, second: Node) -> bool:
+    """`ts-dtype-differs?` and `ts-shape-differs?` in any of the kernel's launch configurations."""
+    for a in ctx.inferred(first):
+        for b in ctx.inferred(second):
+            if name == "ts-dtype-differs?" and a.dtype is not None and b.dtype is not None and a.dtype != b.dtype:
+                return True
+            if name == "ts-shape-differs?" and a.shape is not None and b.shape is not None and \
+                    len(a.shape) == len(b.shape) and any(
+                        x.size is not None and y.size is not None and 1 not in (x.size, y.size) and x.size != y.size
+                        for x, y in zip(a.shape, b.shape)):
+                return True
+    return False
+
+
 def _qualified(value: str) -> str:
     return "triton.language." + value[3:] if value.startswith("tl.") else value
 
@@ -232,7 +261,12 @@ def _predicate(ctx: KernelContext) -> QueryPredicate:
             return ctx.is_constexpr_expr(node)
         if name == "ts-runtime?":
             return not ctx.is_constexpr_expr(node)
+        if name in ("ts-dtype-differs?", "ts-shape-differs?"):
+            second = captures.get(args[1][0], []) if len(args) > 1 and args[1][1] == "capture" else []
+            return bool(second) and _related(ctx, name, node, second[0])
         values = [value for value, kind in args[1:] if kind == "string"]
+        if name == "ts-any-int?":
+            return _any_int_holds(ctx, node, values)
         if name in ("ts-dtype?", "ts-bitwidth?", "ts-rank?", "ts-pointer?"):
             return _typed_holds(ctx, name, node, values)
         if name in ("ts-shape?", "ts-int?"):
