@@ -406,9 +406,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     pool = WorkerPool(size=1)
     near_compiler = _NearMissCompiler(root)
     try:
-        def flagged(source: str) -> bool:
+        def flagged(source: str, target: str) -> bool:
             rules = [r for r in load_learned(root) if r.active and r.check]
-            return bool(rules) and bool(Matcher(rules, version=(3, 9)).check_source(source))
+            return bool(rules) and bool(Matcher(rules, version=(3, 9), targets=[target]).check_source(source))
 
         def compile_(source: str, name: str, target: str) -> tuple[bool, dict[str, Any] | None]:
             reports = compile_file(pool, source, path=str(root / f"{name}.py"), targets=[target])
@@ -419,13 +419,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for k in range(4):
             for family, (failing, _near) in streams.items():
                 source, target = _kernel_target(failing[k])
-                before = flagged(source)
+                before = flagged(source, target)
                 ok, error = compile_(source, f"{family}-{k}", target)
                 learned: list[str] = []
                 if not ok and error is not None and error.get("range"):
                     log = FailureLog(root)
                     row, col = error["range"]["start"]
-                    log.record(path=f"{family}-{k}.py", kernel=f"{family}-{k}", stage="compile",
+                    log.record(path=f"{family}-{k}.py", kernel=f"{family}-{k}", stage="compile", target=target,
                                message=str(error.get("message") or error.get("text")), rules=[],
                                snippet=source.splitlines()[row], kernel_hash=kernel_hash(source),
                                source=source, error_at=(row, col))
@@ -434,7 +434,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         # A new rule, or one whose matcher missed this failure: (re)graduate.
                         if item.rule.active and (not item.rule.query or not before):
                             result = graduate(root, item.rule.code, compiles=near_compiler,
-                                              probe=near_compiler.outcome)
+                                              probe=near_compiler.outcome, targets=["sm_90"],
+                                              compiles_for=near_compiler.for_target)
                             why = "" if result.accepted else "; ".join(
                                 sorted({v.reason for origin, _, v in result.tried if origin == "typed"}))
                             learned.append(f"{item.rule.code}:{'graduated' if result.accepted else 'no matcher'}"
@@ -444,7 +445,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 for family, (_, near) in streams.items():
                     for i, entry in enumerate(near):
                         source, target = _kernel_target(entry)
-                        before = flagged(source)
+                        before = flagged(source, target)
                         ok, _ = compile_(source, f"{family}-near-{k}-{i}", target)
                         steps.append(Step(family, "near-miss", i, target, before, ok, []))
     finally:

@@ -43,7 +43,8 @@ class Workspace:
             self.settings = settings
         self.rules = load_rules(self.pack_paths())
         self.matcher = Matcher(
-            self.rules, version=self.version, select=self.settings.select, ignore=self.settings.ignore
+            self.rules, version=self.version, select=self.settings.select, ignore=self.settings.ignore,
+            targets=self.settings.targets,
         )
 
     def check_source(self, source: str | bytes, *, jobs: int = 1) -> list[Finding]:

@@ -513,3 +513,69 @@ def test_operands_whose_types_differ_are_what_the_matcher_learns(tmp_path: Path,
     assert "#ts-dtype-differs? @o0 @o1" in graduated["query"], graduated
     assert codes(tmp_path, MIXED.format(name="mix", a="float16", b="bfloat16"), induced["code"]) == [Severity.INFORMATION]
     assert codes(tmp_path, MIXED.format(name="same", a="float16", b="float16"), induced["code"]) == []
+
+
+FP8 = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def {name}(x_ptr, out_ptr):
+    offs = tl.arange(0, 64)
+    {value} = tl.load(x_ptr + offs)
+    q = {value}.to(tl.float8e4nv)
+    tl.store(out_ptr + offs, q.to(tl.float32))
+
+
+def run(x):
+    out = torch.empty_like(x)
+    {name}[(1,)](x, out)
+    return out
+'''
+FP8_MESSAGE = ("ValueError: type fp8e4nv not supported in this architecture. The supported fp8 dtypes are "
+               "('fp8e4b15', 'fp8e5')")
+
+
+@pytest.mark.skipif(installed_triton_version() is None, reason="the other target is asked by compiling")
+def test_a_failure_for_one_target_only_is_a_rule_for_that_target(tmp_path: Path, capsys):
+    """fp8e4nv fails for sm_80 and compiles for sm_90: with both in the workspace's targets, the
+    rule learned from sm_80 failures names sm_80, fires when checking for sm_80, and not for sm_90."""
+    (tmp_path / "pyproject.toml").write_text('[tool.tritonsmith]\ntargets = ["sm_80", "sm_90"]\n')
+    log = FailureLog(tmp_path)
+    for i, value in enumerate(("x", "vals", "row")):
+        source = FP8.format(name=f"quant_{i}", value=value)
+        row = next(r for r, line in enumerate(source.splitlines()) if "float8e4nv" in line)
+        line = source.splitlines()[row]
+        log.record(path=f"k{i}.py", kernel=f"quant_{i}", stage="compile", message=FP8_MESSAGE, rules=[],
+                   target="sm_80", snippet=line, kernel_hash=kernel_hash(source), triton_version="3.9.0",
+                   source=source, error_at=(row, line.index("=") + 2))
+    log.close()
+    induced = learned_rule(tmp_path, capsys)
+    assert main(["adapt", "graduate", induced["code"], str(tmp_path), "--format", "json"]) == 0
+    capsys.readouterr()
+    fourth = FP8.format(name="to_e4m3", value="h")
+    found = Workspace(tmp_path, Settings(targets=("sm_80",)), include_user_packs=False).check_source(fourth)
+    assert [f.code for f in found if f.code == induced["code"]] == [induced["code"]]
+    found = Workspace(tmp_path, Settings(targets=("sm_90",)), include_user_packs=False).check_source(fourth)
+    assert not [f for f in found if f.code == induced["code"]]
+    assert main(["rules", "review", str(tmp_path), "--all", "--format", "json"]) == 0
+    [rule] = json.loads(capsys.readouterr().out)
+    assert rule["targets"] == ["sm_80"] and " for sm_80:" in rule["statement"]
+
+
+def test_a_rules_targets_survive_the_pack_and_narrow_the_matcher(tmp_path: Path) -> None:
+    from tritonsmith.rules import Matcher, Rule
+    from tritonsmith.rules.pack import dump_pack, load_pack
+
+    rule = Rule(code="TSL001", name="fp8-e4nv", title="fp8e4nv on sm_80", statement="You cannot ...",
+                severity=Severity.WARNING, category="ValueError", check="query", status="active",
+                query='((call function: (_) @fn) @flag (#ts-qualified? @fn "triton.language.cast"))',
+                template="ValueError: type <dtype> not supported", targets=("sm_80",))
+    pack = tmp_path / "learned.toml"
+    pack.write_text(dump_pack([rule]))
+    [again] = load_pack(pack)
+    assert again.targets == ("sm_80",)
+    assert Matcher([rule], version=None, targets=["sm_80", "sm_90"]).rules
+    assert not Matcher([rule], version=None, targets=["sm_90"]).rules
+    assert Matcher([rule], version=None).rules  # a check for no target in particular keeps it

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from ..settings import find_workspace_root
+from ..settings import Settings, find_workspace_root, read_pyproject
 from .defaults import COMPARE_MODES, DEFAULT_STEPS, MIN_FAILURES, MIN_KERNELS
 
 # Induction, the rules and the state are imported by the commands that use them: `register`
@@ -152,6 +152,7 @@ def _json(rule: Rule, hits: list[str]) -> dict[str, Any]:
         "signatures": list(rule.signatures), "template": rule.template, "examples": list(rule.examples),
         "query": rule.query if rule.check == QUERY_CHECK else None,
         "provenance": rule.provenance, "contradictions": list(rule.contradictions), "hits": hits,
+        "targets": list(rule.targets),
     }
 
 
@@ -230,29 +231,33 @@ class _NearMissCompiler:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.pool: Any = None
-        self._seen: dict[str, tuple[bool | None, str]] = {}
+        self._seen: dict[tuple[str, str], tuple[bool | None, str]] = {}
 
-    def outcome(self, source: str) -> tuple[bool | None, str]:
+    def outcome(self, source: str, target: str = "sm_90") -> tuple[bool | None, str]:
         from ..evaluator.pool import WorkerPool
         from ..evaluator.reports import compile_file
 
-        if source in self._seen:
-            return self._seen[source]
+        if (source, target) in self._seen:
+            return self._seen[(source, target)]
         try:
             if self.pool is None:
                 self.pool = WorkerPool(size=1)
-            reports = compile_file(self.pool, source, path=str(self.root / "near_miss.py"), targets=["sm_90"])
+            reports = compile_file(self.pool, source, path=str(self.root / "near_miss.py"), targets=[target])
         except Exception as error:  # a worker that dies tells nothing about the variant
             log.warning("near miss not compiled: %s", error)
             return None, ""
         errors = [e["error"] for r in reports for e in r.results if e.get("error")]
         message = str(errors[0].get("message") or errors[0].get("text") or "") if errors else ""
         result = (bool(reports) and all(r.ok and r.results for r in reports), message)  # compiled, not skipped
-        self._seen[source] = result
+        self._seen[(source, target)] = result
         return result
 
     def __call__(self, source: str) -> bool | None:
         return self.outcome(source)[0]
+
+    def for_target(self, source: str, target: str) -> bool | None:
+        """Whether `source` compiles for `target` (a learned rule's target predicate)."""
+        return self.outcome(source, target)[0]
 
     def close(self) -> None:
         if self.pool is not None:
@@ -268,7 +273,9 @@ def cmd_graduate(args: argparse.Namespace) -> int:
     compiler = None if args.no_compile or installed_triton_version() is None else _NearMissCompiler(root)
     try:
         result = graduate(root, args.code, model=_text_model(args), extra_good=_verified_kernels(root),
-                          compiles=compiler, probe=compiler.outcome if compiler is not None else None)
+                          compiles=compiler, probe=compiler.outcome if compiler is not None else None,
+                          targets=Settings.merged(read_pyproject(root)).targets,
+                          compiles_for=compiler.for_target if compiler is not None else None)
     finally:
         if compiler is not None:
             compiler.close()
@@ -313,6 +320,8 @@ def _describe(rule: Rule, hits: list[str]) -> str:
         lines.append("    example: " + example.replace("\n", "\n             "))
     if rule.contradictions:
         lines.append("    contradicted by (flagged, then compiled): " + ", ".join(rule.contradictions))
+    if rule.targets:
+        lines.append("    only for: " + ", ".join(rule.targets) + " (it compiles for other targets)")
     if rule.check is not None:
         shown = ", ".join(hits[:5]) + (f", ... ({len(hits) - 5} more)" if len(hits) > 5 else "")
         lines.append(f"    flags {len(hits)} place{'s' if len(hits) != 1 else ''} in this workspace now"

@@ -507,11 +507,17 @@ def near_misses(source: str, row: int, column: int, construct: Construct) -> lis
             replacements = [str(v) for v in dict.fromkeys((0, number - 1, *sizes)) if v != number and v >= 0]
         elif value.type == "true":
             replacements = ["False"]
-        elif value.type in ("attribute", "identifier") and object_width in _SAME_WIDTH_INT:
+        elif value.type in ("attribute", "identifier") and raw.rsplit(".", 1)[-1] in DTYPES:
             name = raw.rsplit(".", 1)[-1]
-            if name in DTYPES and width(DTYPES[name]) != object_width:
-                prefix = raw[: len(raw) - len(name)]
+            prefix = raw[: len(raw) - len(name)]
+            if object_width in _SAME_WIDTH_INT and width(DTYPES[name]) != object_width:
                 replacements = [prefix + _SAME_WIDTH_INT[object_width]]
+            # Types of the same width and kind (float8e5 next to float8e4nv, bfloat16 next to
+            # float16): one that compiles keeps a width from standing for the type.
+            kind = is_float(DTYPES[name])
+            replacements += [prefix + other for other, short in DTYPES.items()
+                             if other != name and width(short) == width(DTYPES[name]) and is_float(short) == kind
+                             and short != "i1"][:3]
         for replacement in replacements:
             variant = data[: value.start_byte] + replacement.encode() + data[value.end_byte:]
             out.append(variant.decode("utf-8", "replace"))
@@ -544,7 +550,7 @@ def sibling_variants(source: str, row: int, column: int, construct: Construct,
     return out
 
 
-def construct_statement(rule: Rule, construct: Construct) -> tuple[str, str | None]:
+def construct_statement(rule: Rule, construct: Construct, targets: Sequence[str] = ()) -> tuple[str, str | None]:
     """A statement a user can act on, from the failing construct and what its operands were
     (`.to(tl.int16, bitcast=True)` on an fp32 block), the compiler's words with what every
     message says there (`fill`: `K >= 16` stays, a size that varies does not), and the advice of
@@ -573,7 +579,8 @@ def construct_statement(rule: Rule, construct: Construct) -> tuple[str, str | No
         if builtin.signatures and any(builtin.matches_error(e) for e in rule.examples):
             advice = builtin.how_to_fix or builtin.fix
             break
-    statement = f"You cannot write {construct.named}{on}: Triton rejects it (\"{said}\")."
+    where = f" for {'/'.join(targets)}" if targets else ""
+    statement = f"You cannot write {construct.named}{on}{where}: Triton rejects it (\"{said}\")."
     if advice:
         statement += f" {advice.rstrip('.')}."
     return statement, advice

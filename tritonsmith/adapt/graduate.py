@@ -425,15 +425,40 @@ def _siblings(rule: Rule, found: Sequence[tuple[str, int, int, str, Construct]],
     return siblings, variants
 
 
+def _failing_targets(root: Path, rule: Rule, failing: Sequence[str], targets: Sequence[str],
+                     compiles_for: Callable[[str, str], bool | None] | None) -> list[str]:
+    """The targets the rule's failures were recorded for, when a failing example compiles for
+    another of `targets`; else none (the rule holds for every target)."""
+    if compiles_for is None:
+        return []
+    log_ = FailureLog(root)
+    try:
+        failed = log_.targets(list(rule.failures))
+        located = log_.located(list(rule.failures))
+    finally:
+        log_.close()
+    others = [t for t in targets if t not in failed]
+    sources = [source for source, *_ in located] or list(failing)  # the whole file, where it was kept
+    if not failed or not others or not sources:
+        return []
+    if any(compiles_for(sources[-1], target) for target in others):
+        return sorted(failed)
+    return []
+
+
 def graduate(root: Path, code: str, *, model: TextModel | None = None, extra_good: Iterable[tuple[str, str]] = (),
              proposals: Sequence[str] = (), compiles: Callable[[str], bool | None] | None = None,
-             probe: Probe | None = None) -> Graduation:
+             probe: Probe | None = None, targets: Sequence[str] = (),
+             compiles_for: Callable[[str, str], bool | None] | None = None) -> Graduation:
     """Find a matcher for learned rule `code` and store it with the rule when one is accepted.
 
     Tried in order: `proposals` (queries from the caller), the typed matchers of the failing
     construct (`typed_proposals`; with `compiles`, near-miss variants that compile join the
     known-good code), the older literal-kind derivations, then (with a model) the LLM's proposal.
-    The first accepted one is written to the workspace pack.
+    The first accepted one is written to the workspace pack. With `compiles_for` (source, target),
+    a failing example is compiled for each of `targets` (the workspace's) the failures were not
+    recorded for: where it compiles, the rule carries the targets it failed for and fires only
+    for those (`Rule.targets`: fp8e4nv fails for sm_80 and compiles for sm_90).
 
     Raises UsageError for a code the pack has no learned rule of, RulePackError for a malformed
     pack; a model's errors (ProposalError, ProposerStopped) propagate.
@@ -482,15 +507,16 @@ def graduate(root: Path, code: str, *, model: TextModel | None = None, extra_goo
         query = result.query
         statement = advice = None
         construct = result.construct
+        only_for = _failing_targets(root, rule, failing, targets, compiles_for)
         if result.origin == "typed" and construct is not None and not rule.reviewed and \
                 rule.provenance.startswith("learned offline"):
-            statement, advice = construct_statement(rule, construct)
+            statement, advice = construct_statement(rule, construct, only_for)
 
         def store(rules: list[Rule]) -> list[Rule]:
             out = []
             for r in rules:
                 if r.code == code:
-                    r = _graduated(r, query)
+                    r = replace(_graduated(r, query), targets=tuple(only_for))
                     if statement is not None:
                         r = replace(r, statement=statement, how_to_fix=advice or r.how_to_fix,
                                     title=statement.split(":")[0].removeprefix("You cannot ")[:80])

@@ -106,14 +106,17 @@ class Matcher:
         version: tuple[int, int] | None,
         select: Sequence[str] = (),
         ignore: Sequence[str] = (),
+        targets: Sequence[str] | None = None,
     ) -> None:
         # A new matcher starts cold: the memos kept across edits (per file text) start empty.
         _CALLED_BY_TEXT.clear()
         self.version = version
         all_rules = list(rules)
+        # A rule that fails for some targets only fires when the check is for one of them
+        # (`targets`: the settings'; None, a check for any target, keeps every rule).
         self.rules = [
             r for r in select_rules(all_rules, select=select, ignore=ignore)
-            if r.check and r.applies_to(version)
+            if r.check and r.applies_to(version) and (targets is None or not r.targets or set(r.targets) & set(targets))
         ]
         unknown = [r for r in self.rules if r.check not in CHECKS and r.check not in RULE_CHECKS]
         for rule in unknown:
@@ -132,7 +135,8 @@ class Matcher:
         self.rules = [r for r, _, _ in self._plan]
         self._needles = sorted({n for _, _, needles in self._plan for n in needles or ()})
         self._cache: dict[KernelKey, _Cached] = {}
-        self._identity = repr((version, [(r.code, r.severity.value, r.title, r.query) for r in self.rules])).encode()
+        self._identity = repr((version, [(r.code, r.severity.value, r.title, r.query, r.targets)
+                                         for r in self.rules])).encode()
 
     # -- public ----------------------------------------------------------------------------
 

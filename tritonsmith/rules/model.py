@@ -105,6 +105,9 @@ class Rule:
     last_seen: str | None = None
     examples: tuple[str, ...] = ()  # raw failure messages from its cluster
     contradictions: tuple[str, ...] = ()  # kernels its matcher flagged that then compiled (path:kernel)
+    # The GPU targets it fails for, where it compiles for another (fp8e4nv on sm_80 and not on
+    # sm_90): it fires only when the check is for one of them. Empty: every target.
+    targets: tuple[str, ...] = ()
 
     @property
     def active(self) -> bool:

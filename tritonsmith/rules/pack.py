@@ -64,10 +64,10 @@ _REQUIRED = ("code", "name", "title", "statement", "severity", "category")
 _STRINGS = ("code", "name", "title", "statement", "severity", "category", "triton", "check",
             "query", "fix", "how_to_fix", "bad", "good", "explanation", "provenance",
             "status", "hold", "template", "first_seen", "last_seen")
-_STRING_LISTS = ("signatures", "expect", "kernels", "examples", "contradictions")
+_STRING_LISTS = ("signatures", "expect", "kernels", "examples", "contradictions", "targets")
 # Fields of format 2: a pack that uses one is written as format 2.
 _LEARNED = ("status", "reviewed", "hold", "template", "failures", "kernels", "first_seen", "last_seen",
-            "examples", "contradictions")
+            "examples", "contradictions", "targets")
 _KNOWN = set(_STRINGS) | set(_STRING_LISTS) | {"compiler_rejects", "count", "advisory", "reviewed", "failures"}
 
 
@@ -173,6 +173,7 @@ def _rule_from_table(table: dict[str, Any], path: str, line: int) -> Rule:
         last_seen=table.get("last_seen"),
         examples=tuple(table.get("examples", [])),
         contradictions=tuple(table.get("contradictions", [])),
+        targets=tuple(table.get("targets", [])),
     )
 
 
@@ -300,7 +301,7 @@ def _learned_fields(rule: Rule) -> list[tuple[str, Any]]:
         ("reviewed", rule.reviewed), ("hold", rule.hold), ("template", rule.template),
         ("first_seen", rule.first_seen), ("last_seen", rule.last_seen),
         ("kernels", list(rule.kernels)), ("failures", list(rule.failures)), ("examples", list(rule.examples)),
-        ("contradictions", list(rule.contradictions)),
+        ("contradictions", list(rule.contradictions)), ("targets", list(rule.targets)),
     ]
     return [(key, value) for key, value in fields if value not in (None, "", [], False)]
 

@@ -214,6 +214,16 @@ class FailureLog:
                 "ORDER BY f.id", list(ids)).fetchall()
         return [(str(t), int(r), int(c), str(k)) for t, r, c, k in rows]
 
+    def targets(self, ids: list[int]) -> set[str]:
+        """The GPU targets these failures were recorded for (`sm_80`), those that name one."""
+        if not ids:
+            return set()
+        marks = ",".join("?" * len(ids))
+        with self._lock:
+            rows = self._db.execute(f"SELECT DISTINCT target FROM failures WHERE id IN ({marks}) "
+                                    "AND target IS NOT NULL", list(ids)).fetchall()
+        return {str(t) for (t,) in rows if t}
+
     def rule_counts(self) -> dict[str, int]:
         with self._lock:
             return dict(self._db.execute("SELECT code, count FROM rule_hits").fetchall())
