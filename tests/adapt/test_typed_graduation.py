@@ -562,6 +562,7 @@ def test_a_failure_for_one_target_only_is_a_rule_for_that_target(tmp_path: Path,
     assert main(["rules", "review", str(tmp_path), "--all", "--format", "json"]) == 0
     [rule] = json.loads(capsys.readouterr().out)
     assert rule["targets"] == ["sm_80"] and " for sm_80:" in rule["statement"]
+    assert any("tl.float8e4nv" in words for words in rule["conditions"]), rule["conditions"]
 
 
 def test_a_rules_targets_survive_the_pack_and_narrow_the_matcher(tmp_path: Path) -> None:

@@ -142,7 +142,7 @@ def _hits(root: Path, rule: Rule, files: list[Path]) -> list[str]:
 
 
 def _json(rule: Rule, hits: list[str]) -> dict[str, Any]:
-    from ..rules.checks.query import QUERY_CHECK
+    from ..rules.checks.query import QUERY_CHECK, predicates_in_words
 
     return {
         "code": rule.code, "name": rule.name, "status": rule.status, "reviewed": rule.reviewed,
@@ -151,6 +151,7 @@ def _json(rule: Rule, hits: list[str]) -> dict[str, Any]:
         "first_seen": rule.first_seen, "last_seen": rule.last_seen, "failures": list(rule.failures),
         "signatures": list(rule.signatures), "template": rule.template, "examples": list(rule.examples),
         "query": rule.query if rule.check == QUERY_CHECK else None,
+        "conditions": predicates_in_words(rule.query) if rule.check == QUERY_CHECK and rule.query else [],
         "provenance": rule.provenance, "contradictions": list(rule.contradictions), "hits": hits,
         "targets": list(rule.targets),
     }
@@ -298,7 +299,7 @@ def cmd_graduate(args: argparse.Namespace) -> int:
 
 
 def _describe(rule: Rule, hits: list[str]) -> str:
-    from ..rules.checks.query import QUERY_CHECK
+    from ..rules.checks.query import QUERY_CHECK, predicates_in_words
 
     kernels = len(rule.kernels)
     lines = [
@@ -315,6 +316,8 @@ def _describe(rule: Rule, hits: list[str]) -> str:
     for signature in rule.signatures:
         lines.append(f"    signature: {signature}")
     if rule.check == QUERY_CHECK and rule.query:
+        for words in predicates_in_words(rule.query):
+            lines.append(f"    when: {words}")
         lines.append("    matcher: " + rule.query.replace("\n", "\n             "))
     for example in rule.examples[:3]:
         lines.append("    example: " + example.replace("\n", "\n             "))

@@ -185,7 +185,8 @@ def describe(source: str, row: int, column: int) -> Construct | None:
             if operator is None or any(side is None for side in sides):
                 return None
             described = tuple(_operand(context, str(i), side) for i, side in enumerate(sides) if side is not None)
-            return Construct(None, None, described, operator=text(operator), relations=_relations(described))
+            return Construct(None, None, described, operator=text(operator),
+                             relations=_relations(described, broadcast=True))
         function = call.child_by_field_name("function")
         qualified = context.qualify(function) if function is not None else None
         operands: list[Operand] = []
@@ -208,8 +209,9 @@ def describe(source: str, row: int, column: int) -> Construct | None:
         context.close()
 
 
-def _relations(operands: Sequence[Operand]) -> frozenset[str]:
-    """How positional operands 0 and 1 relate (`Construct.relations`)."""
+def _relations(operands: Sequence[Operand], broadcast: bool = False) -> frozenset[str]:
+    """How positional operands 0 and 1 relate (`Construct.relations`); shapes only between an
+    operator's operands (`broadcast`), which must broadcast: a `tl.dot`'s differ by design."""
     a = next((o for o in operands if o.slot == "0"), None)
     b = next((o for o in operands if o.slot == "1"), None)
     if a is None or b is None:
@@ -217,7 +219,7 @@ def _relations(operands: Sequence[Operand]) -> frozenset[str]:
     found = set()
     if a.value_dtype and b.value_dtype and a.value_dtype != b.value_dtype:
         found.add("dtype")
-    if a.dims and b.dims and len(a.dims) == len(b.dims) and any(
+    if broadcast and a.dims and b.dims and len(a.dims) == len(b.dims) and any(
             x is not None and y is not None and x[0] == x[1] and y[0] == y[1] and 1 not in (x[0], y[0]) and x != y
             for x, y in zip(a.dims, b.dims)):
         found.add("shape")

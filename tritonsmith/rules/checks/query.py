@@ -40,7 +40,8 @@ from . import Check, Hit, rule_check
 if TYPE_CHECKING:
     from tree_sitter import QueryPredicate
 
-__all__ = ["FLAG", "PREDICATES", "QUERY_CHECK", "QueryProblem", "bind", "compile_query", "query_needles"]
+__all__ = ["FLAG", "PREDICATES", "QUERY_CHECK", "QueryProblem", "bind", "compile_query", "predicates_in_words",
+           "query_needles"]
 
 QUERY_CHECK = "query"
 FLAG = "flag"  # the capture a finding goes to
@@ -215,6 +216,74 @@ def _related(ctx: KernelContext, name: str, first: Node, second: Node) -> bool:
                         for x, y in zip(a.shape, b.shape)):
                 return True
     return False
+
+
+_IN_WORDS = {
+    "ts-qualified?": "{what} is {values}",
+    "ts-dtype?": "{what} has elements of {values}",
+    "ts-bitwidth?": "{what} has {values}-bit elements",
+    "ts-rank?": "{what} is a {values}-D block",
+    "ts-shape?": "{what} has shape ({values})",
+    "ts-int?": "{what} is a compile-time integer {values}",
+    "ts-any-int?": "{what} has a size {values}",
+    "eq?": "{what} is {values}",
+    "any-of?": "{what} is {values}",
+}
+_CONDITION_WORDS = {"!pow2": "that is not a power of two", "pow2": "that is a power of two"}
+
+
+def predicates_in_words(text: str) -> list[str]:
+    """A query's conditions as a person reads them (`rules review`): "operand 1 has element type
+    fp16 or fp32", "operands 1 and 2 have different element types"; one line per pattern."""
+    out: list[str] = []
+    for pattern in re.split(r"\n(?=\(\()", text.strip()):
+        said: list[str] = []
+        for name, args in re.findall(r'\(\s*#([\w?!-]+)((?:\s+(?:@[\w.-]+|"(?:[^"\\]|\\.)*"))+)\s*\)', pattern):
+            captures = re.findall(r"@([\w.-]+)", args)
+            values = [v[1:-1] for v in _STRING.findall(args)]
+            shown = [_capture_words(c) for c in captures]
+            if name in ("ts-dtype-differs?", "ts-shape-differs?") and len(shown) == 2:
+                kind = "element types" if name == "ts-dtype-differs?" else "shapes that do not broadcast"
+                said.append(f"{shown[0]} and {shown[1]} have different {kind}")
+                continue
+            if not shown or name not in _IN_WORDS or shown[0] is None:
+                continue
+            if name == "ts-qualified?":
+                values = [v.removeprefix("triton.language.") for v in values]
+                values = [f"tl.{v}" for v in values]
+            words = [_CONDITION_WORDS.get(v, v) for v in values]
+            if name == "ts-dtype?":
+                words = _type_words(values)
+            if name == "ts-rank?" and values == ["0"]:
+                said.append(f"{shown[0]} is a scalar")
+                continue
+            said.append(_IN_WORDS[name].format(what=shown[0], values=" or ".join(words) if name != "ts-shape?"
+                                               else ", ".join(words)))
+        if said:
+            out.append("; ".join(said))
+    return out
+
+
+def _type_words(values: list[str]) -> list[str]:
+    """Element types in words: a whole kind as "a floating-point type" / "an integer type"."""
+    short = {str(_typed_value("dtype", v) or v) for v in values}
+    floats = {t for t in DTYPES.values() if t.startswith("fp") or t == "bf16"}
+    ints = {t for t in DTYPES.values() if t[0] in "iu" and t != "i1"}
+    if short == floats:
+        return ["any floating-point type"]
+    if short == ints:
+        return ["any integer type"]
+    return sorted(short)
+
+
+def _capture_words(capture: str) -> str | None:
+    if capture in ("fn", "m"):
+        return "the function" if capture == "fn" else "the method"
+    if capture == "op":
+        return "the operator"
+    if capture.startswith("o") and capture[1:].isdigit():
+        return f"operand {int(capture[1:]) + 1}"
+    return None
 
 
 def _qualified(value: str) -> str:

@@ -1,0 +1,23 @@
+"""A learned matcher's conditions in words (`rules review`)."""
+
+from __future__ import annotations
+
+from tritonsmith.rules.checks.query import predicates_in_words
+
+
+def test_a_matchers_predicates_read_as_words() -> None:
+    query = ('((call function: (_) @fn arguments: (argument_list . (_) @o0 . (_) @o1)) @flag\n'
+             ' (#ts-qualified? @fn "triton.language.dot")\n'
+             ' (#ts-dtype? @o0 "fp16" "fp32")\n (#ts-rank? @o0 "2")\n'
+             ' (#ts-dtype-differs? @o0 @o1))\n'
+             '((unary_operator operator: _ @op argument: (_) @o0) @flag\n (#any-of? @op "~")\n'
+             ' (#ts-dtype? @o0 "bf16" "fp16" "fp32" "fp64" "fp8e4b15" "fp8e4b8" "fp8e4nv" "fp8e5" "fp8e5b16")\n'
+             ' (#ts-rank? @o0 "0"))\n'
+             '((call function: (_) @fn arguments: (argument_list . (_) @o0)) @flag\n'
+             ' (#ts-qualified? @fn "triton.language.zeros")\n (#ts-any-int? @o0 "!pow2"))')
+    assert predicates_in_words(query) == [
+        "the function is tl.dot; operand 1 has elements of fp16 or fp32; operand 1 is a 2-D block; "
+        "operand 1 and operand 2 have different element types",
+        "the operator is ~; operand 1 has elements of any floating-point type; operand 1 is a scalar",
+        "the function is tl.zeros; operand 1 has a size that is not a power of two",
+    ]
