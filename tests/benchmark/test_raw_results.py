@@ -301,3 +301,19 @@ def test_the_calibration_table_and_the_host_fit_re_derive_from_their_json() -> N
     problems = fitted["summary"]["problems"]
     assert round(problems[18]["spearman"], 2) == 0.88 and round(fitted["summary"]["median_spearman"], 2) == 0.84
     assert "46 µs per Triton launch and 1.5 µs per PyTorch operator" in PAGE
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_issue_37s_learning_curve_figures_re_derive_from_their_json(when: str) -> None:
+    """docs/benchmarks.md, "Issue 37's held-out half": both runs of each tree agree step by step,
+    and the figures quoted are theirs."""
+    runs = [_load(f"learning-curve-37-{when}-{i}.json") for i in (1, 2)]
+    steps = [[(s["family"], s["role"], s["index"], s["flagged_before"], s["compiled"]) for s in r["steps"]]
+             for r in runs]
+    assert steps[0] == steps[1]
+    run = runs[0]
+    quoted = {"before": ("0/8", 4), "after": ("6/8", 0)}[when]
+    assert (run["held_out_37_flagged_after_three_failures"], run["false_positives"]) == quoted
+    assert run["flagged_after_three_failures"] == "8/8"
+    for i in (1, 2):
+        assert f"learning-curve-37-{when}-{i}.json" in PAGE
