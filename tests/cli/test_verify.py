@@ -66,7 +66,7 @@ def test_a_constexpr_known_only_at_run_time_is_not_a_failure_and_correctness_sti
     assert "softmax: verified · interpreter" in out
     assert "softmax_kernel: compiled" in out
     assert "as launched in the check run)" in out  # the Config line names the value's origin
-    # Without a GPU the summary ends with the predicted time, at the real sizes (1152 × 781 here).
+    # Without a GPU the summary ends with the predicted time, at the real sizes (4096 × 4801 here).
     assert "· predicted H100 SXM time " in out and "at sizes as written" in out
 
 

@@ -264,7 +264,7 @@ def test_changes_that_can_change_the_time_are_not_the_same_kernel() -> None:
                     source.replace("tl.store(out_ptr + offsets, x + y", "tl.store(out_ptr + offsets, x + y + 0.0"),
                     source.replace("    mask = offsets < n_elements\n", "    o2 = tl.multiple_of(offsets, 16)\n"
                                    "    mask = offsets < n_elements\n"),  # a new name: kept apart (conservative)
-                    source.replace("N_ELEMENTS = 98_432", "N_ELEMENTS = 98_433")):
+                    source.replace("N_ELEMENTS = 50_331_651", "N_ELEMENTS = 50_331_652")):
         assert variant != source
         assert equivalence_key(variant, "interpreter") != equivalence_key(source, "interpreter")
 
