@@ -563,6 +563,8 @@ def test_a_failure_for_one_target_only_is_a_rule_for_that_target(tmp_path: Path,
     [rule] = json.loads(capsys.readouterr().out)
     assert rule["targets"] == ["sm_80"] and " for sm_80:" in rule["statement"]
     assert any("tl.float8e4nv" in words for words in rule["conditions"]), rule["conditions"]
+    # What to write instead: a near miss the compiler accepted, the closest first.
+    assert "Write `.to(tl.float8e5)`" in rule["statement"] and rule["statement"].endswith("instead: it compiles.")
 
 
 def test_a_rules_targets_survive_the_pack_and_narrow_the_matcher(tmp_path: Path) -> None:
@@ -580,3 +582,14 @@ def test_a_rules_targets_survive_the_pack_and_narrow_the_matcher(tmp_path: Path)
     assert Matcher([rule], version=None, targets=["sm_80", "sm_90"]).rules
     assert not Matcher([rule], version=None, targets=["sm_90"]).rules
     assert Matcher([rule], version=None).rules  # a check for no target in particular keeps it
+
+
+def test_a_near_miss_that_compiles_is_said_as_the_construct_written_its_way() -> None:
+    from tritonsmith.adapt.construct import Construct, Operand, rewritten
+
+    to_fp8 = Construct(None, "to", (Operand("object"), Operand("0", dtype="fp8e4nv", dtype_width=8)))
+    source = "    q = vals.to(tl.float8e4nv)\n"
+    assert to_fp8.shown == ".to(tl.float8e4nv)"
+    assert rewritten(to_fp8, source, source.replace("float8e4nv", "float8e5")) == ".to(tl.float8e5)"
+    assert rewritten(to_fp8, source, source.replace("vals", "other")) is None  # not in what a statement shows
+    assert rewritten(to_fp8, source, source) is None

@@ -21,3 +21,39 @@ def test_a_matchers_predicates_read_as_words() -> None:
         "the operator is ~; operand 1 has elements of any floating-point type; operand 1 is a scalar",
         "the function is tl.zeros; operand 1 has a size that is not a power of two",
     ]
+
+
+RESHAPES = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(x_ptr, out_ptr):
+    offs = tl.arange(0, 64)
+    x = tl.load(x_ptr + offs)
+    a = tl.reshape(x, (8, 16))
+    b = tl.reshape(x, (8, 8))
+    c = tl.permute(tl.reshape(x, (8, 8)), (1, 0))
+    tl.store(out_ptr + offs, tl.reshape(a, (64,)) + tl.reshape(b, (64,)) + tl.reshape(c, (64,)))
+
+
+def run(x):
+    k[(1,)](x, torch.empty_like(x))
+'''
+
+
+def test_relations_between_operands_are_matched_with_the_kernels_types() -> None:
+    from tritonsmith.rules import Matcher, Rule, Severity
+
+    def flagged(query: str) -> list[str]:
+        rule = Rule(code="TSL001", name="n", title="t", statement="s", severity=Severity.WARNING, category="c",
+                    check="query", query=query)
+        lines = RESHAPES.splitlines()
+        return [lines[f.span.start[0]].strip() for f in Matcher([rule], version=None).check_source(RESHAPES)]
+
+    numel = ('((call function: (_) @fn arguments: (argument_list . (_) @o0 . (_) @o1)) @flag\n'
+             ' (#ts-qualified? @fn "triton.language.reshape" "triton.language.permute")\n'
+             ' (#ts-numel-differs? @o0 @o1))')
+    assert flagged(numel) == ["a = tl.reshape(x, (8, 16))"]  # 64 values into 128; (1, 0) is a permutation
+    assert predicates_in_words(numel)[0].endswith("operand 1 and operand 2 have different numbers of elements")

@@ -15,6 +15,8 @@ they compile (`axis=0`, a same-width bitcast): the contrast set.
 
 from __future__ import annotations
 
+import difflib
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -29,8 +31,8 @@ from ..rules import Rule, load_rules, pack_paths
 from ..rules.context import KernelContext
 from ..state.signature import fill
 
-__all__ = ["Construct", "Operand", "construct_statement", "describe", "locate", "near_misses", "queries", "shared",
-           "sibling_variants"]
+__all__ = ["Construct", "Operand", "construct_statement", "describe", "locate", "near_misses", "queries",
+           "rewritten", "shared", "sibling_variants"]
 
 _LITERALS = frozenset({"integer", "float", "true", "false", "none", "string"})
 # `tl` functions called the same way, whose constraints often coincide: a failure at one is a
@@ -64,6 +66,7 @@ class Operand:
     number: tuple[int, int] | None = None  # a compile-time integer's (smallest, largest) value
     pow2: bool | None = None  # whether that integer is a power of two, where every value agrees
     odd_element: bool | None = None  # a tuple or list (a shape) with an integer that is not a power of two
+    sizes: tuple[int, ...] | None = None  # that tuple's sizes, all known (one failure's; not merged)
 
     @property
     def element_types(self) -> tuple[str, ...]:
@@ -83,7 +86,9 @@ class Construct:
     also: tuple[str, ...] = ()
     operator: str | None = None  # "~", ">>", "+"
     # How operands 0 and 1 relate in every failure: "dtype" (their element types differ: fp16 by
-    # fp32 in `tl.dot`), "shape" (a dimension differs and neither is 1: they cannot broadcast).
+    # fp32 in `tl.dot`), "shape" (a dimension differs and neither is 1: they cannot broadcast),
+    # "numel" (a block and a shape tuple of another number of elements: `tl.reshape(x, (8, 16))`
+    # of 64 values).
     relations: frozenset[str] = frozenset()
 
     @property
@@ -223,6 +228,10 @@ def _relations(operands: Sequence[Operand], broadcast: bool = False) -> frozense
             x is not None and y is not None and x[0] == x[1] and y[0] == y[1] and 1 not in (x[0], y[0]) and x != y
             for x, y in zip(a.dims, b.dims)):
         found.add("shape")
+    fixed = a.dims is not None and all(d is not None and d[0] == d[1] for d in a.dims)
+    if fixed and b.sizes and min(b.sizes) > 0 and \
+            math.prod(d[0] for d in a.dims or () if d is not None) != math.prod(b.sizes):  # a 0: a permutation
+        found.add("numel")
     return frozenset(found)
 
 
@@ -232,7 +241,8 @@ def _operand(context: KernelContext, slot: str, node: Node) -> Operand:
             (v.const for v in context.inferred(e) if isinstance(v.const, int) and not isinstance(v.const, bool)), None)
             for e in node.named_children]
         known = [n for n in sizes if n is not None and n > 0]  # a permutation's 0 is no size
-        return Operand(slot, odd_element=any(not _is_pow2(n) for n in known) if known else None)
+        return Operand(slot, odd_element=any(not _is_pow2(n) for n in known) if known else None,
+                       sizes=tuple(n for n in sizes if n is not None) if all(n is not None for n in sizes) else None)
     if node.type in _LITERALS or (node.type == "unary_operator" and node.named_children and
                                   node.named_children[-1].type in ("integer", "float")):
         literal = _integer(text(node)) if node.type in ("integer", "unary_operator") else None
@@ -552,7 +562,29 @@ def sibling_variants(source: str, row: int, column: int, construct: Construct,
     return out
 
 
-def construct_statement(rule: Rule, construct: Construct, targets: Sequence[str] = ()) -> tuple[str, str | None]:
+def rewritten(construct: Construct, source: str, variant: str) -> str | None:
+    """How a near miss writes the failing construct (`.to(tl.float8e5)` for `.to(tl.float8e4nv)`),
+    when the one text it changed is in the construct as a statement shows it; else None."""
+    start = next((i for i, (a, b) in enumerate(zip(source, variant)) if a != b), None)
+    if start is None:
+        return None
+    end = 0
+    while end < min(len(source), len(variant)) - start and source[-1 - end] == variant[-1 - end]:
+        end += 1
+    # Widen to whole words: `float8e4nv` -> `float8e5`, not `4nv` -> `5`.
+    while start > 0 and (source[start - 1].isalnum() or source[start - 1] == "_"):
+        start -= 1
+    while end > 0 and (source[len(source) - end].isalnum() or source[len(source) - end] == "_"):
+        end -= 1
+    old, new = source[start:len(source) - end], variant[start:len(variant) - end]
+    shown = construct.shown
+    if not old or shown.count(old) != 1:
+        return None
+    return shown.replace(old, new)
+
+
+def construct_statement(rule: Rule, construct: Construct, targets: Sequence[str] = (),
+                        fixes: Sequence[str] = ()) -> tuple[str, str | None]:
     """A statement a user can act on, from the failing construct and what its operands were
     (`.to(tl.int16, bitcast=True)` on an fp32 block), the compiler's words with what every
     message says there (`fill`: `K >= 16` stays, a size that varies does not), and the advice of
@@ -583,6 +615,9 @@ def construct_statement(rule: Rule, construct: Construct, targets: Sequence[str]
             break
     where = f" for {'/'.join(targets)}" if targets else ""
     statement = f"You cannot write {construct.named}{on}{where}: Triton rejects it (\"{said}\")."
+    if advice is None and fixes:  # what the compiler accepted in its place, the closest first
+        closest = sorted(fixes, key=lambda fix: -difflib.SequenceMatcher(None, fix, construct.shown).ratio())
+        advice = "Write " + " or ".join(f"`{fix}`" for fix in closest[:2]) + " instead: it compiles"
     if advice:
         statement += f" {advice.rstrip('.')}."
     return statement, advice

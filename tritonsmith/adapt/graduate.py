@@ -50,6 +50,7 @@ from .construct import (
     describe,
     near_misses,
     queries,
+    rewritten,
     shared,
     sibling_variants,
 )
@@ -326,11 +327,13 @@ Probe: TypeAlias = Callable[[str], "tuple[bool | None, str]"]
 
 
 def typed_proposals(root: Path, rule: Rule, compiles: Callable[[str], bool | None] | None = None,
-                    probe: Probe | None = None) -> tuple[list[Typed], list[tuple[str, str]], str | None]:
+                    probe: Probe | None = None
+                    ) -> tuple[list[Typed], list[tuple[str, str]], list[str], str | None]:
     """Matchers from the failing construct (`construct.py`): the call at each recorded failure's
     error position, what the failures agree on, as queries with typed predicates. Returns
-    (the proposals, the near misses that compile as known-good code, why there are none). A
-    constraint needs failures in at least two distinct kernels.
+    (the proposals, the near misses that compile as known-good code, the failing construct as
+    those near misses write it (`.to(tl.float8e5)`: what a user can write instead), why there
+    are none). A constraint needs failures in at least two distinct kernels.
 
     Tried first, when the failures are calls of several `tl` functions: one matcher over all of
     them with what they agree on (`tl.exp`, `tl.log` and `tl.sqrt` of an int32 block fail alike,
@@ -345,11 +348,11 @@ def typed_proposals(root: Path, rule: Rule, compiles: Callable[[str], bool | Non
     finally:
         log_.close()
     if not located:
-        return [], [], "no failure of this rule was recorded with its file and error position"
+        return [], [], [], "no failure of this rule was recorded with its file and error position"
     described = [(source, row, col, identity, describe(source, row, col)) for source, row, col, identity in located]
     found = [(source, row, col, identity, c) for source, row, col, identity, c in described if c is not None]
     if len(found) < len(described):
-        return [], [], "a failure's error position is not at a call or an operator in a jit function"
+        return [], [], [], "a failure's error position is not at a call or an operator in a jit function"
     groups: dict[tuple[str | None, str | None, str | None], list[tuple[str, int, int, str, Construct]]] = {}
     for source, row, col, identity, construct in found:
         groups.setdefault((construct.function, construct.method, construct.operator), []).append(
@@ -387,9 +390,10 @@ def typed_proposals(root: Path, rule: Rule, compiles: Callable[[str], bool | Non
                       for level in range(levels)]
     if not proposals:
         kernels = len({identity for *_, identity, _ in found})
-        return [], [], (f"its located failures are in {kernels} kernel; a matcher needs two" if kernels < 2 else
+        return [], [], [], (f"its located failures are in {kernels} kernel; a matcher needs two" if kernels < 2 else
                         "no construct of its failures was seen in two kernels" if not usable else
                         "the failures are not one construct")
+    fixes: list[str] = []
     if compiles is not None:
         seen: set[str] = set()
         for source, row, col, _, construct in found:
@@ -399,10 +403,13 @@ def typed_proposals(root: Path, rule: Rule, compiles: Callable[[str], bool | Non
                 seen.add(variant)
                 if compiles(variant):
                     contrast.append((f"near miss of {construct.shown}", variant))
+                    fixed = rewritten(construct, source, variant)
+                    if fixed is not None and fixed not in fixes:
+                        fixes.append(fixed)
     unique: dict[str, Typed] = {}
     for proposal in proposals:
         unique.setdefault(proposal.query, proposal)
-    return list(unique.values()), contrast, None
+    return list(unique.values()), contrast, fixes, None
 
 
 def _siblings(rule: Rule, found: Sequence[tuple[str, int, int, str, Construct]], probe: Probe,
@@ -472,7 +479,7 @@ def graduate(root: Path, code: str, *, model: TextModel | None = None, extra_goo
     failing = failing_examples(rule, root)
     good = known_good(extra_good)
     result = Graduation(rule)
-    typed, contrast, why_not = typed_proposals(root, rule, compiles, probe)
+    typed, contrast, fixes, why_not = typed_proposals(root, rule, compiles, probe)
     good += contrast
 
     def attempt(origin: str, query: str, examples: Sequence[str] | None = None) -> bool:
@@ -510,7 +517,7 @@ def graduate(root: Path, code: str, *, model: TextModel | None = None, extra_goo
         only_for = _failing_targets(root, rule, failing, targets, compiles_for)
         if result.origin == "typed" and construct is not None and not rule.reviewed and \
                 rule.provenance.startswith("learned offline"):
-            statement, advice = construct_statement(rule, construct, only_for)
+            statement, advice = construct_statement(rule, construct, only_for, fixes)
 
         def store(rules: list[Rule]) -> list[Rule]:
             out = []

@@ -24,6 +24,7 @@ without a query cost nothing at all: they never name this check.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import replace
@@ -75,6 +76,8 @@ PREDICATES = {
                          "(#ts-dtype-differs? @a @b)",
     "ts-shape-differs?": "the two captured blocks have the same rank and a dimension whose known sizes differ, "
                          "neither being 1 (they cannot broadcast), e.g. (#ts-shape-differs? @a @b)",
+    "ts-numel-differs?": "the captured block and the captured shape (a tuple of compile-time integers) hold "
+                         "different numbers of elements, e.g. (#ts-numel-differs? @x @shape)",
 }
 # Predicates whose values must be from a fixed vocabulary, checked when the query compiles.
 _TYPED_VALUES = {"ts-dtype?": "dtype", "ts-bitwidth?": "int", "ts-rank?": "int", "ts-shape?": "dim",
@@ -197,6 +200,17 @@ def _sized_holds(ctx: KernelContext, name: str, node: Node, conditions: list[str
     return False
 
 
+def _const(ctx: KernelContext, node: Node) -> int | None:
+    """A compile-time integer's value (a literal, or a constexpr the same in every configuration)."""
+    if node.type == "integer":
+        try:
+            return int(node.text or b"", 0)
+        except ValueError:
+            return None
+    values = {v.const for v in ctx.inferred(node) if isinstance(v.const, int) and not isinstance(v.const, bool)}
+    return values.pop() if len(values) == 1 else None
+
+
 def _any_int_holds(ctx: KernelContext, node: Node, conditions: list[str]) -> bool:
     """`ts-any-int?`: an element of a tuple or list that meets every condition."""
     if node.type not in ("tuple", "list"):
@@ -205,7 +219,17 @@ def _any_int_holds(ctx: KernelContext, node: Node, conditions: list[str]) -> boo
 
 
 def _related(ctx: KernelContext, name: str, first: Node, second: Node) -> bool:
-    """`ts-dtype-differs?` and `ts-shape-differs?` in any of the kernel's launch configurations."""
+    """`ts-dtype-differs?`, `ts-shape-differs?` and `ts-numel-differs?` in any of the kernel's
+    launch configurations."""
+    if name == "ts-numel-differs?":
+        if second.type not in ("tuple", "list"):
+            return False
+        sizes = [_const(ctx, element) for element in second.named_children]
+        if any(size is None or size <= 0 for size in sizes):  # a 0: a permutation, not a shape
+            return False
+        wanted = math.prod(size for size in sizes if size is not None)
+        return any(a.shape is not None and all(d.size is not None for d in a.shape) and
+                   math.prod(d.size for d in a.shape if d.size is not None) != wanted for a in ctx.inferred(first))
     for a in ctx.inferred(first):
         for b in ctx.inferred(second):
             if name == "ts-dtype-differs?" and a.dtype is not None and b.dtype is not None and a.dtype != b.dtype:
@@ -242,8 +266,9 @@ def predicates_in_words(text: str) -> list[str]:
             captures = re.findall(r"@([\w.-]+)", args)
             values = [v[1:-1] for v in _STRING.findall(args)]
             shown = [_capture_words(c) for c in captures]
-            if name in ("ts-dtype-differs?", "ts-shape-differs?") and len(shown) == 2:
-                kind = "element types" if name == "ts-dtype-differs?" else "shapes that do not broadcast"
+            if name in ("ts-dtype-differs?", "ts-shape-differs?", "ts-numel-differs?") and len(shown) == 2:
+                kind = {"ts-dtype-differs?": "element types", "ts-shape-differs?": "shapes that do not broadcast",
+                        "ts-numel-differs?": "numbers of elements"}[name]
                 said.append(f"{shown[0]} and {shown[1]} have different {kind}")
                 continue
             if not shown or name not in _IN_WORDS or shown[0] is None:
@@ -330,7 +355,7 @@ def _predicate(ctx: KernelContext) -> QueryPredicate:
             return ctx.is_constexpr_expr(node)
         if name == "ts-runtime?":
             return not ctx.is_constexpr_expr(node)
-        if name in ("ts-dtype-differs?", "ts-shape-differs?"):
+        if name in ("ts-dtype-differs?", "ts-shape-differs?", "ts-numel-differs?"):
             second = captures.get(args[1][0], []) if len(args) > 1 and args[1][1] == "capture" else []
             return bool(second) and _related(ctx, name, node, second[0])
         values = [value for value, kind in args[1:] if kind == "string"]
