@@ -5,7 +5,11 @@ what differs between occurrences: paths, `at L:C:` locations and line numbers, n
 addresses, tensor shapes, and the user's identifiers (quoted or in known name positions), while
 the names of Triton's and Python's API stay (`'dtype' object is not callable` keeps `dtype`).
 Element types become `<dtype>` (`histogram only supports 32-bit integer input, but got fp16` and
-`... got fp32` are one mistake; the typed matcher recovers which types fail), and the operation
+`... got fp32` are one mistake; the typed matcher recovers which types fail), in every spelling
+Triton and MLIR print: `tensor<512xi32>` and `tensor<64x64xi8, #ttg.blocked<...>>` are
+`tensor<<shape>x<dtype>>`, `!tt.ptr<f16>` and `pointer<fp32>` are `...<<dtype>>`, a block type
+`<['128'], fp32>` is `<<shape>, <dtype>>`, `64x48` is `<shape>`, and MLIR's location prefix goes
+(`named_types` reads the types a message names, for the matcher's operands), and the operation
 that names itself as the subject of an unsupported-feature message becomes `<op>` (Triton says
 `atomic_max does not support fp16` and `atomic_min does not support fp16`). A compile error's
 preamble (`at 3:4:`, the source lines and the caret) is dropped, and the
