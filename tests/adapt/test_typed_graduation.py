@@ -476,6 +476,8 @@ def test_a_mistake_at_an_operator_is_learned_at_the_operator(tmp_path: Path, cap
     assert main(["rules", "review", str(tmp_path), "--all", "--format", "json"]) == 0
     [rule] = json.loads(capsys.readouterr().out)
     assert rule["statement"].startswith("You cannot write `~...` on ")
+    if installed_triton_version() is not None:  # the near miss the compiler accepted says what to write
+        assert "Write `~(...).to(tl.int" in rule["statement"], rule["statement"]
 
 
 MIXED = '''import torch

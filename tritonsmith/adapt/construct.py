@@ -489,12 +489,15 @@ _SAME_WIDTH_INT = {8: "int8", 16: "int16", 32: "int32", 64: "int64"}
 def near_misses(source: str, row: int, column: int, construct: Construct) -> list[str]:
     """Variants of `source` that change one operand of the failing construct the way a fix
     would (an integer literal, also one inside a shape tuple, to 0, one less or a neighbouring
-    power of two, a dtype to the integer type of the operand's width, `True` to `False`); which
-    of them compile is for a compiler to say."""
+    power of two, a dtype to the integer type of the operand's width, `True` to `False`; an
+    operator's floating-point operand converted to the integer of its width); which of them
+    compile is for a compiler to say."""
     document = Document(source)
     call = locate(document.root, row, column)
     if call is None:
         return []
+    if call.type in _OPERATORS:
+        return _operator_near_misses(document.source, call, construct)
     arguments = call.child_by_field_name("arguments")
     if arguments is None:
         return []
@@ -533,6 +536,22 @@ def near_misses(source: str, row: int, column: int, construct: Construct) -> lis
         for replacement in replacements:
             variant = data[: value.start_byte] + replacement.encode() + data[value.end_byte:]
             out.append(variant.decode("utf-8", "replace"))
+    return out
+
+
+def _operator_near_misses(data: bytes, node: Node, construct: Construct) -> list[str]:
+    """An operator's floating-point operands, each converted to the integer of its width
+    (`x_ptr + i.to(tl.int32)`; `~x.to(tl.int32)`): where that compiles, the types were the mistake."""
+    sides = [node.child_by_field_name(f) for f in ("left", "right")] if node.type == "binary_operator" \
+        else [node.child_by_field_name("argument")]
+    out = []
+    for operand, side in zip(construct.operands, sides, strict=False):
+        integer = _SAME_WIDTH_INT.get(operand.value_width or 0)
+        if side is None or integer is None or not operand.element_types or \
+                not all(is_float(t) for t in operand.element_types):
+            continue
+        converted = f"({text(side)}).to(tl.{integer})".encode()
+        out.append((data[: side.start_byte] + converted + data[side.end_byte:]).decode("utf-8", "replace"))
     return out
 
 
@@ -578,6 +597,15 @@ def rewritten(construct: Construct, source: str, variant: str) -> str | None:
         end -= 1
     old, new = source[start:len(source) - end], variant[start:len(variant) - end]
     shown = construct.shown
+    conversion = re.fullmatch(r"\((.*)\)(\.to\(tl\.\w+\))", new, re.DOTALL)
+    if construct.operator and conversion is not None and conversion.group(1) == old:
+        # An operator's operand converted: `... + (...).to(tl.int32)`, `~(...).to(tl.int32)`.
+        right = len(construct.operands) == 2 and source[:start].rstrip().endswith(construct.operator)
+        side = 1 if right else 0
+        parts = ["...", "..."]
+        parts[side] = f"(...){conversion.group(2)}"
+        return f"{construct.operator}{parts[0]}" if len(construct.operands) == 1 else \
+            f"{parts[0]} {construct.operator} {parts[1]}"
     if not old or shown.count(old) != 1:
         return None
     return shown.replace(old, new)
