@@ -46,7 +46,7 @@ class Settings:
     """Extra rule-pack files or folders (relative to the workspace root)."""
 
     targets: tuple[str, ...] = ("sm_90",)
-    """GPU targets to compile for on save (e.g. sm_80, sm_90, gfx942)."""
+    """GPU targets to compile for on save (e.g. sm_80, sm_90, gfx942); a learned rule for some targets only fires for these."""
 
     import_paths: tuple[str, ...] = ()
     """Folders the verification workers import the file's own modules from (relative to the workspace root, e.g. src), besides the packages installed in the interpreter; the sandbox lets workers read them."""
