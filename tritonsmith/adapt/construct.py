@@ -185,8 +185,7 @@ def describe(source: str, row: int, column: int) -> Construct | None:
     try:
         if call.type in _OPERATORS:
             operator = call.child_by_field_name("operator")
-            sides = [call.child_by_field_name(f) for f in ("left", "right")] if call.type == "binary_operator" \
-                else [call.child_by_field_name("argument")]
+            sides = _operator_sides(call)
             if operator is None or any(side is None for side in sides):
                 return None
             described = tuple(_operand(context, str(i), side) for i, side in enumerate(sides) if side is not None)
@@ -212,6 +211,13 @@ def describe(source: str, row: int, column: int) -> Construct | None:
         return Construct(name, method, tuple(operands), relations=_relations(operands))
     finally:
         context.close()
+
+
+def _operator_sides(node: Node) -> list[Node | None]:
+    """An operator's operands in slot order: `left`, `right`; a unary one's `argument`."""
+    if node.type == "binary_operator":
+        return [node.child_by_field_name("left"), node.child_by_field_name("right")]
+    return [node.child_by_field_name("argument")]
 
 
 def _relations(operands: Sequence[Operand], broadcast: bool = False) -> frozenset[str]:
@@ -456,10 +462,8 @@ def _query(construct: Construct, *, widths: bool, inferred: bool = True, sized: 
             predicates.append(f'(#eq? @k{i} "{o.slot}")')
     if facts == 0 or (incidental and not telling):
         return None
-    captured = {o.slot: f"@o{i}" for i, o in enumerate(construct.operands)
-                if o.slot in ("0", "1") and (only is None or o.slot in only or construct.relations)}
-    if len(captured) == 2:
-        predicates += [f"(#ts-{name}-differs? {captured['0']} {captured['1']})" for name in sorted(construct.relations)]
+    if 0 in positions and 1 in positions:  # both captured whenever they relate
+        predicates += [f"(#ts-{name}-differs? {positions[0]} {positions[1]})" for name in sorted(construct.relations)]
     if construct.operator:
         ops = " ".join(f'"{_escape(op)}"' for op in construct.operators)
         captures = [positions.get(i, "") for i in range(2)]
@@ -542,10 +546,8 @@ def near_misses(source: str, row: int, column: int, construct: Construct) -> lis
 def _operator_near_misses(data: bytes, node: Node, construct: Construct) -> list[str]:
     """An operator's floating-point operands, each converted to the integer of its width
     (`x_ptr + i.to(tl.int32)`; `~x.to(tl.int32)`): where that compiles, the types were the mistake."""
-    sides = [node.child_by_field_name(f) for f in ("left", "right")] if node.type == "binary_operator" \
-        else [node.child_by_field_name("argument")]
     out = []
-    for operand, side in zip(construct.operands, sides, strict=False):
+    for operand, side in zip(construct.operands, _operator_sides(node), strict=False):
         integer = _SAME_WIDTH_INT.get(operand.value_width or 0)
         if side is None or integer is None or not operand.element_types or \
                 not all(is_float(t) for t in operand.element_types):

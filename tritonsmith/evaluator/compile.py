@@ -482,10 +482,19 @@ _SASS_TARGET = re.compile(r"\s*(?:`\(.*?\)\s*)?0x([0-9a-f]+)")
 _SASS_WIDTH = re.compile(r"\.[US]?(8|16|32|64|128)\b")
 
 
-def _cuda_tool(name: str) -> Path:
-    import triton
+def _cuobjdump_says(cubin: bytes, flag: str, timeout: float) -> str | None:
+    """What Triton's `cuobjdump <flag>` prints about `cubin`; None when it cannot run."""
+    try:
+        import triton
 
-    return Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name
+        tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+        with tempfile.NamedTemporaryFile(suffix=".cubin") as handle:
+            handle.write(cubin)
+            handle.flush()
+            return subprocess.run([str(tool), flag, handle.name], capture_output=True, text=True,
+                                  timeout=timeout, check=False).stdout
+    except (OSError, subprocess.SubprocessError, ImportError):
+        return None
 
 
 def _local_memory(cubin: bytes) -> dict[str, int] | None:
@@ -493,15 +502,8 @@ def _local_memory(cubin: bytes) -> dict[str, int] | None:
     (`LDL`, `STL`) inside a loop (between a backward branch and its target) and outside every
     loop. ptxas's spill counts say how much, not where: a spill in a GEMM's K loop is paid on
     every iteration, one before the loop once (`predict.py`)."""
-    try:
-        with tempfile.NamedTemporaryFile(suffix=".cubin") as handle:
-            handle.write(cubin)
-            handle.flush()
-            text = subprocess.run([str(_cuda_tool("cuobjdump")), "-sass", handle.name], capture_output=True,
-                                  text=True, timeout=60, check=False).stdout
-    except (OSError, subprocess.SubprocessError, ImportError):
-        return None
-    return sass_local_memory(text)
+    text = _cuobjdump_says(cubin, "-sass", timeout=60)
+    return sass_local_memory(text) if text is not None else None
 
 
 def sass_local_memory(text: str) -> dict[str, int] | None:
@@ -528,16 +530,8 @@ def sass_local_memory(text: str) -> dict[str, int] | None:
 
 
 def _cuobjdump(cubin: bytes) -> tuple[int | None, int | None]:
-    try:
-        tool = _cuda_tool("cuobjdump")
-        with tempfile.NamedTemporaryFile(suffix=".cubin") as handle:
-            handle.write(cubin)
-            handle.flush()
-            out = subprocess.run([str(tool), "-res-usage", handle.name], capture_output=True,
-                                 text=True, timeout=30, check=False).stdout
-    except (OSError, subprocess.SubprocessError, ImportError):
-        return None, None
-    match = _CUOBJDUMP_RES.search(out)
+    out = _cuobjdump_says(cubin, "-res-usage", timeout=30)
+    match = _CUOBJDUMP_RES.search(out) if out is not None else None
     return (int(match.group(1)), int(match.group(2))) if match else (None, None)
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import math
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -554,23 +554,18 @@ def _sampled_loops(counter: _Counter) -> Iterator[None]:
         counter.nested = False
 
     def loop(iterations: Any) -> Iterator[Any]:
-        samples: list[tuple[int, float]] | None
+        drawn: Iterable[tuple[Any, float]]
         if counter.hollow and isinstance(iterations, range) and len(iterations) > LOOP_SAMPLES:
-            samples = loop_sample(len(iterations), LOOP_SAMPLES, counter.rng)
+            drawn = [(iterations[index], share) for index, share in loop_sample(len(iterations), LOOP_SAMPLES,
+                                                                                  counter.rng)]
         else:
-            samples = [(index, 1.0) for index in range(len(iterations))] if isinstance(iterations, range) else None
+            drawn = ((item, 1.0) for item in iterations)
         weight, loop_weight = counter.weight, counter.loop_weight
         try:
-            if samples is None:
-                for item in iterations:
-                    counter.nested = False
-                    yield item
-                    count()
-                return
-            for index, share in samples:
+            for item, share in drawn:
                 counter.weight, counter.loop_weight = weight * share, loop_weight * share
                 counter.nested = False
-                yield iterations[index]
+                yield item
                 count()
         finally:
             counter.weight, counter.loop_weight = weight, loop_weight

@@ -30,6 +30,8 @@ import keyword
 import re
 from collections.abc import Iterable
 
+from ..analysis.infer import DTYPES
+
 __all__ = ["API_NAMES", "PLACEHOLDERS", "core_message", "error_type", "fill", "named_types", "normalise",
            "signature_regex"]
 
@@ -322,9 +324,7 @@ def fill(template: str, messages: Iterable[str]) -> str:
 
 
 # Every spelling of an element type -> Triton's short name (`float32`, `f32`, `tl.float32` -> fp32).
-_SHORT = {"float16": "fp16", "float32": "fp32", "float64": "fp64", "bfloat16": "bf16", "f16": "fp16",
-          "f32": "fp32", "f64": "fp64", "int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-          "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64"}
+_SHORT = {**DTYPES, "f16": "fp16", "f32": "fp32", "f64": "fp64"}
 _NAMED_TYPE = re.compile(r"(?<![A-Za-z])(?:" + _DTYPE_WORDS + r")(?![\w])")
 _NAMED_TENSOR = re.compile(r"\btensor<(?:[\d?]+x)+(" + _DTYPE_WORDS + r")\b")
 
