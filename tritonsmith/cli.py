@@ -410,6 +410,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     """The predicted GPU time of a file's forward pass (evaluator/predicted.py), per launch and in
     total, on the GPU modelled for the target; verified or not, and it says which."""
     from .evaluator.pipeline import Options, Pipeline
+    from .evaluator.pool import compile_workers
     from .evaluator.predict import format_seconds, gpu_model
     from .evaluator.verify import detect_specs
 
@@ -428,7 +429,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.file}: no forward pass to predict: the file has no spec (a KernelBench problem, "
                          "or a launcher with <name>_inputs and <name>_reference; see docs/harness.md)")
     results: list[dict[str, Any]] = []
-    with Pipeline(options) as pipeline:
+    with Pipeline(options, compile_size=compile_workers()) as pipeline:
         verdicts = {v.name: v for v in pipeline.run(str(path), source).verdicts} if args.verify else {}
         for spec in specs:
             verdict = verdicts.get(spec.name)

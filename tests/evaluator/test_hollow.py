@@ -111,6 +111,34 @@ def test_loop_samples_stand_for_every_iteration_and_keep_the_first_and_last():
             assert len({index for index, _ in sample}) == len(sample)
 
 
+
+@pytest.mark.parametrize(("loop", "counted"), [
+    ("while k < K:\n    a = k\n    k += B", ("k", "K", "B", False)),
+    ("while k <= n - 1:\n    k += 2 * B", ("k", "n - 1", "2 * B", True)),
+    ("while K > k:\n    k += B\n    x = k", ("k", "K", "B", False)),
+    ("while k < K:\n    k += B\n    K = K - 1", None),  # the bound moves
+    ("while k < K:\n    k += B\n    B = 2 * B", None),  # the step moves
+    ("while k < K:\n    k += B\n    k = k * 2", None),  # the variable moves otherwise
+    ("while k < K:\n    k += B\n    if k > 9:\n        break", None),
+    ("while k < K:\n    if c:\n        k += B", None),  # the step is not every iteration's
+    ("while k < K:\n    k += B\n    k += B", None),
+    ("while k < K:\n    k -= B", None),
+    ("while (k := k + 1) < K:\n    pass", None),
+    ("while x.sum() < K:\n    x += 1", None),  # the kernel's state
+    ("while k < K and j < J:\n    k += B", None),
+])
+def test_a_counted_while_is_told_from_one_whose_condition_is_the_kernels_state(loop, counted):
+    import ast
+
+    from tritonsmith.evaluator.profile import _counted_while
+
+    found = _counted_while(ast.parse(loop).body[0])
+    if counted is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert (found[0], ast.unparse(found[1]), ast.unparse(found[2]), found[3]) == counted
+
 ROW_SUM = '''
 import torch
 import torch.nn as nn
@@ -235,3 +263,32 @@ def test_innermost_loop_iterations_are_counted_for_for_while_and_nested_loops(tm
         launch = _profile(path)["launches"][0]
         assert launch["loop_iterations"] == pytest.approx(4096 * 384), name  # 393216 / 1024 a row
         assert launch["load_bytes"] == pytest.approx(4.0 * 4096 * 393216, rel=1e-6), name
+
+
+@pytest.mark.slow
+def test_a_counted_while_is_sampled_as_its_for_loop_is_and_one_whose_bound_moves_runs_whole(tmp_path: Path):
+    """`while start < n_cols: ... start += BLOCK` is a `range` (a GEMM's K loop written as a while
+    ran all its iterations under the interpreter, for every Config: seconds of a prediction).
+    Only every 7th iteration loads, so a sample of 4 of 384 cannot count it exactly: the counted
+    loop's loads stand for the 1 + 191 k iterations its draws make of them (the first and last
+    iterations standing for themselves, two drawn ones for 191 each), the loop whose bound the
+    body reassigns runs all 384 (55 of them load)."""
+    body = """    start = 0
+    limit = n_cols
+    while start < limit:
+        if start % (7 * BLOCK) == 0:
+            offsets = start + tl.arange(0, BLOCK)
+            total += tl.load(x_ptr + row * n_cols + offsets, mask=offsets < n_cols, other=0.0)
+        start += BLOCK{moves}"""
+    row_loop = ROW_SUM[ROW_SUM.index("    for start"):ROW_SUM.index("    tl.store")].rstrip("\n")
+    row_bytes = 4.0 * 4096 * 1024  # one iteration's loads, over the 4096 rows
+    for moves, expected in (("", None), ("\n        limit = limit + 0", 55)):
+        path = tmp_path / f"row_sum_{bool(moves)}.py"
+        path.write_text(ROW_SUM.replace(row_loop, body.format(moves=moves)))
+        launch = _profile(path)["launches"][0]
+        assert launch["loop_iterations"] == pytest.approx(4096 * 384)
+        if expected is not None:
+            assert launch["load_bytes"] == pytest.approx(expected * row_bytes, rel=1e-6)
+        else:
+            assert launch["load_bytes"] / row_bytes == pytest.approx(
+                min((1, 192, 383), key=lambda k: abs(k - launch["load_bytes"] / row_bytes)), rel=1e-6)

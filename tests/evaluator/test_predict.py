@@ -438,9 +438,49 @@ def test_an_autotuners_configs_are_compiled_only_while_one_can_still_win(monkeyp
         return [SimpleNamespace(results=results)]
 
     monkeypatch.setattr(predicted, "compile_file", compile_file)
-    reports = predicted._compile_launches(profile, "", path="k.py", target="sm_90", pool=None, cancel=None)
+    reports = predicted._compile_launches(profile, "", path="k.py", target="sm_90", pool=SimpleNamespace(size=2),
+                                          cancel=None)
     resources = {e["launch_key"]: e["resources"] for r in reports for e in r.results}
     assert len(set(compiled)) == len(compiled) < len(blocks) / 2  # each once, most never
     full, pruned = predict(profile, everything), predict(profile, resources)
     assert pruned.seconds == pytest.approx(full.seconds)
     assert pruned.launches[0].config == full.launches[0].config
+
+
+def test_a_config_whose_compile_times_out_is_never_the_pick_and_the_note_says_why(monkeypatch):
+    """Each launch compiles in its own job, within `LAUNCH_COMPILE_TIMEOUT_S`. The Config the
+    estimate without a compile puts first runs past it (ptxas on a huge spilling tile): it stands
+    as a launch that did not compile, not as one without resources (whose time, guessed from
+    its thread count, would be the fastest), and the prediction says so."""
+    from types import SimpleNamespace
+
+    from tritonsmith.evaluator import predicted
+
+    blocks = [16 * 2**i for i in range(12)]
+    trials = [dict(_add(b), tuning={"group": "add_kernel#1", "config": i}) for i, b in enumerate(blocks)]
+    profile = {"launches": [*trials, dict(_add(blocks[0]), tuned="add_kernel#1")]}
+    first = min(trials, key=lambda t: predicted.launch_estimate(t, "sm_90").seconds)
+    slow = launch_key("add_kernel", first["constexprs"], 4, None)
+    jobs: list[list[str]] = []
+
+    def compile_file(_pool, _source, *, profiled, timeout_s, **_):
+        [[entry]] = profiled.values()  # one launch a job
+        jobs.append([entry["key"]])
+        assert timeout_s == predicted.LAUNCH_COMPILE_TIMEOUT_S
+        if entry["key"] == slow:
+            return [SimpleNamespace(kernel="add_kernel", results=[], error_type="job",
+                                    error=f"compile job ran past its {timeout_s:g} s timeout; worker killed")]
+        return [SimpleNamespace(kernel="add_kernel", error_type=None, error=None,
+                                results=[{"launch_key": entry["key"], "ok": True, "target": "sm_90",
+                                          "resources": _resources(blocks_per_sm=16)}])]
+
+    monkeypatch.setattr(predicted, "compile_file", compile_file)
+    monkeypatch.setattr(predicted, "profile_spec", lambda _spec, **_: (profile, {}, None))
+    result = predicted.predict_spec(None, "", path="k.py", target="sm_90", pools=(None, None),
+                                    compile_pool=SimpleNamespace(size=2))
+    assert result.prediction is not None and [slow] in jobs
+    launch = result.prediction.launches[0]
+    assert launch.config and launch.config.split(", ")[0] != f"BLOCK={first['constexprs']['BLOCK']}"
+    assert any(f"within {predicted.LAUNCH_COMPILE_TIMEOUT_S:g} s" in note and slow in note
+               for note in result.prediction.notes)
+    assert not any("thread count alone" in note for note in result.prediction.notes)

@@ -88,6 +88,8 @@ def compile_workers() -> int:
     """How many compile jobs run at once by default: two, or one on a one-core machine. Each
     worker holds a Python with triton imported (a few hundred MB), and compiles are CPU-bound."""
     return max(1, min(2, os.cpu_count() or 1))
+
+
 _MB = 1024 * 1024
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,10 @@ __all__ = ["PredictedTime", "predict_spec"]
 
 TRIAL_BATCH = 2
 """Configs of one autotuner compiled per round (`_compile_launches`)."""
+LAUNCH_COMPILE_TIMEOUT_S = 30.0
+"""How long one launch's compile for the target may take in a prediction. ptxas can take minutes
+on a huge tile that spills; such a Config is predicted as one that did not compile (never the
+autotuner's pick) and the note says so, instead of the prediction waiting on it."""
 
 
 @dataclass
@@ -85,11 +90,20 @@ def predict_spec(spec: Spec, source: str, *, path: str, target: str, pools: tupl
     if profile.get("hollow_failed"):
         prediction.notes.append(f"profiled with data at the sizes named: the pass without data at the sizes as "
                                 f"written could not follow the forward pass ({profile['hollow_failed']})")
-    if failed:  # the keys name the Config; the compiler's own message (paths and all) stays in the compile report
+    timed_out = sorted({str(e.get("launch_key")) for r in reports for e in r.results if e.get("timed_out")})
+    if failed := [key for key in failed if key not in timed_out]:
+        # the keys name the Config; the compiler's own message (paths and all) stays in the compile report
         prediction.notes.append(f"did not compile for {target} as launched: {', '.join(failed)}")
-    compiled = {report.kernel: {"target": entry.get("target"), "constexprs": dict(entry.get("constexprs") or {}),
-                                "resources": dict(entry.get("resources") or {})}
-                for report in reports for entry in report.results[:1] if entry.get("ok")}
+    if timed_out:
+        prediction.notes.append(f"did not compile for {target} within {LAUNCH_COMPILE_TIMEOUT_S:g} s, predicted as "
+                                f"a launch that did not compile: {', '.join(timed_out)}")
+    compiled: dict[str, dict[str, Any]] = {}
+    for report in reports:  # each kernel's first launch (`_compile_launches` keeps their order)
+        for entry in report.results[:1]:
+            if entry.get("ok") and report.kernel not in compiled:
+                compiled[report.kernel] = {"target": entry.get("target"),
+                                           "constexprs": dict(entry.get("constexprs") or {}),
+                                           "resources": dict(entry.get("resources") or {})}
     return PredictedTime(prediction, sizes, compiled=compiled,
                          profiled="without data" if profile.get("hollow") else "with data")
 
@@ -121,12 +135,7 @@ def _compile_launches(profile: dict[str, Any], source: str, *, path: str, target
     batch = set(always) | {key for group in trials.values() for _, key, _ in group[:TRIAL_BATCH]}
     while batch - done and not (cancel is not None and cancel.is_set()):
         todo = sorted(batch - done)
-        profiled: dict[str, list[dict[str, Any]]] = {}
-        for key in todo:
-            kernel, entry = entries[key]
-            profiled.setdefault(kernel, []).append(entry)
-        reports += compile_file(pool, source, path=path, targets=[target], kernels=list(profiled),
-                                profiled=profiled, cancel_event=cancel)
+        reports += _compile_each(todo, entries, source, path=path, target=target, pool=pool, cancel=cancel)
         done.update(todo)
         resources = keyed_resources(entry for report in reports for entry in report.results)
         failed = {str(e.get("launch_key")) for r in reports for e in r.results if not e.get("ok")}
@@ -138,3 +147,23 @@ def _compile_launches(profile: dict[str, Any], source: str, *, path: str, target
             left = [key for bound, key, _ in group if key not in done and (best is None or bound < best)]
             batch.update(left[:TRIAL_BATCH])
     return reports
+
+
+def _compile_each(keys: list[str], entries: dict[str, tuple[str, dict[str, Any]]], source: str, *, path: str,
+                  target: str, pool: WorkerPool, cancel: threading.Event | None) -> list[Any]:
+    """One compile job per launch, as many at once as the pool has workers (a kernel's Configs
+    are independent compiles), each within `LAUNCH_COMPILE_TIMEOUT_S`. A job that did not finish
+    (timed out, its worker died) stands as a failed compile of that launch: without resources
+    its time would be guessed from the thread count, optimistic. The reports keep `keys`' order."""
+    def one(key: str) -> list[Any]:
+        kernel, entry = entries[key]
+        reports = compile_file(pool, source, path=path, targets=[target], kernels=[kernel],
+                               profiled={kernel: [entry]}, cancel_event=cancel, timeout_s=LAUNCH_COMPILE_TIMEOUT_S)
+        for report in reports:
+            if not report.results and report.error_type == "job":
+                report.results = [{"launch_key": key, "target": target, "ok": False, "error": report.error,
+                                   "timed_out": "timeout" in (report.error or "")}]
+        return reports
+
+    with ThreadPoolExecutor(max_workers=max(1, min(pool.size, len(keys)))) as executor:
+        return [report for reports in executor.map(one, keys) for report in reports]

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import operator
 import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -538,14 +539,15 @@ def _sampled_loops(counter: _Counter) -> Iterator[None]:
     and every `while` counts its innermost iterations (`_Launch.loop_iterations`: what a register
     spill inside a loop repeats, `predict.py`). In a hollow pass a `for` loop runs `LOOP_SAMPLES`
     iterations (`loop_sample`), each weighting what it counts by the iterations it stands for; a
-    `while` loop runs every iteration (its condition is the kernel's state). The interpreter's
+    `while` loop runs every iteration (its condition is the kernel's state), unless it is a counted
+one (`_counted_while`: `while i < n: ... i += step`), which is sampled as the `for` loop it is. The interpreter's
     rewrite of each kernel (its AST transformer, its cache of rewritten functions) is swapped for
     the pass and put back after: a verification in the same worker runs the kernel as written."""
     import ast
 
     import triton.runtime.interpreter as interpreter
 
-    name, while_name = "__tritonsmith_loop__", "__tritonsmith_while__"
+    name, while_name, counted_name = "__tritonsmith_loop__", "__tritonsmith_while__", "__tritonsmith_counted__"
 
     def count() -> None:
         """After an iteration: an innermost one adds what it stands for."""
@@ -580,6 +582,19 @@ def _sampled_loops(counter: _Counter) -> Iterator[None]:
         finally:
             counter.nested = True
 
+    def counted_loop(test: Any, current: Any, bound: Any, step: Any, inclusive: bool) -> Iterator[Any]:
+        """A counted `while`'s iterations as `loop` runs a `range`: the variable's value at each
+        test. Where the values are not integers when the loop starts, every test runs as written."""
+        try:
+            start, stop, stride = (operator.index(current()), operator.index(bound()), operator.index(step()))
+        except Exception:  # noqa: BLE001 - a block, a float, an unreadable value: not a counted loop
+            stride = 0
+        if stride <= 0:
+            for _ in while_loop(test):
+                yield current()
+            return
+        yield from loop(range(start, stop + 1 if inclusive else stop, stride))
+
     class Sampling(interpreter.ASTTransformer):  # type: ignore[misc,name-defined]
         def visit_For(self, node: ast.For) -> Any:
             node = self.generic_visit(node)
@@ -595,6 +610,15 @@ def _sampled_loops(counter: _Counter) -> Iterator[None]:
             # `while T: B` as `for _ in counted(lambda: T): B`: the lambda reads the loop's
             # variables as they are at each test; `break`, `continue` and `else` mean the same.
             node = self.generic_visit(node)
+            if counted := _counted_while(node):
+                variable, bound, step, inclusive = counted
+                load = ast.Name(id=variable, ctx=ast.Load())
+                loop_node = ast.For(target=ast.Name(id=variable, ctx=ast.Store()),
+                                    iter=ast.Call(func=ast.Name(id=counted_name, ctx=ast.Load()),
+                                                  args=[_thunk(node.test), _thunk(load), _thunk(bound), _thunk(step),
+                                                        ast.Constant(value=inclusive)], keywords=[]),
+                                    body=node.body, orelse=node.orelse, type_comment=None)
+                return ast.fix_missing_locations(ast.copy_location(loop_node, node))
             test = ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
                               body=node.test)
             loop_node = ast.For(target=ast.Name(id="__tritonsmith_iteration__", ctx=ast.Store()),
@@ -608,6 +632,7 @@ def _sampled_loops(counter: _Counter) -> Iterator[None]:
 
     def compile_and_exec(self: Any, transformed: Any) -> Any:
         self.fn.__globals__[name], self.fn.__globals__[while_name] = loop, while_loop
+        self.fn.__globals__[counted_name] = counted_loop
         return original_exec(self, transformed)
 
     rewriter.ast_transformer, function.rewritten_fn = Sampling(), {}
@@ -617,6 +642,48 @@ def _sampled_loops(counter: _Counter) -> Iterator[None]:
     finally:
         rewriter.ast_transformer, function.rewritten_fn = saved_transformer, saved_cache
         rewriter._compile_and_exec = original_exec  # type: ignore[method-assign]
+
+
+def _thunk(expression: Any) -> Any:
+    """`lambda: expression`, read where the loop starts (or at each test)."""
+    import ast
+
+    return ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+                      body=expression)
+
+
+def _counted_while(node: Any) -> tuple[str, Any, Any, bool] | None:
+    """(variable, bound, step, inclusive) when `node` is `while i < n:` (`<=`, or `n > i`,
+    `n >= i`) whose body moves `i` only by one top-level `i += step`, assigns neither `n` nor the
+    names of `step`, and has no `break`: its iterations are those of `range(i, n, step)`,
+    whatever the body computes. Else None (the loop's condition is the kernel's state)."""
+    import ast
+
+    test = node.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if isinstance(op, (ast.Lt, ast.LtE)) and isinstance(left, ast.Name):
+        variable, bound, inclusive = left.id, right, isinstance(op, ast.LtE)
+    elif isinstance(op, (ast.Gt, ast.GtE)) and isinstance(right, ast.Name):
+        variable, bound, inclusive = right.id, left, isinstance(op, ast.GtE)
+    else:
+        return None
+    steps = [statement for statement in node.body if isinstance(statement, ast.AugAssign)
+             and isinstance(statement.op, ast.Add) and isinstance(statement.target, ast.Name)
+             and statement.target.id == variable]
+    if len(steps) != 1:
+        return None
+    step = steps[0].value
+    inner = [n for statement in node.body for n in ast.walk(statement)]
+    if any(isinstance(n, ast.Break) for n in inner):
+        return None
+    stored = {n.id for n in inner if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))
+              and n is not steps[0].target}  # a walrus's target is a stored Name too
+    read = {n.id for part in (bound, step) for n in ast.walk(part) if isinstance(n, ast.Name)}
+    if variable in stored or read & (stored | {variable}):
+        return None
+    return variable, bound, step, inclusive
 
 
 def loop_sample(n: int, limit: int, rng: random.Random | None = None) -> list[tuple[int, float]]:
