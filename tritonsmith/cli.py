@@ -30,6 +30,7 @@ from .settings import Settings, find_workspace_root, read_pyproject
 # The rules, the report and the workspace are imported where they are used: commands that need
 # none of them (`--help`, `verify`, `serve`'s start) do not wait 0.1 s for the rules to import.
 if TYPE_CHECKING:
+    from .check_cache import CheckCache
     from .report import FileFindings
     from .rules import Rule
     from .workspace import Workspace
@@ -112,8 +113,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     paths = list(_python_files(args.paths))
     results: list[FileFindings] = []
     fixed_total = 0
-    files_at_once, per_file = _jobs(args.jobs, paths)
-    for outcome in _check_files(workspace, paths, fix=args.fix, jobs=files_at_once, per_file=per_file):
+    cache = None if args.no_cache else _check_cache(workspace)
+    for outcome in _cached_check_files(workspace, paths, fix=args.fix, jobs=args.jobs, cache=cache):
         if isinstance(outcome, str):
             print(outcome, file=sys.stderr)
             continue
@@ -129,6 +130,52 @@ def cmd_check(args: argparse.Namespace) -> int:
     # A secondary finding (a note) is another place of a problem counted where it is reported.
     problems = any(not f.secondary for r in results for f in r.findings)
     return 1 if problems and not args.exit_zero else 0
+
+
+def _check_cache(workspace: Workspace) -> CheckCache | None:
+    """The workspace's result cache for this run's rules and settings (check_cache.py)."""
+    from .check_cache import CheckCache, run_key
+
+    if workspace.root is None:
+        return None
+    key = run_key(workspace.rules.rules, version=workspace.version, select=workspace.settings.select,
+                  ignore=workspace.settings.ignore, targets=workspace.settings.targets)
+    return CheckCache(workspace.root / ".tritonsmith" / "cache" / "check", key)
+
+
+def _cached_check_files(workspace: Workspace, paths: list[Path], *, fix: bool, jobs: int | None,
+                        cache: CheckCache | None) -> Iterator[tuple[FileFindings, int] | str]:
+    """`_check_files` for the files `cache` does not answer, in `paths` order. A file whose stored
+    findings hold a fix is checked again under `--fix` (the fix rewrites it)."""
+    from .report import FileFindings
+
+    if cache is None:
+        files_at_once, per_file = _jobs(jobs, paths)
+        yield from _check_files(workspace, paths, fix=fix, jobs=files_at_once, per_file=per_file)
+        return
+    answered: dict[int, tuple[FileFindings, int] | str] = {}
+    missed: list[int] = []
+    for index, path in enumerate(paths):
+        try:
+            source = path.read_bytes()
+        except OSError as error:
+            answered[index] = f"error: {path}: cannot read: {error.strerror}"
+            continue
+        found = cache.get(source)
+        if found is None or (fix and any(f.fix for f in found)):
+            missed.append(index)
+        else:
+            answered[index] = (FileFindings(path, source, found), 0)
+    if missed:
+        files_at_once, per_file = _jobs(jobs, [paths[i] for i in missed])
+        checked = _check_files(workspace, [paths[i] for i in missed], fix=fix, jobs=files_at_once, per_file=per_file)
+        for index, outcome in zip(missed, checked, strict=True):
+            if not isinstance(outcome, str):
+                cache.put(outcome[0].source, outcome[0].findings)
+            answered[index] = outcome
+        cache.prune(checked=len(paths))
+    for index in range(len(paths)):
+        yield answered[index]
 
 
 # Below this much source, one process checks everything: starting others would cost more.
@@ -658,6 +705,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     check.add_argument("--jobs", "-j", type=int, metavar="N",
                        help="processes checking at once: files, or a single file's kernels (default: one per core for large inputs)")
+    check.add_argument("--no-cache", action="store_true",
+                       help="check every file again, neither reading nor writing .tritonsmith/cache")
     common(check)
     check.set_defaults(handler=cmd_check)
 

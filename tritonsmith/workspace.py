@@ -8,11 +8,15 @@ keeps the errors of packs that could not be read, for the caller to show.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import RulePackError
-from .rules import Finding, Matcher, RuleSet, load_rules, pack_paths
+from .rules import Finding, RuleSet, load_rules, pack_paths
 from .settings import Settings
 from .version import resolve_version
+
+if TYPE_CHECKING:
+    from .rules.matcher import Matcher
 
 __all__ = ["Workspace"]
 
@@ -23,7 +27,7 @@ class Workspace:
         self.settings = settings
         self.include_user_packs = include_user_packs
         self.rules: RuleSet = RuleSet()
-        self.matcher: Matcher = Matcher([], version=None)
+        self._matcher: Matcher | None = None
         self.reload()
 
     @property
@@ -42,10 +46,19 @@ class Workspace:
         if settings is not None:
             self.settings = settings
         self.rules = load_rules(self.pack_paths())
-        self.matcher = Matcher(
-            self.rules, version=self.version, select=self.settings.select, ignore=self.settings.ignore,
-            targets=self.settings.targets,
-        )
+        self._matcher = None
+
+    @property
+    def matcher(self) -> Matcher:
+        """The rules' matcher, built on first use: a `check` answered from its cache never needs it."""
+        if self._matcher is None:
+            from .rules.matcher import Matcher
+
+            self._matcher = Matcher(
+                self.rules, version=self.version, select=self.settings.select, ignore=self.settings.ignore,
+                targets=self.settings.targets,
+            )
+        return self._matcher
 
     def check_source(self, source: str | bytes, *, jobs: int = 1) -> list[Finding]:
         return self.matcher.check_source(source, jobs=jobs)

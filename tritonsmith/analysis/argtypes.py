@@ -757,10 +757,22 @@ class Reads:
         self._own_end = own.end_byte
         self.statements: set[int] = {own.start_byte}  # start bytes of the top-level statements read
         self.names: set[str] = set()
+        # The statements found so far, as sorted (start, end) bytes: the typer reads a few
+        # statements' nodes over and over, and walking up to the module from each of them was a
+        # tenth of a check.
+        self._found: list[tuple[int, int]] = []
 
     def visit(self, node: Node) -> None:
-        if not self.own <= node.start_byte < self._own_end:
-            self.statements.add(top_statement(node).start_byte)
+        start = node.start_byte
+        if self.own <= start < self._own_end:
+            return
+        found = self._found
+        at = bisect.bisect_right(found, (start, 1 << 62)) - 1
+        if at >= 0 and start < found[at][1]:
+            return
+        statement = top_statement(node)
+        bisect.insort(found, (statement.start_byte, statement.end_byte))
+        self.statements.add(statement.start_byte)
 
 
 def _via(value: _Value, via: str) -> _Value:

@@ -33,7 +33,6 @@ import fcntl
 import hashlib
 import os
 import random
-import secrets
 import shutil
 import sys
 import tempfile
@@ -44,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..keys import user_key
 from .exploits import ANSWERED_AS_A_GPU, Rejection, cuda_autocast, device_branches, static_checks
 from .jail import JAIL_REDUCED
 from .pipeline import Stage, Standing, standing
@@ -893,28 +893,8 @@ def sample_seed(candidate: str, sizes: Mapping[str, tuple[int, int]]) -> int:
     sampled (the key is this user's, kept outside the folders workers may write)."""
     import hmac
 
-    digest = hmac.new(_sample_key(), f"{candidate}\0{sorted(sizes.items())}".encode(), hashlib.sha256).digest()
+    digest = hmac.new(user_key("sample"), f"{candidate}\0{sorted(sizes.items())}".encode(), hashlib.sha256).digest()
     return int.from_bytes(digest[:4], "big") >> 1
-
-
-def _sample_key() -> bytes:
-    import platformdirs
-
-    path = Path(platformdirs.user_cache_dir("tritonsmith", appauthor=False)) / "sample.key"
-    try:
-        return path.read_bytes()
-    except OSError:
-        key = secrets.token_bytes(32)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as out:
-                out.write(key)
-        except FileExistsError:
-            return path.read_bytes()  # another process made it first
-        except OSError:
-            pass  # a read-only home: this run's key, the same within the run
-        return key
 
 
 def profile_spec(spec: Spec, *, pools: tuple[WorkerPool, WorkerPool], candidate_source: str | None = None,

@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .findings import Edit, Finding, Fix, Related, Span
-from .matcher import Matcher, select_rules, suppressed_codes
 from .model import Rule, Severity, VersionRange, parse_version
 from .pack import RuleSet, import_adaexplore, load_pack, load_rules, pack_paths
+
+if TYPE_CHECKING:
+    from .matcher import Matcher, select_rules, suppressed_codes
+
+_MATCHER_NAMES = frozenset({"Matcher", "select_rules", "suppressed_codes"})
+
+
+def __getattr__(name: str) -> Any:
+    # The matcher brings every check and the analysis with it (0.15 s of imports): a `check`
+    # answered from its cache (check_cache.py) reads findings and rules without it.
+    if name in _MATCHER_NAMES:
+        from . import matcher
+
+        return getattr(matcher, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Edit",

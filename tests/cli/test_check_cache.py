@@ -1,0 +1,216 @@
+"""`tritonsmith check`'s result cache (check_cache.py): a cached answer is the fresh check's,
+whatever was edited; it follows the settings, the rules and the tool; a cache it did not write
+is never read; a broken or unwritable one costs a check, nothing else."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tritonsmith import check_cache
+from tritonsmith.check_cache import CheckCache
+from tritonsmith.cli import main
+from tritonsmith.workspace import Workspace
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = [*sorted((ROOT / "examples" / "mistakes").glob("*.py")), ROOT / "examples" / "softmax.py",
+           ROOT / "tests" / "fixtures" / "do_not_flag" / "matmul_autotune.py"]
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (tmp_path / "kernels").mkdir()
+    for source in SOURCES:
+        shutil.copy(source, tmp_path / "kernels" / source.name.replace(".py", f"_{source.parent.name}.py"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def checks(monkeypatch) -> list[int]:
+    """How many files were checked for real (not answered by the cache)."""
+    calls: list[int] = []
+    original = Workspace.check_source
+
+    def counted(self, source, **kwargs):
+        calls.append(1)
+        return original(self, source, **kwargs)
+
+    monkeypatch.setattr(Workspace, "check_source", counted)
+    return calls
+
+
+def _check(capsys, *flags: str) -> str:
+    main(["check", "kernels", "--format", "json", "--exit-zero", *flags])
+    return capsys.readouterr().out
+
+
+def _edit(text: str, rng: random.Random) -> str:
+    lines = text.split("\n")
+    row = rng.randrange(len(lines))
+    kind = rng.choice(["delete", "duplicate", "swap", "typo", "digit", "indent"])
+    if kind == "delete":
+        del lines[row]
+    elif kind == "duplicate":
+        lines.insert(row, lines[row])
+    elif kind == "swap":
+        other = rng.randrange(len(lines))
+        lines[row], lines[other] = lines[other], lines[row]
+    elif kind == "typo" and lines[row]:
+        at = rng.randrange(len(lines[row]) + 1)
+        lines[row] = lines[row][:at] + rng.choice("x(:,.0 ") + lines[row][at:]
+    elif kind == "digit":
+        lines[row] = "".join(str(rng.randrange(10)) if c.isdigit() and rng.random() < 0.5 else c for c in lines[row])
+    else:
+        lines[row] = "    " + lines[row]
+    return "\n".join(lines)
+
+
+def test_cached_findings_are_the_fresh_checks_over_random_edits(project: Path, capsys, checks: list[int]):
+    """Forty rounds of random edits (some put an earlier text back, which the cache answers):
+    each round's cached run prints what `--no-cache` prints, checking only the edited file."""
+    rng = random.Random(20261206)
+    files = sorted((project / "kernels").glob("*.py"))
+    history: dict[Path, list[str]] = {f: [f.read_text()] for f in files}
+    assert _check(capsys) == _check(capsys, "--no-cache")
+    checks.clear()
+    assert _check(capsys) and not checks  # everything answered from the cache
+    answered_old = 0
+    for round_ in range(40):
+        path = rng.choice(files)
+        if round_ % 4 == 3 and len(history[path]) > 1:
+            text = rng.choice(history[path][:-1])  # an earlier text: its findings are stored
+            answered_old += 1
+        else:
+            text = _edit(path.read_text(), rng)
+        path.write_text(text)
+        history[path].append(text)
+        checks.clear()
+        cached = _check(capsys)
+        assert len(checks) <= 1, round_  # the edited file at most
+        assert cached == _check(capsys, "--no-cache"), (round_, path.name)
+    assert answered_old >= 5
+
+
+def test_the_cache_follows_settings_rules_and_the_tool(project: Path, capsys, checks: list[int], monkeypatch):
+    everything = _check(capsys)
+    only = _check(capsys, "--select", "TS1")
+    assert only != everything and only == _check(capsys, "--select", "TS1", "--no-cache")
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + "\n[tool.tritonsmith]\nignore = ['TS1']\n")
+    assert _check(capsys) == _check(capsys, "--no-cache") != everything
+    pyproject.write_text("[project]\nname = 'demo'\n")
+    checks.clear()
+    assert _check(capsys) == everything and not checks  # back to the first settings: their entries
+    # A workspace pack (learned rules live in such packs): another run key.
+    (project / ".tritonsmith").mkdir(exist_ok=True)
+    builtin = (ROOT / "tritonsmith" / "packs" / "a_shapes.toml").read_text()
+    first = builtin[builtin.index("[[rules]]"):builtin.index("[[rules]]", builtin.index("[[rules]]") + 1)]
+    (project / ".tritonsmith" / "extra.toml").write_text(
+        "format = 1\n" + first.replace('"TS101"', '"TSA9101"').replace('"arange-non-power-of-two"', '"copy"'))
+    checks.clear()
+    with_pack = _check(capsys)
+    assert checks and with_pack == _check(capsys, "--no-cache")
+    # Another build of the tool (a development checkout's edited check): nothing is reused.
+    monkeypatch.setattr(check_cache, "_build_id", "another build")
+    checks.clear()
+    assert _check(capsys) == with_pack and len(checks) == len(list((project / "kernels").glob("*.py")))
+
+
+def test_a_cache_written_elsewhere_or_broken_is_never_believed(project: Path, capsys, checks: list[int],
+                                                                monkeypatch):
+    """The threat: a cache folder arrives with the workspace (committed, copied, tampered with)
+    holding "no findings" for a file that has some. Another user's key makes other run keys, so
+    its entries are never looked up; an entry that is not the format is a miss, checked again."""
+    fresh = _check(capsys, "--no-cache")
+    assert json.loads(fresh)
+    _check(capsys)
+    folder = project / ".tritonsmith" / "cache" / "check"
+    [run] = folder.iterdir()
+    for entry in run.glob("*.json"):
+        entry.write_text('{"findings": []}')  # tampered: no findings anywhere
+    monkeypatch.setattr("tritonsmith.keys.user_key", lambda name: b"another user's key" * 2)
+    checks.clear()
+    assert _check(capsys) == fresh and checks  # another key: the tampered folder is not this run's
+    [mine] = [p for p in folder.iterdir() if p != run]
+    entries = sorted(mine.glob("*.json"))
+    entries[0].write_text("not json")
+    entries[1].write_text('{"findings": [["TS101"]]}')
+    entries[2].write_bytes(b"")
+    checks.clear()
+    assert _check(capsys) == fresh and len(checks) == 3
+
+
+def test_no_cache_writes_nothing_and_a_folder_that_cannot_be_made_is_no_cache(project: Path, capsys):
+    fresh = _check(capsys, "--no-cache")
+    assert not (project / ".tritonsmith").exists()
+    (project / ".tritonsmith").mkdir()
+    (project / ".tritonsmith" / "cache").write_text("a file where the folder would go")
+    assert _check(capsys) == fresh == _check(capsys)
+    assert (project / ".tritonsmith" / "cache").is_file()
+
+
+def test_prune_keeps_the_newest_runs_and_entries(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(check_cache, "KEEP_ENTRIES_MIN", 10)
+    folder = tmp_path / "check"
+    old = time.time() - 3600
+    for index in range(12):  # other run keys, written an hour ago and before
+        run = folder / f"run{index:02}"
+        run.mkdir(parents=True)
+        os.utime(run, (old - index, old - index))
+    stale = folder / "stale"
+    stale.mkdir()
+    os.utime(stale, (old - check_cache.STALE_RUN_S, old - check_cache.STALE_RUN_S))
+    cache = CheckCache(folder, "current")
+    for index in range(30):
+        cache.put(f"source {index}".encode(), [])
+        os.utime(cache.folder / f"{cache.digest(f'source {index}'.encode())}.json", (old + index, old + index))
+    cache.prune(checked=2)
+    kept = sorted(p.name for p in folder.iterdir())
+    assert "current" in kept and "stale" not in kept
+    assert kept == sorted(["current", *(f"run{i:02}" for i in range(check_cache.KEEP_RUNS - 1))])
+    assert cache.get(b"source 29") == [] and cache.get(b"source 0") is None
+    assert len(list(cache.folder.glob("*.json"))) == 10
+    assert (tmp_path / ".gitignore").read_text().strip().endswith("*")
+
+
+def test_concurrent_writers_leave_whole_entries(tmp_path: Path):
+    from tritonsmith.rules import Finding, Severity, Span
+
+    finding = Finding("TS101", "name", Severity.ERROR, "message " * 200, Span((1, 2), (1, 9), 10, 17))
+    cache = CheckCache(tmp_path / "check", "run")
+    seen: list[object] = []
+
+    def work() -> None:
+        for _ in range(40):
+            cache.put(b"the same file", [finding] * 20)
+            seen.append(cache.get(b"the same file"))
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert seen and all(found == [finding] * 20 for found in seen)
+    assert [p.name for p in cache.folder.iterdir()] == [f"{cache.digest(b'the same file')}.json"]
+
+
+def test_fix_rewrites_a_file_whose_findings_came_from_the_cache(project: Path, capsys):
+    bad = project / "kernels" / "bad.py"
+    bad.write_text("import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+                   "def scale_kernel(x_ptr, n, BLOCK):\n    offs = tl.arange(0, BLOCK)\n"
+                   "    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)\n")
+    assert "TS" in _check(capsys)  # stored, with its fix
+    before = bad.read_text()
+    main(["check", "kernels", "--fix", "--exit-zero"])
+    capsys.readouterr()
+    assert bad.read_text() != before and "BLOCK: tl.constexpr" in bad.read_text()
+    assert _check(capsys) == _check(capsys, "--no-cache")
