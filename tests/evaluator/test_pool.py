@@ -300,3 +300,25 @@ def test_prestart_warms_a_worker_in_the_background() -> None:
         assert time.monotonic() - started < 0.5
         assert private.run(call("imported", "numpy")).payload == {"value": True}
         assert private.run(call("imported", "fixtures.faults")).payload == {"value": False}
+
+
+def test_prestart_fill_starts_the_workers_a_pool_lacks_and_leaves_the_idle_one_be() -> None:
+    """A prediction's compiles run one per worker: while its profile runs, `prestart(fill=True)`
+    starts (and warms) every worker the pool lacks, in the background, without queueing on the
+    idle one, and never more than the pool's size."""
+    with WorkerPool(2) as private:
+        first = private.run(call("imported", "numpy"))
+        assert first.ok
+        [idle] = private.worker_pids()
+        started = time.monotonic()
+        private.prestart(("numpy",), fill=True)
+        private.prestart(("numpy",), fill=True)  # a second call while the first starts: no third
+        assert time.monotonic() - started < 0.5
+        deadline = time.monotonic() + 30
+        while len(private.worker_pids()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        pids = private.worker_pids()
+        assert len(pids) == 2 and idle in pids
+        both = [private.run(call("imported", "numpy")) for _ in range(2)]
+        assert all(r.payload == {"value": True} for r in both)

@@ -477,7 +477,7 @@ def test_a_config_whose_compile_times_out_is_never_the_pick_and_the_note_says_wh
     monkeypatch.setattr(predicted, "compile_file", compile_file)
     monkeypatch.setattr(predicted, "profile_spec", lambda _spec, **_: (profile, {}, None))
     result = predicted.predict_spec(None, "", path="k.py", target="sm_90", pools=(None, None),
-                                    compile_pool=SimpleNamespace(size=2))
+                                    compile_pool=SimpleNamespace(size=2, prestart=lambda *_, **__: None))
     assert result.prediction is not None and [slow] in jobs
     launch = result.prediction.launches[0]
     assert launch.config and launch.config.split(", ")[0] != f"BLOCK={first['constexprs']['BLOCK']}"

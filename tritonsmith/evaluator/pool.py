@@ -36,7 +36,7 @@ import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, overload
 
 from tritonsmith.errors import EvaluatorError
 from tritonsmith.evaluator import jail
@@ -395,17 +395,35 @@ class WorkerPool:
             event.set()
             raise
 
-    def prestart(self, modules: tuple[str, ...] = WARM_MODULES) -> None:
+    def prestart(self, modules: tuple[str, ...] = WARM_MODULES, *, fill: bool = False) -> None:
         """Start a worker now, in the background, and have it import `modules` (see the
         worker's `PRELOADABLE`), so that the first real job finds it warm: a verification
         starts its candidate worker while the reference worker runs. Returns at once; a job
-        submitted meanwhile waits for that worker as for any busy one."""
+        submitted meanwhile waits for that worker as for any busy one. `fill`: start as many as
+        the pool lacks, leaving the idle ones be (a prediction's compiles run on every worker,
+        and its profile leaves time to start the second)."""
+        preload = Job("preload", {"modules": list(modules)}, timeout_s=300, memory_mb=4096)
 
         def warm() -> None:
             with contextlib.suppress(EvaluatorError):
-                self.run(Job("preload", {"modules": list(modules)}, timeout_s=300, memory_mb=4096))
+                self.run(preload)
 
-        threading.Thread(target=warm, name="tritonsmith-prestart", daemon=True).start()
+        def start() -> None:
+            with contextlib.suppress(EvaluatorError):
+                worker = self._acquire(new=True)
+                if worker is not None:
+                    try:
+                        self._execute(worker, preload, None)
+                    finally:
+                        self._release(worker)
+
+        if not fill:
+            threading.Thread(target=warm, name="tritonsmith-prestart", daemon=True).start()
+            return
+        with self._lock:
+            missing = self.size - len(self._workers) - self._starting
+        for _ in range(max(0, missing)):
+            threading.Thread(target=start, name="tritonsmith-prestart", daemon=True).start()
 
     def worker_pids(self) -> list[int]:
         """Process ids of the workers alive now (for diagnostics and tests)."""
@@ -440,11 +458,25 @@ class WorkerPool:
 
     # -- workers ------------------------------------------------------------------------------
 
-    def _acquire(self) -> _Worker:
+    @overload
+    def _acquire(self) -> _Worker: ...
+
+    @overload
+    def _acquire(self, *, new: bool) -> _Worker | None: ...
+
+    def _acquire(self, *, new: bool = False) -> _Worker | None:
+        """An idle worker, else a new one while the pool has room, else wait. `new`: a new
+        worker or, when the pool is full, None (never an idle one, never a wait)."""
         with self._lock:
             while True:
                 if self._closed:
                     raise EvaluatorError("the evaluator's worker pool is closed")
+                if new:
+                    if len(self._workers) + self._starting >= self.size:
+                        return None
+                    self._starting += 1
+                    number = next(self._numbers)
+                    break
                 while self._idle:
                     worker = self._idle.pop()
                     if worker.running():

@@ -78,6 +78,8 @@ def predict_spec(spec: Spec, source: str, *, path: str, target: str, pools: tupl
     """The predicted `target` time of `source` (the candidate file's text) on `spec`'s inputs.
 
     `pools` run the interpreter (reference side, candidate side); `compile_pool` compiles."""
+    # The compile pool's other workers start, and compile once, while the profile runs.
+    compile_pool.prestart(("triton", "tritonsmith.evaluator.compile"), fill=True)
     profile, sizes, error = profile_spec(spec, pools=pools, candidate_source=source, cancel=cancel)
     if profile is None:
         return PredictedTime(None, sizes, error)

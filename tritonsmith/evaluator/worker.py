@@ -89,7 +89,7 @@ def _run_python(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 PRELOADABLE = frozenset({"torch", "torch._dynamo", "triton", "triton.language", "numpy",
-                         "tritonsmith.evaluator.accounting"})
+                         "tritonsmith.evaluator.accounting", "tritonsmith.evaluator.compile"})
 """Modules a `preload` job may import: the heavy ones verification jobs need. `torch._dynamo`
 is imported by the first call of any `nn.Module` (torch wraps `__call__` to keep it out of
 dynamo): a KernelBench task's first verification pays for it unless a preload did."""
