@@ -497,6 +497,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
                 "sizes": predicted.get("sizes") or {}, "profiled": predicted.get("profiled"),
                 "notes": prediction.get("notes") or [],
                 "error": predicted.get("error"), "summary": predicted.get("summary"),
+                "elapsed_s": predicted.get("elapsed_s"),
                 "verified": None if verdict is None else verdict.ok,
                 "verdict": None if verdict is None else verdict.summary(),
             })

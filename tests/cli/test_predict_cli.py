@@ -34,6 +34,7 @@ def test_predict_names_the_gpu_and_is_the_same_on_every_run(tmp_path: Path) -> N
     assert a6000["device_seconds"] == pytest.approx(sum(launch["seconds"] for launch in a6000["launches"])
                                                     + a6000["torch_seconds"])
     assert a6000["seconds"] == max(a6000["device_seconds"], a6000["host_seconds"])
+    assert 0 < a6000["elapsed_s"] < 120  # what the prediction took, for the cost bench
     # A memory-bound ReLU: the A6000's 768 GB/s against the H100's 3.35 TB/s.
     assert a6000["seconds"] > 3 * h100["seconds"]
     # Profiled at the sizes as written, without data (a hollow pass: PyTorch computes nothing).

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +51,8 @@ class PredictedTime:
     # How the counts were taken: "without data" (a hollow pass at the sizes as written,
     # hollow.py) or "with data" (real inputs, at the sizes named).
     profiled: str | None = None
+    # What the prediction took, wall seconds (the profile, the compiles and the model).
+    elapsed_s: float | None = None
 
     @property
     def seconds(self) -> float | None:
@@ -70,7 +73,8 @@ class PredictedTime:
     def to_json(self) -> dict[str, Any]:
         return {"prediction": self.prediction.to_json() if self.prediction is not None else None,
                 "sizes": {k: list(v) for k, v in self.sizes.items()}, "error": self.error,
-                "summary": self.summary(), "compiled": self.compiled, "profiled": self.profiled}
+                "summary": self.summary(), "compiled": self.compiled, "profiled": self.profiled,
+                "elapsed_s": self.elapsed_s}
 
 
 def predict_spec(spec: Spec, source: str, *, path: str, target: str, pools: tuple[WorkerPool, WorkerPool],
@@ -78,6 +82,15 @@ def predict_spec(spec: Spec, source: str, *, path: str, target: str, pools: tupl
     """The predicted `target` time of `source` (the candidate file's text) on `spec`'s inputs.
 
     `pools` run the interpreter (reference side, candidate side); `compile_pool` compiles."""
+    began = time.monotonic()
+    predicted = _predict_spec(spec, source, path=path, target=target, pools=pools, compile_pool=compile_pool,
+                              cancel=cancel)
+    predicted.elapsed_s = round(time.monotonic() - began, 3)
+    return predicted
+
+
+def _predict_spec(spec: Spec, source: str, *, path: str, target: str, pools: tuple[WorkerPool, WorkerPool],
+                  compile_pool: WorkerPool, cancel: threading.Event | None) -> PredictedTime:
     # The compile pool's other workers start, and compile once, while the profile runs.
     compile_pool.prestart(("triton", "tritonsmith.evaluator.compile"), fill=True)
     profile, sizes, error = profile_spec(spec, pools=pools, candidate_source=source, cancel=cancel)
