@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import shutil
@@ -90,8 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--package", type=Path, help="take the package from this folder (PYTHONPATH)")
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--json", metavar="FILE")
+    parser.add_argument("--only", choices=list(COMMANDS), action="append",
+                        help="run only these commands (`--only verify+predict`: one run a file, the verification's "
+                             "time taken as that run's wall time less the prediction's)")
     args = parser.parse_args(argv)
-    kinds = list(COMMANDS)
+    kinds = args.only or list(COMMANDS)
     runs: list[dict[str, object]] = []
     for repeat in range(args.repeat):
         for path in args.files:
@@ -120,6 +124,8 @@ def table(runs: list[dict[str, object]]) -> list[str]:
     """Per file: the median wall time of each command, the prediction's own cost (timed in the
     `verify+predict` process, and as verify+predict minus verify) and its share of the
     verification's time, and what was predicted."""
+    if not any(r.get("prediction_s") is not None for r in runs):
+        return _difference_table(runs)
     rows = ["| file | verify (s) | verify + predict (s) | prediction, timed in process (s) | share of verify | "
             "difference (s) | predict alone (s) | predicted |", "|---|---:|---:|---:|---:|---:|---:|---|"]
     for file in dict.fromkeys(str(r["file"]) for r in runs):
@@ -127,13 +133,34 @@ def table(runs: list[dict[str, object]]) -> list[str]:
         for kind in COMMANDS:
             walls = [float(r["wall_s"]) for r in runs if r["file"] == file and r["kind"] == kind]  # type: ignore[arg-type]
             median[kind] = statistics.median(walls) if walls else float("nan")
-        last = [r for r in runs if r["file"] == file and r["kind"] == "predict"][-1]
+        last = ([r for r in runs if r["file"] == file and r["kind"] == "predict"]
+                or [r for r in runs if r["file"] == file])[-1]
         own = median["verify+predict"] - median["verify"]
         timed = [float(r["prediction_s"]) for r in runs  # type: ignore[arg-type]
                  if r["file"] == file and r["kind"] == "verify+predict" and r.get("prediction_s") is not None]
         inside = statistics.median(timed) if timed else float("nan")
+        if math.isnan(median["verify"]):  # `--only verify+predict`: the rest of that run was the verification
+            median["verify"] = median["verify+predict"] - inside
         rows.append(f"| {file} | {median['verify']:.1f} | {median['verify+predict']:.1f} | {inside:.2f} | "
                     f"{inside / median['verify']:.2f} | {own:.1f} | {median['predict']:.1f} | "
+                    f"{last.get('summary') or 'none'} ({last.get('profiled') or '?'}) |")
+    return rows
+
+
+def _difference_table(runs: list[dict[str, object]]) -> list[str]:
+    """`table` for runs made before the prediction timed itself (`predict-cost-1` to `-4`): its
+    own cost only as verify+predict minus verify."""
+    rows = ["| file | verify (s) | verify + predict (s) | prediction's own (s) | share of verify | "
+            "predict alone (s) | predicted |", "|---|---:|---:|---:|---:|---:|---|"]
+    for file in dict.fromkeys(str(r["file"]) for r in runs):
+        median: dict[str, float] = {}
+        for kind in COMMANDS:
+            walls = [float(r["wall_s"]) for r in runs if r["file"] == file and r["kind"] == kind]  # type: ignore[arg-type]
+            median[kind] = statistics.median(walls) if walls else float("nan")
+        last = [r for r in runs if r["file"] == file and r["kind"] == "predict"][-1]
+        own = median["verify+predict"] - median["verify"]
+        rows.append(f"| {file} | {median['verify']:.1f} | {median['verify+predict']:.1f} | {own:.1f} | "
+                    f"{own / median['verify']:.2f} | {median['predict']:.1f} | "
                     f"{last.get('summary') or 'none'} ({last.get('profiled') or '?'}) |")
     return rows
 

@@ -448,7 +448,8 @@ def test_an_autotuners_configs_are_compiled_only_while_one_can_still_win(monkeyp
 
 
 def test_a_config_whose_compile_times_out_is_never_the_pick_and_the_note_says_why(monkeypatch):
-    """Each launch compiles in its own job, within `LAUNCH_COMPILE_TIMEOUT_S`. The Config the
+    """Each launch compiles in its own job, a trial within `TRIAL_COMPILE_TIMEOUT_S` (the launch
+    the autotuner makes, which no other Config stands for, within the compile stage's limit). The Config the
     estimate without a compile puts first runs past it (ptxas on a huge spilling tile): it stands
     as a launch that did not compile, not as one without resources (whose time, guessed from
     its thread count, would be the fastest), and the prediction says so."""
@@ -462,11 +463,12 @@ def test_a_config_whose_compile_times_out_is_never_the_pick_and_the_note_says_wh
     first = min(trials, key=lambda t: predicted.launch_estimate(t, "sm_90").seconds)
     slow = launch_key("add_kernel", first["constexprs"], 4, None)
     jobs: list[list[str]] = []
+    timeouts: list[float] = []
 
     def compile_file(_pool, _source, *, profiled, timeout_s, **_):
         [[entry]] = profiled.values()  # one launch a job
         jobs.append([entry["key"]])
-        assert timeout_s == predicted.LAUNCH_COMPILE_TIMEOUT_S
+        timeouts.append(timeout_s)
         if entry["key"] == slow:
             return [SimpleNamespace(kernel="add_kernel", results=[], error_type="job",
                                     error=f"compile job ran past its {timeout_s:g} s timeout; worker killed")]
@@ -479,8 +481,9 @@ def test_a_config_whose_compile_times_out_is_never_the_pick_and_the_note_says_wh
     result = predicted.predict_spec(None, "", path="k.py", target="sm_90", pools=(None, None),
                                     compile_pool=SimpleNamespace(size=2, prestart=lambda *_, **__: None))
     assert result.prediction is not None and [slow] in jobs
+    assert sorted(set(timeouts)) == [predicted.TRIAL_COMPILE_TIMEOUT_S, predicted.COMPILE_TIMEOUT_S]
     launch = result.prediction.launches[0]
     assert launch.config and launch.config.split(", ")[0] != f"BLOCK={first['constexprs']['BLOCK']}"
-    assert any(f"within {predicted.LAUNCH_COMPILE_TIMEOUT_S:g} s" in note and slow in note
+    assert any(f"within {predicted.TRIAL_COMPILE_TIMEOUT_S:g} s" in note and slow in note
                for note in result.prediction.notes)
     assert not any("thread count alone" in note for note in result.prediction.notes)

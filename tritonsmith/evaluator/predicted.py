@@ -25,17 +25,19 @@ from .predict import (
     launches_to_compile,
     predict,
 )
-from .reports import compile_file
+from .reports import COMPILE_TIMEOUT_S, compile_file
 from .verify import Spec, profile_spec
 
 __all__ = ["PredictedTime", "predict_spec"]
 
 TRIAL_BATCH = 2
 """Configs of one autotuner compiled per round (`_compile_launches`)."""
-LAUNCH_COMPILE_TIMEOUT_S = 30.0
-"""How long one launch's compile for the target may take in a prediction. ptxas can take minutes
-on a huge tile that spills; such a Config is predicted as one that did not compile (never the
-autotuner's pick) and the note says so, instead of the prediction waiting on it."""
+TRIAL_COMPILE_TIMEOUT_S = 30.0
+"""How long one autotuner trial's compile for the target may take in a prediction. ptxas can take
+minutes on a huge tile that spills; such a Config is predicted as one that did not compile (never
+the autotuner's pick) and the note says so, instead of the prediction waiting on it. A launch
+that is not a trial has no other Config to stand for it: it gets the compile stage's own limit
+(`reports.COMPILE_TIMEOUT_S`), as the verification's compile of it has."""
 
 
 @dataclass
@@ -110,7 +112,7 @@ def _predict_spec(spec: Spec, source: str, *, path: str, target: str, pools: tup
         # the keys name the Config; the compiler's own message (paths and all) stays in the compile report
         prediction.notes.append(f"did not compile for {target} as launched: {', '.join(failed)}")
     if timed_out:
-        prediction.notes.append(f"did not compile for {target} within {LAUNCH_COMPILE_TIMEOUT_S:g} s, predicted as "
+        prediction.notes.append(f"did not compile for {target} within {TRIAL_COMPILE_TIMEOUT_S:g} s, predicted as "
                                 f"a launch that did not compile: {', '.join(timed_out)}")
     compiled: dict[str, dict[str, Any]] = {}
     for report in reports:  # each kernel's first launch (`_compile_launches` keeps their order)
@@ -150,7 +152,8 @@ def _compile_launches(profile: dict[str, Any], source: str, *, path: str, target
     batch = set(always) | {key for group in trials.values() for _, key, _ in group[:TRIAL_BATCH]}
     while batch - done and not (cancel is not None and cancel.is_set()):
         todo = sorted(batch - done)
-        reports += _compile_each(todo, entries, source, path=path, target=target, pool=pool, cancel=cancel)
+        reports += _compile_each(todo, entries, source, path=path, target=target, pool=pool, cancel=cancel,
+                                 trials={key for group in trials.values() for _, key, _ in group} - always)
         done.update(todo)
         resources = keyed_resources(entry for report in reports for entry in report.results)
         failed = {str(e.get("launch_key")) for r in reports for e in r.results if not e.get("ok")}
@@ -165,15 +168,17 @@ def _compile_launches(profile: dict[str, Any], source: str, *, path: str, target
 
 
 def _compile_each(keys: list[str], entries: dict[str, tuple[str, dict[str, Any]]], source: str, *, path: str,
-                  target: str, pool: WorkerPool, cancel: threading.Event | None) -> list[Any]:
+                  target: str, pool: WorkerPool, cancel: threading.Event | None, trials: set[str]) -> list[Any]:
     """One compile job per launch, as many at once as the pool has workers (a kernel's Configs
-    are independent compiles), each within `LAUNCH_COMPILE_TIMEOUT_S`. A job that did not finish
-    (timed out, its worker died) stands as a failed compile of that launch: without resources
-    its time would be guessed from the thread count, optimistic. The reports keep `keys`' order."""
+    are independent compiles), an autotuner's trial within `TRIAL_COMPILE_TIMEOUT_S`. A job that
+    did not finish (timed out, its worker died) stands as a failed compile of that launch: without
+    resources its time would be guessed from the thread count, optimistic. The reports keep
+    `keys`' order."""
     def one(key: str) -> list[Any]:
         kernel, entry = entries[key]
         reports = compile_file(pool, source, path=path, targets=[target], kernels=[kernel],
-                               profiled={kernel: [entry]}, cancel_event=cancel, timeout_s=LAUNCH_COMPILE_TIMEOUT_S)
+                               profiled={kernel: [entry]}, cancel_event=cancel,
+                               timeout_s=TRIAL_COMPILE_TIMEOUT_S if key in trials else COMPILE_TIMEOUT_S)
         for report in reports:
             if not report.results and report.error_type == "job":
                 report.results = [{"launch_key": key, "target": target, "ok": False, "error": report.error,
