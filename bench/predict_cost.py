@@ -12,8 +12,9 @@ temporary workspace), three commands run, their order turning over with each rep
 - `predict`: `python -m tritonsmith predict FILE --format json`, the prediction alone (its pools
   started for it).
 
-`--target` goes to both predictions; `--package DIR` takes the package from DIR (PYTHONPATH: a
-`git archive` of an earlier commit) to measure a tree before a change. Recorded per run: wall
+`--target` goes to every command (the verification compiles for it too); `--package DIR` takes
+the package from DIR (PYTHONPATH: a `git archive` of an earlier commit) to measure a tree before a
+change. Recorded per run: wall
 time, exit status, the verdict and the predicted time with its sizes and how it was profiled.
 The report gives the medians per file and the prediction's share of the verification's time.
 
@@ -56,7 +57,7 @@ def run_once(path: Path, kind: str, *, target: str | None, package: Path | None,
         if reference.exists():
             shutil.copy(reference, Path(folder) / reference.name)
         argv = [a.replace("{file}", str(copy)) for a in COMMANDS[kind]]
-        if target and kind != "verify":
+        if target:  # the verification compiles for it too: its time is the target's
             argv += ["--target", target]
         env = dict(os.environ)
         if package is not None:

@@ -294,6 +294,12 @@ class Pipeline:
             specs = detect_specs(Path(path), source)
         if specs:
             self.verify_pools  # noqa: B018 - started now, their imports overlap the compile stage
+            if options.predict and options.mode == "interpreter":
+                # The prediction compiles on every compile worker: they start (and compile once)
+                # while the verification runs, not after it.
+                from .predicted import PREDICTION_WARM_MODULES
+
+                self.compile_pool.prestart(PREDICTION_WARM_MODULES, fill=True)
         said(f"compiling for {', '.join(options.targets)}")
         reports = self.compile(compiled_text, path=path, rules=rules, cancel=cancel)
         checked = Checked(path, compiled_text, reports, first_reports=list(reports))

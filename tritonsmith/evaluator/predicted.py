@@ -28,8 +28,10 @@ from .predict import (
 from .reports import COMPILE_TIMEOUT_S, compile_file
 from .verify import Spec, profile_spec
 
-__all__ = ["PredictedTime", "predict_spec"]
+__all__ = ["PREDICTION_WARM_MODULES", "PredictedTime", "predict_spec"]
 
+PREDICTION_WARM_MODULES = ("triton", "tritonsmith.evaluator.compile")
+"""What a compile worker imports (and runs: `compile.warm`) before a prediction's compiles reach it."""
 TRIAL_BATCH = 2
 """Configs of one autotuner compiled per round (`_compile_launches`)."""
 TRIAL_COMPILE_TIMEOUT_S = 30.0
@@ -94,7 +96,7 @@ def predict_spec(spec: Spec, source: str, *, path: str, target: str, pools: tupl
 def _predict_spec(spec: Spec, source: str, *, path: str, target: str, pools: tuple[WorkerPool, WorkerPool],
                   compile_pool: WorkerPool, cancel: threading.Event | None) -> PredictedTime:
     # The compile pool's other workers start, and compile once, while the profile runs.
-    compile_pool.prestart(("triton", "tritonsmith.evaluator.compile"), fill=True)
+    compile_pool.prestart(PREDICTION_WARM_MODULES, fill=True)
     profile, sizes, error = profile_spec(spec, pools=pools, candidate_source=source, cancel=cancel)
     if profile is None:
         return PredictedTime(None, sizes, error)
