@@ -110,17 +110,9 @@ def main() -> None:
             if one != timed([*ts, "--no-cache", *files], cwd=work, env=env)[2]:
                 mismatches.append(f"repeat {repeat}: one changed")
 
-    tools = list(dict.fromkeys(str(r["tool"]) for r in rows))
+    lines_table = table(rows)
     print(f"{len(files)} files, {lines} lines; median of {args.repeat} (range)")
-    print("| tool | wall s | CPU s |\n|---|---:|---:|")
-    summary = {}
-    for tool in tools:
-        walls = [float(r["wall_s"]) for r in rows if r["tool"] == tool]  # type: ignore[arg-type]
-        cpus = [float(r["cpu_s"]) for r in rows if r["tool"] == tool]  # type: ignore[arg-type]
-        summary[tool] = {"wall_s": statistics.median(walls), "cpu_s": statistics.median(cpus),
-                         "wall_range": [min(walls), max(walls)], "cpu_range": [min(cpus), max(cpus)]}
-        print(f"| {tool} | {statistics.median(walls):.2f} ({min(walls):.2f}-{max(walls):.2f}) | "
-              f"{statistics.median(cpus):.2f} ({min(cpus):.2f}-{max(cpus):.2f}) |")
+    print("\n".join(lines_table))
     print("findings identical with and without the cache" if not mismatches else f"MISMATCH: {mismatches}")
     if args.json:
         commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
@@ -129,10 +121,21 @@ def main() -> None:
         Path(args.json).write_text(json.dumps({
             "kind": "check_cache", "corpus": corpus.name, "files": len(files), "lines": lines,
             "commit": commit, "dirty": bool(dirty), "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-            "rows": rows, "summary": summary, "mismatches": mismatches,
+            "rows": rows, "table": lines_table, "mismatches": mismatches,
         }, indent=1) + "\n")
     if mismatches:
         raise SystemExit(1)
+
+
+def table(rows: list[dict[str, object]]) -> list[str]:
+    """Per tool, the median wall and CPU seconds over the repeats, with their range."""
+    out = ["| tool | wall s, median (range) | CPU s, median (range) |", "|---|---:|---:|"]
+    for tool in dict.fromkeys(str(r["tool"]) for r in rows):
+        walls = [float(r["wall_s"]) for r in rows if r["tool"] == tool]  # type: ignore[arg-type]
+        cpus = [float(r["cpu_s"]) for r in rows if r["tool"] == tool]  # type: ignore[arg-type]
+        out.append(f"| {tool} | {statistics.median(walls):.2f} ({min(walls):.2f}-{max(walls):.2f}) | "
+                   f"{statistics.median(cpus):.2f} ({min(cpus):.2f}-{max(cpus):.2f}) |")
+    return out
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from collections import defaultdict
@@ -121,18 +120,24 @@ def main() -> None:
     for _ in range(args.repeat):
         totals, calls, total = measure(sources)
         runs.append({"totals": totals, "calls": calls, "total_s": total})
-    buckets = sorted({b for r in runs for b in r["totals"]}, key=lambda b: -runs[0]["totals"].get(b, 0.0))
+    rows = table(runs)
     print(f"{len(files)} files, {lines} lines; seconds (share) per repeat")
-    print("| part | " + " | ".join(f"run {i + 1}" for i in range(len(runs))) + " |")
-    print("|---|" + "---:|" * len(runs))
-    for bucket in buckets:
-        cells = [f"{r['totals'].get(bucket, 0.0):.2f} ({r['totals'].get(bucket, 0.0) / r['total_s']:.0%})" for r in runs]
-        print(f"| {bucket} | " + " | ".join(cells) + " |")
-    print("| total | " + " | ".join(f"{r['total_s']:.2f}" for r in runs) + " |")
-    print(f"median total {statistics.median(r['total_s'] for r in runs):.2f} s")
+    print("\n".join(rows))
     if args.json:
         Path(args.json).write_text(json.dumps({"kind": "check_costs", "corpus": Path(args.corpus).name,
-                                               "files": len(files), "lines": lines, "runs": runs}, indent=1) + "\n")
+                                               "files": len(files), "lines": lines, "runs": runs, "table": rows}, indent=1) + "\n")
+
+
+def table(runs: list[dict[str, Any]]) -> list[str]:
+    """Each part's seconds and share of the check, per run, the largest first (by the first run)."""
+    buckets = sorted({b for r in runs for b in r["totals"]}, key=lambda b: -runs[0]["totals"].get(b, 0.0))
+    rows = ["| part | " + " | ".join(f"run {i + 1}, s (share)" for i in range(len(runs))) + " |",
+            "|---|" + "---:|" * len(runs)]
+    for bucket in buckets:
+        cells = [f"{r['totals'].get(bucket, 0.0):.2f} ({r['totals'].get(bucket, 0.0) / r['total_s']:.0%})" for r in runs]
+        rows.append(f"| {bucket} | " + " | ".join(cells) + " |")
+    rows.append("| total | " + " | ".join(f"{r['total_s']:.2f}" for r in runs) + " |")
+    return rows
 
 
 if __name__ == "__main__":

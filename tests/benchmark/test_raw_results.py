@@ -271,7 +271,7 @@ def test_the_adversary_rows_re_derive_from_their_verdicts() -> None:
             assert len(attacks) == 37 and len(look_alikes) == 6
 
 
-@pytest.mark.parametrize("run", ["1", "2", "3", "4"])
+@pytest.mark.parametrize("run", ["1", "2", "3", "4", "5", "6"])
 def test_the_prediction_cost_rows_re_derive_from_their_json(run: str) -> None:
     """docs/benchmarks.md, "Predicted time: what it costs next to the verification": each row is
     predict_cost.py's table over the committed runs, and every prediction was at the sizes as
@@ -321,3 +321,23 @@ def test_issue_37s_learning_curve_figures_re_derive_from_their_json(when: str) -
     assert run["flagged_after_three_failures"] == "8/8"
     for i in (1, 2):
         assert f"learning-curve-37-{when}-{i}.json" in PAGE
+
+
+@pytest.mark.parametrize("run", ["1", "2"])
+def test_the_check_cache_rows_re_derive_from_their_json(run: str) -> None:
+    """docs/benchmarks.md, "check's result cache": the table is check_cache.py's over the
+    committed rows, and the cached runs' findings were the fresh check's."""
+    data = _load(f"check-cache-{run}.json")
+    assert load("check_cache").table(data["rows"]) == data["table"]
+    for line in data["table"]:
+        assert line in PAGE, line
+    assert data["mismatches"] == [] and data["files"] == _load("check-corpus.json")["files"]
+
+
+@pytest.mark.parametrize("run", ["1", "2"])
+def test_the_check_cost_parts_re_derive_from_their_json(run: str) -> None:
+    """docs/benchmarks.md, "check's result cache": where a cold check's time goes."""
+    data = _load(f"check-costs-{run}.json")
+    assert load("check_costs").table(data["runs"]) == data["table"]
+    for line in data["table"]:
+        assert line in PAGE, line
