@@ -130,10 +130,7 @@ def table(runs: list[dict[str, object]]) -> list[str]:
     rows = ["| file | verify (s) | verify + predict (s) | prediction, timed in process (s) | share of verify | "
             "difference (s) | predict alone (s) | predicted |", "|---|---:|---:|---:|---:|---:|---:|---|"]
     for file in dict.fromkeys(str(r["file"]) for r in runs):
-        median: dict[str, float] = {}
-        for kind in COMMANDS:
-            walls = [float(r["wall_s"]) for r in runs if r["file"] == file and r["kind"] == kind]  # type: ignore[arg-type]
-            median[kind] = statistics.median(walls) if walls else float("nan")
+        median = _medians(runs, file)
         last = ([r for r in runs if r["file"] == file and r["kind"] == "predict"]
                 or [r for r in runs if r["file"] == file])[-1]
         own = median["verify+predict"] - median["verify"]
@@ -148,16 +145,22 @@ def table(runs: list[dict[str, object]]) -> list[str]:
     return rows
 
 
+def _medians(runs: list[dict[str, object]], file: str) -> dict[str, float]:
+    """Each command's median wall time on `file` (nan for a command not run)."""
+    median: dict[str, float] = {}
+    for kind in COMMANDS:
+        walls = [float(r["wall_s"]) for r in runs if r["file"] == file and r["kind"] == kind]  # type: ignore[arg-type]
+        median[kind] = statistics.median(walls) if walls else float("nan")
+    return median
+
+
 def _difference_table(runs: list[dict[str, object]]) -> list[str]:
     """`table` for runs made before the prediction timed itself (`predict-cost-1` to `-4`): its
     own cost only as verify+predict minus verify."""
     rows = ["| file | verify (s) | verify + predict (s) | prediction's own (s) | share of verify | "
             "predict alone (s) | predicted |", "|---|---:|---:|---:|---:|---:|---|"]
     for file in dict.fromkeys(str(r["file"]) for r in runs):
-        median: dict[str, float] = {}
-        for kind in COMMANDS:
-            walls = [float(r["wall_s"]) for r in runs if r["file"] == file and r["kind"] == kind]  # type: ignore[arg-type]
-            median[kind] = statistics.median(walls) if walls else float("nan")
+        median = _medians(runs, file)
         last = [r for r in runs if r["file"] == file and r["kind"] == "predict"][-1]
         own = median["verify+predict"] - median["verify"]
         rows.append(f"| {file} | {median['verify']:.1f} | {median['verify+predict']:.1f} | {own:.1f} | "
