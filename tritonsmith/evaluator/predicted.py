@@ -109,13 +109,13 @@ def _predict_spec(spec: Spec, source: str, *, path: str, target: str, pools: tup
     if profile.get("hollow_failed"):
         prediction.notes.append(f"profiled with data at the sizes named: the pass without data at the sizes as "
                                 f"written could not follow the forward pass ({profile['hollow_failed']})")
-    timed_out = sorted({str(e.get("launch_key")) for r in reports for e in r.results if e.get("timed_out")})
-    if failed := [key for key in failed if key not in timed_out]:
+    limits = {str(e.get("launch_key")): float(e["timed_out"]) for r in reports for e in r.results if e.get("timed_out")}
+    if failed := [key for key in failed if key not in limits]:
         # the keys name the Config; the compiler's own message (paths and all) stays in the compile report
         prediction.notes.append(f"did not compile for {target} as launched: {', '.join(failed)}")
-    if timed_out:
-        prediction.notes.append(f"did not compile for {target} within {TRIAL_COMPILE_TIMEOUT_S:g} s, predicted as "
-                                f"a launch that did not compile: {', '.join(timed_out)}")
+    for limit in sorted(set(limits.values())):
+        prediction.notes.append(f"did not compile for {target} within {limit:g} s, predicted as a launch that did "
+                                f"not compile: {', '.join(sorted(k for k, v in limits.items() if v == limit))}")
     compiled: dict[str, dict[str, Any]] = {}
     for report in reports:  # each kernel's first launch (`_compile_launches` keeps their order)
         for entry in report.results[:1]:
@@ -178,13 +178,13 @@ def _compile_each(keys: list[str], entries: dict[str, tuple[str, dict[str, Any]]
     `keys`' order."""
     def one(key: str) -> list[Any]:
         kernel, entry = entries[key]
+        limit = TRIAL_COMPILE_TIMEOUT_S if key in trials else COMPILE_TIMEOUT_S
         reports = compile_file(pool, source, path=path, targets=[target], kernels=[kernel],
-                               profiled={kernel: [entry]}, cancel_event=cancel,
-                               timeout_s=TRIAL_COMPILE_TIMEOUT_S if key in trials else COMPILE_TIMEOUT_S)
+                               profiled={kernel: [entry]}, cancel_event=cancel, timeout_s=limit)
         for report in reports:
-            if not report.results and report.error_type == "job":
+            if not report.results and report.error_type == "job":  # `timed_out`: the limit it ran past
                 report.results = [{"launch_key": key, "target": target, "ok": False, "error": report.error,
-                                   "timed_out": "timeout" in (report.error or "")}]
+                                   "timed_out": limit if "timeout" in (report.error or "") else None}]
         return reports
 
     with ThreadPoolExecutor(max_workers=max(1, min(pool.size, len(keys)))) as executor:
