@@ -380,11 +380,7 @@ class WorkerPool:
         """
         if cancel_event is not None and cancel_event.is_set():
             return _failed(job, "cancelled", f"{job.kind} job cancelled before it started")
-        worker = self._acquire()
-        try:
-            return self._execute(worker, job, cancel_event)
-        finally:
-            self._release(worker)
+        return self._run_on(self._acquire(), job, cancel_event)
 
     async def arun(self, job: Job, cancel_event: threading.Event | None = None) -> Result:
         """`run` in a thread; cancelling the awaiting task kills the job's worker."""
@@ -410,12 +406,8 @@ class WorkerPool:
 
         def start() -> None:
             with contextlib.suppress(EvaluatorError):
-                worker = self._acquire(new=True)
-                if worker is not None:
-                    try:
-                        self._execute(worker, preload, None)
-                    finally:
-                        self._release(worker)
+                if (worker := self._acquire(new=True)) is not None:
+                    self._run_on(worker, preload, None)
 
         if not fill:
             threading.Thread(target=warm, name="tritonsmith-prestart", daemon=True).start()
@@ -511,6 +503,12 @@ class WorkerPool:
                 worker.dispose()
                 raise EvaluatorError("the evaluator's worker pool is closed")
         return worker
+
+    def _run_on(self, worker: _Worker, job: Job, cancel_event: threading.Event | None) -> Result:
+        try:
+            return self._execute(worker, job, cancel_event)
+        finally:
+            self._release(worker)
 
     def _release(self, worker: _Worker) -> None:
         with self._lock:

@@ -539,9 +539,9 @@ def _sampled_loops(counter: _Counter) -> Iterator[None]:
     and every `while` counts its innermost iterations (`_Launch.loop_iterations`: what a register
     spill inside a loop repeats, `predict.py`). In a hollow pass a `for` loop runs `LOOP_SAMPLES`
     iterations (`loop_sample`), each weighting what it counts by the iterations it stands for; a
-    `while` loop runs every iteration (its condition is the kernel's state), unless it is a counted
-one (`_counted_while`: `while i < n: ... i += step`), which is sampled as the `for` loop it is. The interpreter's
-    rewrite of each kernel (its AST transformer, its cache of rewritten functions) is swapped for
+    `while` loop runs every iteration (its condition is the kernel's state), unless it is a
+    counted one (`_counted_while`: `while i < n: ... i += step`), sampled as the `for` loop it is.
+    The interpreter's rewrite of each kernel (its AST transformer, its cache of rewritten functions) is swapped for
     the pass and put back after: a verification in the same worker runs the kernel as written."""
     import ast
 
@@ -619,10 +619,9 @@ one (`_counted_while`: `while i < n: ... i += step`), which is sampled as the `f
                                                         ast.Constant(value=inclusive)], keywords=[]),
                                     body=node.body, orelse=node.orelse, type_comment=None)
                 return ast.fix_missing_locations(ast.copy_location(loop_node, node))
-            test = ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
-                              body=node.test)
             loop_node = ast.For(target=ast.Name(id="__tritonsmith_iteration__", ctx=ast.Store()),
-                                iter=ast.Call(func=ast.Name(id=while_name, ctx=ast.Load()), args=[test], keywords=[]),
+                                iter=ast.Call(func=ast.Name(id=while_name, ctx=ast.Load()), args=[_thunk(node.test)],
+                                              keywords=[]),
                                 body=node.body, orelse=node.orelse, type_comment=None)
             return ast.fix_missing_locations(ast.copy_location(loop_node, node))
 
