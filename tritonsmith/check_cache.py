@@ -16,7 +16,10 @@ run key's folder, `<workspace>/.tritonsmith/cache/check/<run key>/<file digest>.
 setting or a rule starts another folder; changing a file makes another entry. Entries are written
 whole (a temporary file renamed over, as concurrent runs may write the same entry at once) and
 read as JSON, never unpickled: a cache folder is workspace content, and a cloned repository's
-could be anyone's (its run keys, made with another user's key, are never this run's either). An entry that cannot be read is a miss. Pruning (`prune`) keeps the newest
+could be anyone's (its run keys, made with another user's key, are never this run's either).
+Nor is it followed elsewhere: where `.tritonsmith`, its `cache`, `cache/check` or the run key's
+folder is a symbolic link (a repository can ship `cache/check -> ~`), there is no cache, and
+pruning removes only what this module names (run keys of 32 hex digits, entries of 40). An entry that cannot be read is a miss. Pruning (`prune`) keeps the newest
 folders and, in each, the newest entries: a cache stays the size of the workspace's history of
 recent edits, not of all of it.
 """
@@ -27,6 +30,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -48,6 +52,8 @@ KEEP_ENTRIES_MIN = 4096
 STALE_RUN_S = 14 * 24 * 3600.0
 """A run-key folder not written for this long is removed even when fewer than `KEEP_RUNS` exist."""
 
+_RUN_NAME = re.compile(r"[0-9a-f]{32}")
+_ENTRY_NAME = re.compile(r"[0-9a-f]{40}\.json")
 _PACKAGE = Path(__file__).resolve().parent
 _build_id: str | None = None
 
@@ -90,6 +96,8 @@ class CheckCache:
         self.folder = folder / key
         self.hits = 0
         self.writes = 0
+        # Every folder this cache reads, writes or prunes is a real one inside the workspace.
+        self.usable = not any(p.is_symlink() for p in (folder.parent.parent, folder.parent, folder, self.folder))
 
     @staticmethod
     def digest(source: bytes) -> str:
@@ -97,6 +105,8 @@ class CheckCache:
 
     def get(self, source: bytes) -> list[Finding] | None:
         """The findings stored for `source`, or None (never stored, or unreadable)."""
+        if not self.usable:
+            return None
         try:
             data = json.loads((self.folder / f"{self.digest(source)}.json").read_bytes())
             findings = [_finding(item) for item in data["findings"]]
@@ -107,6 +117,8 @@ class CheckCache:
 
     def put(self, source: bytes, findings: Sequence[Finding]) -> None:
         """Store `findings` for `source`; a folder that cannot be written is no cache, not an error."""
+        if not self.usable:
+            return
         text = json.dumps({"findings": [_finding_json(f) for f in findings]}, separators=(",", ":"))
         try:
             self._make_folder()
@@ -125,15 +137,18 @@ class CheckCache:
     def prune(self, *, checked: int) -> None:
         """Keep the `KEEP_RUNS` newest run-key folders (none older than `STALE_RUN_S`, but this
         run's) and, in this run's, the newest `max(4 * checked, KEEP_ENTRIES_MIN)` entries."""
+        if not self.usable:
+            return
         with contextlib.suppress(OSError):
-            runs = sorted((p for p in self.root.iterdir() if p.is_dir()), key=_mtime, reverse=True)
+            runs = sorted((p for p in self.root.iterdir() if _RUN_NAME.fullmatch(p.name) and p.is_dir()
+                           and not p.is_symlink()), key=_mtime, reverse=True)
             now = time.time()
             for index, run in enumerate(runs):
                 if run != self.folder and (index >= KEEP_RUNS or now - _mtime(run) > STALE_RUN_S):
                     shutil.rmtree(run, ignore_errors=True)
         keep = max(4 * checked, KEEP_ENTRIES_MIN)
         with contextlib.suppress(OSError):
-            entries = list(self.folder.glob("*.json"))
+            entries = [p for p in self.folder.glob("*.json") if _ENTRY_NAME.fullmatch(p.name)]
             if len(entries) > keep:
                 for entry in sorted(entries, key=_mtime, reverse=True)[keep:]:
                     entry.unlink(missing_ok=True)

@@ -162,31 +162,58 @@ def test_prune_keeps_the_newest_runs_and_entries(tmp_path: Path, monkeypatch):
     monkeypatch.setattr(check_cache, "KEEP_ENTRIES_MIN", 10)
     folder = tmp_path / "check"
     old = time.time() - 3600
-    for index in range(12):  # other run keys, written an hour ago and before
-        run = folder / f"run{index:02}"
+    runs = [f"{index:032x}" for index in range(12)]  # other run keys, written an hour ago and before
+    for index, name in enumerate(runs):
+        run = folder / name
         run.mkdir(parents=True)
         os.utime(run, (old - index, old - index))
-    stale = folder / "stale"
+    stale = folder / ("e" * 32)
     stale.mkdir()
     os.utime(stale, (old - check_cache.STALE_RUN_S, old - check_cache.STALE_RUN_S))
-    cache = CheckCache(folder, "current")
+    mine = folder / "not a run key"  # someone else's folder: never pruned
+    mine.mkdir()
+    os.utime(mine, (0, 0))
+    cache = CheckCache(folder, "f" * 32)
     for index in range(30):
         cache.put(f"source {index}".encode(), [])
         os.utime(cache.folder / f"{cache.digest(f'source {index}'.encode())}.json", (old + index, old + index))
+    (cache.folder / "notes.json").write_text("{}")  # not an entry's name: left alone
     cache.prune(checked=2)
     kept = sorted(p.name for p in folder.iterdir())
-    assert "current" in kept and "stale" not in kept
-    assert kept == sorted(["current", *(f"run{i:02}" for i in range(check_cache.KEEP_RUNS - 1))])
+    assert "f" * 32 in kept and "e" * 32 not in kept
+    assert kept == sorted(["f" * 32, "not a run key", *runs[:check_cache.KEEP_RUNS - 1]])
     assert cache.get(b"source 29") == [] and cache.get(b"source 0") is None
-    assert len(list(cache.folder.glob("*.json"))) == 10
+    assert len([p for p in cache.folder.glob("*.json") if p.name != "notes.json"]) == 10
+    assert (cache.folder / "notes.json").exists()
     assert (tmp_path / ".gitignore").read_text().strip().endswith("*")
+
+
+def test_a_cache_folder_that_is_a_link_is_never_followed(project: Path, capsys, tmp_path_factory):
+    """The threat: a repository ships `.tritonsmith/cache/check` (or `cache`) as a symbolic link to
+    somewhere else (the home folder): writing entries there, or pruning "old run folders" there,
+    would touch what is not the cache's. A linked folder means no cache: nothing written, nothing
+    removed, the findings those of a fresh check."""
+    fresh = _check(capsys, "--no-cache")
+    elsewhere = tmp_path_factory.mktemp("home")
+    for index in range(12):
+        (elsewhere / f"{index:032x}").mkdir()  # looks like run keys, and is old
+        os.utime(elsewhere / f"{index:032x}", (0, 0))
+    (project / ".tritonsmith" / "cache").mkdir(parents=True)
+    for link in (project / ".tritonsmith" / "cache" / "check", project / ".tritonsmith" / "cache"):
+        if link.is_dir() and not link.is_symlink():
+            link.rmdir()
+        link.symlink_to(elsewhere, target_is_directory=True)
+        assert _check(capsys) == fresh == _check(capsys)
+        assert sorted(p.name for p in elsewhere.iterdir()) == [f"{index:032x}" for index in range(12)]
+        link.unlink()
+        (project / ".tritonsmith" / "cache").mkdir(exist_ok=True)
 
 
 def test_concurrent_writers_leave_whole_entries(tmp_path: Path):
     from tritonsmith.rules import Finding, Severity, Span
 
     finding = Finding("TS101", "name", Severity.ERROR, "message " * 200, Span((1, 2), (1, 9), 10, 17))
-    cache = CheckCache(tmp_path / "check", "run")
+    cache = CheckCache(tmp_path / "check", "a" * 32)
     seen: list[object] = []
 
     def work() -> None:
