@@ -758,8 +758,8 @@ class Reads:
         self.statements: set[int] = {own.start_byte}  # start bytes of the top-level statements read
         self.names: set[str] = set()
         # The statements found so far, as sorted (start, end) bytes: the typer reads a few
-        # statements' nodes over and over, and walking up to the module from each of them was a
-        # tenth of a check.
+        # statements' nodes over and over, and walking up to the module from each of them was the
+        # largest own time in a profile of a check of real code.
         self._found: list[tuple[int, int]] = []
 
     def visit(self, node: Node) -> None:
