@@ -292,3 +292,35 @@ def test_a_counted_while_is_sampled_as_its_for_loop_is_and_one_whose_bound_moves
         else:
             assert launch["load_bytes"] / row_bytes == pytest.approx(
                 min((1, 192, 383), key=lambda k: abs(k - launch["load_bytes"] / row_bytes)), rel=1e-6)
+
+
+def _autotuned_row_sum(configs: list[tuple[int, int, int]]) -> str:
+    """ROW_SUM with an autotuner over (BLOCK, num_warps, num_stages) Configs."""
+    listed = ", ".join(f"triton.Config({{'BLOCK': {b}}}, num_warps={w}, num_stages={s})" for b, w, s in configs)
+    tuned = ROW_SUM.replace("@triton.jit\ndef row_sum_kernel",
+                            f"@triton.autotune(configs=[{listed}], key=['n_cols'])\n@triton.jit\ndef row_sum_kernel")
+    return tuned.replace("row_sum_kernel[(x.shape[0],)](x, out, x.shape[1], BLOCK=1024)",
+                         "row_sum_kernel[(x.shape[0],)](x, out, x.shape[1])")
+
+
+@pytest.mark.slow
+def test_configs_that_differ_only_in_warps_or_stages_run_their_programs_once(tmp_path: Path):
+    """An autotuner's Configs often cross a few tile sizes with `num_warps` and `num_stages`,
+    which the kernel cannot see: the programs of a trial whose tile an earlier trial had run are
+    not run again (a 32-Config list cost a second under the interpreter), and its counts are the
+    ones it would have counted, its warp instructions issued on its own warps."""
+    configs = [(block, warps, stages) for block in (512, 1024) for warps in (1, 8) for stages in (1, 2)]
+    path = tmp_path / "row_sum_tuned.py"
+    path.write_text(_autotuned_row_sum(configs))
+    trials = [launch for launch in _profile(path)["launches"] if launch.get("tuning")]
+    assert [(t["constexprs"]["BLOCK"], t["num_warps"], t["num_stages"]) for t in trials] == configs
+    assert [t["tuning"].get("counts_of") for t in trials] == [None, 0, 0, 0, None, 4, 4, 4]
+    # Each as if its programs had run: in a list where no other Config has its tile.
+    for index in (3, 6):
+        alone_path = tmp_path / f"row_sum_alone_{index}.py"
+        alone_path.write_text(_autotuned_row_sum([configs[index], (256, 4, 1)]))
+        alone = next(launch for launch in _profile(alone_path)["launches"] if launch.get("tuning"))
+        assert alone["tuning"].get("counts_of") is None and alone["num_warps"] == configs[index][1]
+        for field in ("load_bytes", "store_bytes", "memory_ops", "loop_iterations", "warp_instructions"):
+            assert trials[index][field] == pytest.approx(alone[field], rel=1e-9), (index, field)
+    assert trials[3]["warp_instructions"] != trials[0]["warp_instructions"]  # 8 warps issue more than 1

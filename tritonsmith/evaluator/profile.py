@@ -28,11 +28,12 @@ checks them. Imported lazily by the worker: imports torch and Triton and runs us
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 import operator
 import random
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +121,10 @@ class _Launch:
     program_loads: float = 0.0  # loads of the program running now (sampled loops: weighted)
     max_program_loads: float = 0.0  # the most loads one sampled program waited for, in sequence
     loop_iterations: float = 0.0  # innermost loop iterations, all programs (weighted): what a spill in a loop repeats
-    warp_instructions: float = 0.0
+    # Elements per operation -> operations (weighted; a transcendental counts four): the warp
+    # instructions they issue follow from `num_warps` (`warp_instructions`), so a trial that
+    # differs from another only in `num_warps` or `num_stages` shares its counts (`_autotuning`).
+    issued: dict[int, float] = field(default_factory=dict)
     dot_flops: dict[str, float] = field(default_factory=dict)
     per_arg: dict[str, list[float]] = field(default_factory=dict)  # name -> [read, written]
     # An autotuner's trial of one Config ({"group", "config", "of"}), or the launch it tuned
@@ -128,6 +132,13 @@ class _Launch:
     tuning: dict[str, Any] | None = None
     tuned: str | None = None
     _sorted: list[tuple[int, int, str]] | None = None
+
+    def issue(self, elements: int, weight: float) -> None:
+        self.issued[elements] = self.issued.get(elements, 0.0) + weight
+
+    @property
+    def warp_instructions(self) -> float:
+        return sum(weight * _warp_instructions(elements, self.num_warps) for elements, weight in self.issued.items())
 
     def by_address(self) -> list[tuple[int, int, str]]:
         """The tensor arguments sorted by address, for attributing an address to its tensor."""
@@ -153,6 +164,13 @@ class _Launch:
         }
 
 
+def _counted_as(twin: _Launch, launch: _Launch) -> _Launch:
+    """`launch` (a trial that ran no program) with `twin`'s counts: the same programs ran there.
+    Its `tuning` names the Config they were counted in (`counts_of`)."""
+    return replace(copy.deepcopy(twin), num_warps=launch.num_warps, num_stages=launch.num_stages,
+                   tuning={**(launch.tuning or {}), "counts_of": (twin.tuning or {}).get("config")}, _sorted=None)
+
+
 class _Counter:
     """Counts for the launch running now (`current`), weighted by the sampled program's share."""
 
@@ -174,6 +192,7 @@ class _Counter:
         self.group: str | None = None  # the autotuner running now
         self.trial: dict[str, Any] | None = None  # the Config it is trying now
         self.tuners: list[Any] = []  # the autotuners seen, whose choices a second pass forgets
+        self.trials: dict[tuple[Any, ...], _Launch] = {}  # a trial's group, kernel, constexprs, grid -> its launch
 
     def memory(self, pointers: Any, mask: Any, itemsize: int, write: bool, atomic: bool = False) -> None:
         import numpy as np
@@ -191,7 +210,7 @@ class _Counter:
         launch.memory_ops += w
         if not write and not atomic:
             launch.program_loads += self.loop_weight
-        launch.warp_instructions += w * _warp_instructions(lanes, launch.num_warps)
+        launch.issue(lanes, w)
         if atomic:
             launch.atomic_bytes += moved
         elif write:
@@ -216,8 +235,7 @@ class _Counter:
         launch = self.current
         if launch is None:
             return
-        cost = _warp_instructions(elements, launch.num_warps) * (4 if name in _SFU else 1)
-        launch.warp_instructions += self.weight * cost
+        launch.issue(elements, self.weight * (4 if name in _SFU else 1))
 
     def dot(self, m: int, n: int, k: int, kind: str) -> None:
         if self.current is not None:
@@ -346,14 +364,25 @@ def counting(counter: _Counter) -> Iterator[None]:
         values = dict(zip(names, args_dev, strict=False)) | {k: v for k, v in kwargs.items() if k in names}
         launch.types = {k: t for k, v in values.items() if k not in self.constexprs and (t := _signature_type(v))}
         grid_of = self.grid
+        twin: _Launch | None = None
 
         def sampled(arguments: Any) -> tuple[int, ...]:
+            nonlocal twin
             real = grid_of(arguments) if callable(grid_of) else grid_of
             real = tuple(int(g) for g in real) + (1,) * (3 - len(real))
             launch.grid = (real[0], real[1], real[2])
             if counter.hollow and counter.first_call and not launch.tuning:
                 counter.plan = [[], [], []]  # counted by no one, read by no one: no program runs
                 return (0, 0, 0)
+            if launch.tuning:
+                # A trial whose Config differs from an earlier one only in what the kernel cannot
+                # see (`num_warps`, `num_stages`) runs the same programs: it takes their counts.
+                key = (launch.tuning.get("group"), launch.kernel, repr(sorted(launch.constexprs.items())), launch.grid)
+                twin = counter.trials.setdefault(key, launch)
+                if twin is not launch:
+                    counter.plan = [[], [], []]
+                    return (0, 0, 0)
+                twin = None
             limits = FIRST_SAMPLES_PER_AXIS if launch.tuning and counter.hollow else counter.limits
             counter.plan = [program_sample(n, limit, counter.rng) for n, limit in zip(real, limits, strict=True)]
             return tuple(len(p) for p in counter.plan)
@@ -368,7 +397,7 @@ def counting(counter: _Counter) -> Iterator[None]:
             counter.in_kernel -= 1
             self.grid = grid_of
             counter.current = None
-            counter.launches.append(launch)
+            counter.launches.append(launch if twin is None else _counted_as(twin, launch))
 
     patch("create_masked_load", masked_load)
     patch("create_masked_store", masked_store)
