@@ -515,3 +515,79 @@ def test_the_compilers_temporary_files_are_not_shown_but_the_users_are() -> None
     text = "ptxas fatal: /tmp/tmpab12cd34.ptx line 5; see /tmp/tmpq9z_x1ab/k.cubin, /tmp/pytest-of-u/t/user.py:3"
     assert _machine_paths(text) == ("ptxas fatal: <temporary file> line 5; see <temporary file>, "
                                     "/tmp/pytest-of-u/t/user.py:3")
+
+
+STAGE_KERNELS = textwrap.dedent('''\
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def row_sum(x, out, n, BLOCK: tl.constexpr):
+        row = tl.program_id(0)
+        total = tl.zeros((BLOCK,), tl.float32)
+        for start in tl.range(0, n, BLOCK):
+            offsets = start + tl.arange(0, BLOCK)
+            total += tl.load(x + row * n + offsets, mask=offsets < n, other=0.0)
+        tl.store(out + row, tl.sum(total, 0))
+
+
+    @triton.jit
+    def rows_dot(x, w, out, M, N, BLOCK_M: tl.constexpr, BLOCK: tl.constexpr):
+        rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+        acc = tl.zeros((BLOCK_M,), tl.float32)
+        for start in range(0, N, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            tile = tl.load(x + rows[:, None] * N + cols[None, :], mask=(rows[:, None] < M) & (cols[None, :] < N))
+            acc += tl.sum(tile * tl.load(w + cols, mask=cols < N)[None, :], axis=1)
+        tl.store(out + rows, acc, mask=rows < M)
+
+
+    @triton.jit
+    def matmul(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        rm = tl.program_id(0) * BM + tl.arange(0, BM)
+        rn = tl.program_id(1) * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), tl.float32)
+        for k in range(0, K, BK):
+            acc += tl.dot(tl.load(a + rm[:, None] * K + (k + rk)[None, :]),
+                          tl.load(b + (k + rk)[:, None] * N + rn[None, :]))
+        tl.store(c + rm[:, None] * N + rn[None, :], acc)
+''')
+
+
+@pytest.mark.parametrize("target", ["sm_86", "sm_90"])
+def test_a_compile_with_nothing_staged_is_the_same_machine_code_at_every_stage_count(target: str, tmp_path: Path):
+    """What lets one Config's compile stand for its siblings at other `num_stages`
+    (`predicted._stage_siblings`): where `_staged` finds no buffer or asynchronous copy, the PTX
+    is the same at 2, 3 and 4 stages; a GEMM's pipelined loads are staged, and differ."""
+    triton = pytest.importorskip("triton")
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from tritonsmith.evaluator.compile import _staged
+
+    path = tmp_path / "stage_kernels.py"
+    path.write_text(STAGE_KERNELS)
+    namespace: dict[str, Any] = {"__file__": str(path), "__name__": "stage_kernels"}
+    exec(compile(STAGE_KERNELS, str(path), "exec"), namespace)  # noqa: S102 - the test's own kernels
+    aligned = [["tt.divisibility", 16]]
+    kernels = {
+        "row_sum": ({"x": "*fp32", "out": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 1024}, False),
+        "rows_dot": ({"x": "*fp32", "w": "*fp32", "out": "*fp32", "M": "i32", "N": "i32", "BLOCK_M": "constexpr",
+                      "BLOCK": "constexpr"}, {"BLOCK_M": 32, "BLOCK": 256}, False),
+        "matmul": ({"a": "*fp16", "b": "*fp16", "c": "*fp32", "M": "i32", "N": "i32", "K": "i32", "BM": "constexpr",
+                    "BN": "constexpr", "BK": "constexpr"}, {"BM": 64, "BN": 64, "BK": 32}, True),
+    }
+    for name, (signature, constexprs, expect_staged) in kernels.items():
+        attrs = {(i,): aligned for i, (arg, kind) in enumerate(signature.items())
+                 if kind.startswith("*") or arg in ("n", "N", "K")}
+        codes, staged = set(), set()
+        for stages in (2, 3, 4):
+            compiled = triton.compile(ASTSource(namespace[name], signature, constexprs=constexprs, attrs=attrs),
+                                      target=GPUTarget("cuda", int(target[3:]), 32),
+                                      options={"num_warps": 4, "num_stages": stages})
+            codes.add(compiled.asm["ptx"])
+            staged.add(_staged(compiled.asm))
+        assert staged == {expect_staged}, name
+        assert (len(codes) == 1) == (not expect_staged), name

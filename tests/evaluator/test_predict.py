@@ -447,6 +447,49 @@ def test_an_autotuners_configs_are_compiled_only_while_one_can_still_win(monkeyp
     assert pruned.launches[0].config == full.launches[0].config
 
 
+def test_a_config_differing_only_in_stages_takes_a_compile_with_nothing_staged(monkeypatch):
+    """Six tiles crossed with num_stages 2, 3 and 4 (and one at 1 stage): a compile whose
+    machine code has no staged buffers (`staged: False`) stands for its siblings at other stages
+    above 1, which are never compiled; one with staged buffers (a tl.dot's operands, a pipelined
+    load) stands for none. The pick is the one compiling every Config gives."""
+    from types import SimpleNamespace
+
+    from tritonsmith.evaluator import predicted
+
+    blocks = [256 * 2**i for i in range(6)]
+    configs = [(b, s) for b in blocks for s in (2, 3, 4)] + [(blocks[2], 1)]
+    trials = [dict(_add(b), num_stages=s, tuning={"group": "add_kernel#1", "config": i})
+              for i, (b, s) in enumerate(configs)]
+    profile = {"launches": [*trials, dict(_add(blocks[0]), num_stages=2, tuned="add_kernel#1")]}
+    staged_block = blocks[3]  # its compiles put buffers in shared memory: num_stages shapes them
+    everything = {launch_key("add_kernel", {"BLOCK": b}, 4, s):
+                  {**_resources(blocks_per_sm=4 if b > 2048 else 16, num_stages=s), "staged": b == staged_block}
+                  for b, s in configs}
+    compiled: list[str] = []
+
+    def compile_file(_pool, _source, *, profiled, **_):
+        [[entry]] = profiled.values()
+        compiled.append(entry["key"])
+        return [SimpleNamespace(kernel="add_kernel", results=[
+            {"launch_key": entry["key"], "ok": True, "target": "sm_90", "resources": everything[entry["key"]]}])]
+
+    monkeypatch.setattr(predicted, "compile_file", compile_file)
+    reports = predicted._compile_launches(profile, "", path="k.py", target="sm_90", pool=SimpleNamespace(size=2),
+                                          cancel=None)
+    results = {e["launch_key"]: e for r in reports for e in r.results}
+    shared = {key: e["same_code_as"] for key, e in results.items() if "same_code_as" in e}
+    assert shared and not set(shared) & set(compiled) and len(set(compiled)) == len(compiled)
+    for key, source in shared.items():
+        assert key.split("]")[0] == source.split("]")[0] and not everything[source]["staged"]
+        assert results[key]["resources"]["num_stages"] == int(key[-1]) and results[key]["resources"]["blocks_per_sm"] \
+            == everything[source]["blocks_per_sm"]
+    assert not any(f"BLOCK={staged_block}]" in key for key in shared)  # staged: each stage compiles alone
+    assert not any(key.endswith("s1") for key in shared)  # one stage: no pipelining, stands for nothing
+    resources = {key: e["resources"] for key, e in results.items()}
+    full, pruned = predict(profile, everything), predict(profile, resources)
+    assert pruned.seconds == pytest.approx(full.seconds) and pruned.launches[0].config == full.launches[0].config
+
+
 def test_a_config_whose_compile_times_out_is_never_the_pick_and_the_note_says_why(monkeypatch):
     """Each launch compiles in its own job, a trial within `TRIAL_COMPILE_TIMEOUT_S` (the launch
     the autotuner makes, which no other Config stands for, within the compile stage's limit). The Config the

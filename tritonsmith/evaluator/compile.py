@@ -31,7 +31,7 @@ import tempfile
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -469,12 +469,30 @@ def _resources(compiled: Any, target: str, ptxas_log: str, cache_dir: Path) -> d
         "exceeds_shared": exceeds,
         "num_warps": num_warps,
         "num_stages": int(getattr(metadata, "num_stages", 0) or 0),
+        "staged": _staged(asm),
         "threads_per_block": num_warps * warp_size,
         "blocks_per_sm": occupancy[0],
         "occupancy_limited_by": occupancy[1],
         "approximate": limits.approximate,
         "notes": notes,
     }
+
+
+_STAGED_OP = re.compile(r"\.(?:async_\w+|local_alloc|\w*barrier\w*|warp_group_dot\w*|\w*tma\w*|\w*to_local\w*)\b")
+"""Operations in a TTGIR module that buffers in shared memory or asynchronous copies put there:
+what `num_stages` shapes (the software pipeliner's buffers, Hopper's and Blackwell's warp
+specialisation, AMD's stream pipeliner), and what holds a `tl.dot`'s operands."""
+
+
+def _staged(asm: Mapping[str, Any]) -> bool | None:
+    """Whether `num_stages` may have shaped this compile. Only the passes that place buffers and
+    asynchronous copies read it (the pipeliner assigns latencies to loads, then buffers them), so a
+    module with none of those operations is what every other `num_stages` above 1 compiles to
+    (`predicted.py` lets such a Config stand for its siblings). None: no TTGIR to read."""
+    ttgir = asm.get("ttgir")
+    if not isinstance(ttgir, str):
+        return None
+    return _STAGED_OP.search(ttgir) is not None
 
 
 _SASS_INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*);")

@@ -133,7 +133,9 @@ def _compile_launches(profile: dict[str, Any], source: str, *, path: str, target
     autotuner's trials only those that can still win. The trials are taken in the order of their
     estimate without a compile (a lower bound, `launch_estimate`), `TRIAL_BATCH` at a time, until
     the fastest compiled one is no slower than the next bound: the autotuner's pick is the same
-    as with every Config compiled, and a kernel with thirty Configs compiles a few."""
+    as with every Config compiled, and a kernel with thirty Configs compiles a few. A trial whose
+    Config differs from a compiled one only in `num_stages` takes that compile when nothing in it
+    was staged (`_stage_siblings`): it is the same machine code."""
     wanted = launches_to_compile(profile)
     if not wanted:
         return []
@@ -149,14 +151,17 @@ def _compile_launches(profile: dict[str, Any], source: str, *, path: str, target
             always.add(key)
     for group in trials.values():
         group.sort(key=lambda trial: trial[0])
+    family = {key: _stage_family(launch) for group in trials.values() for _, key, launch in group}
+    stages = {key: launch.get("num_stages") for group in trials.values() for _, key, launch in group}
     reports: list[Any] = []
     done: set[str] = set()
-    batch = set(always) | {key for group in trials.values() for _, key, _ in group[:TRIAL_BATCH]}
+    batch = set(always) | {key for group in trials.values() for key in _distinct([k for _, k, _ in group], family)}
     while batch - done and not (cancel is not None and cancel.is_set()):
         todo = sorted(batch - done)
         reports += _compile_each(todo, entries, source, path=path, target=target, pool=pool, cancel=cancel,
                                  trials={key for group in trials.values() for _, key, _ in group} - always)
         done.update(todo)
+        done.update(_stage_siblings(reports, family, stages, done, target))
         resources = keyed_resources(entry for report in reports for entry in report.results)
         failed = {str(e.get("launch_key")) for r in reports for e in r.results if not e.get("ok")}
         batch = set()
@@ -165,8 +170,55 @@ def _compile_launches(profile: dict[str, Any], source: str, *, path: str, target
                         for _, key, launch in group if key in done]
             best = min((e.seconds for e in grounded if e.resources_known and math.isfinite(e.seconds)), default=None)
             left = [key for bound, key, _ in group if key not in done and (best is None or bound < best)]
-            batch.update(left[:TRIAL_BATCH])
+            batch.update(_distinct(left, family))
     return reports
+
+
+def _stage_family(launch: dict[str, Any]) -> tuple[str, str, Any] | None:
+    """What a launch's compile is, but for `num_stages`: its kernel, constexprs and warps. None
+    for a launch at one stage (no pipelining at all), which stands for no other."""
+    stages = launch.get("num_stages")
+    if stages is not None and int(stages) < 2:
+        return None
+    return (str(launch.get("kernel")), repr(sorted((launch.get("constexprs") or {}).items())), launch.get("num_warps"))
+
+
+def _distinct(keys: list[str], family: dict[str, Any]) -> list[str]:
+    """The first `TRIAL_BATCH` of `keys` whose stage families differ: a sibling waits for the
+    first one's compile, which may stand for it."""
+    chosen: list[str] = []
+    seen: set[Any] = set()
+    for key in keys:
+        if len(chosen) == TRIAL_BATCH:
+            break
+        if (f := family.get(key)) is not None and f in seen:
+            continue
+        seen.add(f)
+        chosen.append(key)
+    return chosen
+
+
+def _stage_siblings(reports: list[Any], family: dict[str, Any], stages: dict[str, Any], done: set[str],
+                    target: str) -> set[str]:
+    """Trials not compiled whose stage family has a compile with nothing staged in it
+    (`compile._staged`): each gets that compile's result, under its own key, in the same report,
+    marked `same_code_as`. Returns their keys."""
+    unstaged: dict[Any, tuple[Any, dict[str, Any]]] = {}
+    for report in reports:
+        for entry in report.results:
+            resources = entry.get("resources") or {}
+            if entry.get("ok") and resources.get("staged") is False and family.get(str(entry.get("launch_key"))):
+                unstaged.setdefault(family[str(entry["launch_key"])], (report, entry))
+    shared: set[str] = set()
+    for key, f in family.items():
+        if key in done or f is None or f not in unstaged:
+            continue
+        report, entry = unstaged[f]
+        report.results.append({**entry, "launch_key": key, "target": target,
+                               "resources": {**entry["resources"], "num_stages": stages.get(key)},
+                               "same_code_as": entry["launch_key"]})
+        shared.add(key)
+    return shared
 
 
 def _compile_each(keys: list[str], entries: dict[str, tuple[str, dict[str, Any]]], source: str, *, path: str,
