@@ -263,6 +263,7 @@ class Result:
     open_to_diagnostics_ms: float
     first_diagnostics: int
     cold_start_cpu_ms: float = float("nan")  # the server's own CPU time at its first diagnostics
+    file: str | None = None  # the real file opened (`--file`), or None for a generated one
     p50_ms: float = 0.0
     p95_ms: float = 0.0
     max_ms: float = 0.0
@@ -415,9 +416,12 @@ async def run_one(
     env: dict[str, str] | None = None,
     starts: int = 0,
     where: str = "kernel",
+    source: Path | None = None,
 ) -> Result:
-    path = folder / f"kernels_{lines}.py"
-    text = generate(lines, seed=lines)
+    """One server on one file: a generated one of `lines` lines, or a copy of `source` (a real
+    kernel file; `lines` is then its length)."""
+    path = folder / (source.name if source is not None else f"kernels_{lines}.py")
+    text = source.read_text() if source is not None else generate(lines, seed=lines)
     path.write_text(text)
     uri = path.as_uri()
     sites = editable_sites(text, where)
@@ -430,7 +434,7 @@ async def run_one(
     rng.shuffle(chosen)
 
     command, settings = server_command(server)
-    stderr = open(log_dir / f"{server}_{lines}.stderr.log", "wb")  # noqa: SIM115 (closed in finally)
+    stderr = open(log_dir / f"{server}_{path.stem}.stderr.log", "wb")  # noqa: SIM115 (closed in finally)
     capabilities = CLIENT_CAPABILITIES
     if verify_in_flight:  # as an editor has them: the job reports progress and refreshes lenses
         capabilities = {**CLIENT_CAPABILITIES, **JOB_CAPABILITIES}
@@ -452,6 +456,7 @@ async def run_one(
             first_diagnostics=first[3],
             cold_start_cpu_ms=cold_cpu,
             sites=where,
+            file=source.name if source is not None else None,
         )
         result.starts.append({"cold_start_ms": result.cold_start_ms,
                               "spawn_to_initialize_ms": result.spawn_to_initialize_ms,
@@ -599,7 +604,7 @@ def render(results: list[Result]) -> str:
     ]
     for r in results:
         rows.append(
-            f"| {r.server} | {r.lines:,} | {r.sites} | {len(r.latencies_ms)} | {_ms(r.p50_ms, r)} | {_ms(r.p95_ms, r)} | "
+            f"| {r.server} | {r.lines:,}{f' ({r.file})' if r.file else ''} | {r.sites} | {len(r.latencies_ms)} | {_ms(r.p50_ms, r)} | {_ms(r.p95_ms, r)} | "
             f"{_ms(r.max_ms, r)} | {_ms(r.mean_ms, r)} | {_starts(r)} | {r.cold_start_cpu_ms:.0f} | {r.spawn_to_initialize_ms:.0f} | {r.open_to_diagnostics_ms:.0f} | "
             f"{r.first_diagnostics} |"
         )
@@ -649,13 +654,17 @@ async def main_async(args: argparse.Namespace) -> list[Result]:
         log_dir = Path(args.logs) if args.logs else Path(tmp)
         log_dir.mkdir(parents=True, exist_ok=True)
         env = server_env(Path(tmp) / "pycache")
-        for server, lines, where in ((s, n, w) for s in servers for n in sizes for w in args.sites.split(",")):
-            print(f"# {server}: {lines} lines, {args.edits} edits in {where} code ...", file=sys.stderr, flush=True)
+        files: list[tuple[int, Path | None]] = (
+            [(len(f.read_text().split("\n")), f) for f in args.file] if args.file else [(n, None) for n in sizes])
+        for server, (lines, source), where in ((s, f, w) for s in servers for f in files for w in args.sites.split(",")):
+            shown = f"{source.name}, " if source is not None else ""
+            print(f"# {server}: {shown}{lines} lines, {args.edits} edits in {where} code ...", file=sys.stderr, flush=True)
             started = time.perf_counter()
             verify = args.verify_in_flight if server == "tritonsmith" else None
             result = await run_one(
                 server, lines, args.edits, folder, log_dir, args.timeout,
                 pause_s=args.pause_ms / 1e3, verify_in_flight=verify, env=env, starts=args.starts, where=where,
+                source=source,
             )
             print(
                 f"#   p50 {result.p50_ms:.1f} ms, p95 {result.p95_ms:.1f} ms, cold start "
@@ -673,6 +682,9 @@ async def main_async(args: argparse.Namespace) -> list[Result]:
 def main() -> None:
     parser = argparse.ArgumentParser(description="LSP edit-to-diagnostics latency and cold start")
     parser.add_argument("--sizes", default="200,2000,10000", help="file sizes in lines, comma-separated")
+    parser.add_argument("--file", type=Path, action="append", default=[], metavar="PATH",
+                        help="a real kernel file to open and edit, instead of generated ones (repeatable; "
+                        "--sizes is then ignored)")
     parser.add_argument("--edits", type=int, default=200, help="one-character edits per file (even: insert, delete)")
     parser.add_argument("--servers", default="tritonsmith,pylsp")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for one answer")
