@@ -40,9 +40,15 @@ def second(x):
     return out
 
 
+def both(y):
+    first(y, 128)
+    second(y)
+
+
 def use():
     first(torch.empty(128, dtype=torch.float16, device="cuda"), 128)
     second(make(64))
+    both(torch.empty(4, dtype=torch.bfloat16, device="cuda"))
 '''
 
 # Edits a user makes to such a file: retype an allocation, add or drop a caller, rename a
@@ -65,6 +71,11 @@ EDITS = [
     ("    return out\n", "    return out +\n"),
     ("    return out +\n", "    return out\n"),
     ("    out = torch.empty_like(x)\n", "    x = x.half()\n    out = torch.empty_like(x)\n"),
+    # `both` passes one parameter to two launchers: its value is found once per file and told to
+    # the second launch's reads (argtypes.LaunchTyper._parameter), which must see these edits.
+    ("torch.bfloat16", "torch.int8"),
+    ("torch.int8", "torch.bfloat16"),
+    ("    both(torch.empty(4", "    both(make(4)) or (torch.empty(4"),
 ]
 
 

@@ -149,6 +149,13 @@ class LaunchTyper:
         self.default_float = self._default_float()
         self._reads: Reads | None = None
         self._searches = 0  # callers found by searching the text, before the table is worth building
+        # A parameter's value from its callers, by (function, parameter index), with what finding
+        # it read: the same wrapper's parameters are asked for by every launch and every caller
+        # chain through it, and walking the chains again was most of a check of real code
+        # (`_parameter`). Kept only where no cut-off shaped the answer (`_cuts`).
+        self._parameters: dict[tuple[int, int], tuple[_Value | None, frozenset[tuple[int, int]], frozenset[str]]] = {}
+        self._scope_parameters: dict[int, dict[str, tuple[int, Node | None, str, str]]] = {}
+        self._cuts = 0  # answers cut short by the depth limit or a cycle: those depend on the path
 
     # -- the public question ---------------------------------------------------------------
 
@@ -188,7 +195,10 @@ class LaunchTyper:
 
     def value(self, node: Node | None, depth: int, seen: frozenset[int]) -> _Value | None:
         node = unparen(node)
-        if node is None or depth > _MAX_DEPTH:
+        if node is None:
+            return None
+        if depth > _MAX_DEPTH:
+            self._cuts += 1
             return None
         if self._reads is not None:
             self._reads.visit(node)
@@ -350,6 +360,7 @@ class LaunchTyper:
     def _self_attribute(self, node: Node, attr: str, depth: int, seen: frozenset[int]) -> _Value | None:
         for value, _ in self._self_assignments(node, attr):
             if value.id in seen:
+                self._cuts += 1
                 continue
             found = self.value(value, depth + 1, seen | {value.id})
             if found is not None:
@@ -476,9 +487,12 @@ class LaunchTyper:
         """`y = helper(x)`: what a module-level function of the file returns (its single kind
         of return value), e.g. a launcher returning the tensor it allocated."""
         if self._reads is not None:
-            self._reads.names.add(name)
+            self._reads.name(name)
         definition = self.functions.get(name)
-        if definition is None or definition.id in seen:
+        if definition is not None and definition.id in seen:
+            self._cuts += 1
+            return None
+        if definition is None:
             return None
         if definition.type == "decorated_definition":
             definition = definition.child_by_field_name("definition")
@@ -504,18 +518,24 @@ class LaunchTyper:
             if assigned is not None:
                 target, value = assigned
                 if value.id in seen:
+                    self._cuts += 1
                     return None
                 if target is not None:  # `M, K = a.shape`
                     return self._unpacked(value)
                 return self.value(value, depth + 1, seen | {value.id})
-            parameter = _parameter(scope, name)
+            parameters = self._scope_parameters.get(scope.id)
+            if parameters is None:
+                parameters = self._scope_parameters[scope.id] = _parameters(scope)
+            parameter = parameters.get(name)
             if parameter is not None:
                 return self._parameter(scope, parameter, depth, seen)
         if self._reads is not None:
-            self._reads.names.add(name)
+            self._reads.name(name)
         constant = self.globals.get(name)
-        if constant is not None and constant.type != "assignment" and constant.id not in seen:
-            return self.value(constant, depth + 1, seen | {constant.id})
+        if constant is not None and constant.type != "assignment":
+            if constant.id not in seen:
+                return self.value(constant, depth + 1, seen | {constant.id})
+            self._cuts += 1
         return None
 
     def _unpacked(self, assigned: Node) -> _Value | None:
@@ -582,7 +602,28 @@ class LaunchTyper:
     def _parameter(self, scope: Node, parameter: tuple[int, Node | None, str, str], depth: int,
                    seen: frozenset[int]) -> _Value | None:
         """A function parameter: from the function's callers in this file, `get_inputs()` for
-        `forward`, `F_inputs()` for a harness launcher `F`, else its default."""
+        `forward`, `F_inputs()` for a harness launcher `F`, else its default. Once per parameter
+        and file where no cut-off shaped the answer; an answer taken from there tells the
+        launch's `Reads` what finding it read."""
+        key = (scope.id, parameter[0])
+        known = self._parameters.get(key)
+        if known is not None:
+            if self._reads is not None:
+                self._reads.replay(known[1], known[2])
+            return known[0]
+        cuts = self._cuts
+        if self._reads is not None:
+            self._reads.record()
+        try:
+            value = self._parameter_walk(scope, parameter, depth, seen)
+        finally:
+            statements, names = self._reads.recorded() if self._reads is not None else (frozenset(), frozenset())
+        if self._cuts == cuts:
+            self._parameters[key] = (value, statements, names)
+        return value
+
+    def _parameter_walk(self, scope: Node, parameter: tuple[int, Node | None, str, str], depth: int,
+                        seen: frozenset[int]) -> _Value | None:
         index, default, pname, annotation = parameter
         name = text(scope.child_by_field_name("name"))
         cls = enclosing(scope, "class_definition")
@@ -604,6 +645,7 @@ class LaunchTyper:
         agreed: _Value | None = None
         for call in self._callers(name, cls):
             if call.id in seen:
+                self._cuts += 1
                 continue
             if self._reads is not None:  # a caller's statement, with or without the argument
                 self._reads.visit(call)
@@ -628,7 +670,7 @@ class LaunchTyper:
 
     def _returned_elements(self, function_name: str) -> list[Node] | None:
         if self._reads is not None:
-            self._reads.names.add(function_name)
+            self._reads.name(function_name)
         definition = self.functions.get(function_name)
         if definition is not None and definition.type == "decorated_definition":
             definition = definition.child_by_field_name("definition")
@@ -650,7 +692,7 @@ class LaunchTyper:
         inside kernels are not callers: a kernel cannot call a host function (TS401 says so),
         and leaving them out spares walking kernels' bodies, most of a Triton file."""
         if self._reads is not None:
-            self._reads.names.add(name)
+            self._reads.name(name)
         if self._calls is None and self._searches < _SEARCHES_BEFORE_TABLE:
             # A few lookups (an edit re-types a launch or two) search the text for the name: a
             # few milliseconds, where the table of every call walks the host code (40 ms on
@@ -761,18 +803,58 @@ class Reads:
         # statements' nodes over and over, and walking up to the module from each of them was the
         # largest own time in a profile of a check of real code.
         self._found: list[tuple[int, int]] = []
+        self._frames: list[tuple[set[tuple[int, int]], set[str]]] = []
 
     def visit(self, node: Node) -> None:
         start = node.start_byte
         if self.own <= start < self._own_end:
+            if self._frames:
+                self._frames[-1][0].add((self.own, self._own_end))
             return
         found = self._found
         at = bisect.bisect_right(found, (start, 1 << 62)) - 1
         if at >= 0 and start < found[at][1]:
+            if self._frames:
+                self._frames[-1][0].add(found[at])
             return
         statement = top_statement(node)
-        bisect.insort(found, (statement.start_byte, statement.end_byte))
-        self.statements.add(statement.start_byte)
+        self._add((statement.start_byte, statement.end_byte))
+
+    def name(self, name: str) -> None:
+        self.names.add(name)
+        if self._frames:
+            self._frames[-1][1].add(name)
+
+    def _add(self, span: tuple[int, int]) -> None:
+        if self._frames:
+            self._frames[-1][0].add(span)
+        if span[0] == self.own:
+            return
+        found = self._found
+        at = bisect.bisect_left(found, span)
+        if at < len(found) and found[at] == span:
+            return
+        found.insert(at, span)
+        self.statements.add(span[0])
+
+    # What a part of the typing read, to be told again when its answer is reused for another
+    # launch (`LaunchTyper._parameter`): every statement it touched (this launch's own included,
+    # which another launch has not read) and every name, in frames that nest as the parts do.
+    def record(self) -> None:
+        self._frames.append((set(), set()))
+
+    def recorded(self) -> tuple[frozenset[tuple[int, int]], frozenset[str]]:
+        statements, names = self._frames.pop()
+        if self._frames:
+            self._frames[-1][0].update(statements)
+            self._frames[-1][1].update(names)
+        return frozenset(statements), frozenset(names)
+
+    def replay(self, statements: frozenset[tuple[int, int]], names: frozenset[str]) -> None:
+        for span in statements:
+            self._add(span)
+        for name in names:
+            self.name(name)
 
 
 def _via(value: _Value, via: str) -> _Value:
@@ -852,11 +934,12 @@ def _descendants(node: Node, *, scopes: bool = False) -> Iterator[Node]:
         stack.extend(reversed(current.named_children))
 
 
-def _parameter(scope: Node, name: str) -> tuple[int, Node | None, str, str] | None:
-    """(index, default value, name, annotation) of `name` among `scope`'s parameters."""
+def _parameters(scope: Node) -> dict[str, tuple[int, Node | None, str, str]]:
+    """Each of `scope`'s parameters by name: (index, default value, name, annotation)."""
+    out: dict[str, tuple[int, Node | None, str, str]] = {}
     params = scope.child_by_field_name("parameters")
     if params is None:
-        return None
+        return out
     index = 0
     for child in params.named_children:
         if child.type == "comment":
@@ -872,7 +955,6 @@ def _parameter(scope: Node, name: str) -> tuple[int, Node | None, str, str] | No
         else:  # *args, **kwargs, the bare `*` and `/`
             index += 1
             continue
-        if pname == name:
-            return index, default, pname, annotation
+        out.setdefault(pname, (index, default, pname, annotation))
         index += 1
-    return None
+    return out
