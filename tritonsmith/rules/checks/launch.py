@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from tree_sitter import Node
 
@@ -118,9 +118,11 @@ def _may_bind(source: bytes, name: str) -> bool:
     return any(word in _WORD.findall(words) for words in _WORDS_AFTER_KEYWORD.findall(source))
 
 
-def _local_bindings(function: Node, name: str) -> list[Node]:
+def _local_bindings(function: Node, name: str, tables: dict[tuple[int, int], dict[str, list[Node]]] | None = None
+                    ) -> list[Node]:
     """What `name` is bound to inside a host function: the right-hand sides of `name = ...`,
-    nested `def name(...)`, and the parameter node if it is a parameter."""
+    nested `def name(...)`, and the parameter node if it is a parameter. `tables` (one per file,
+    `_binding_tables`) keeps each function's bindings of every name from one walk of it."""
     out: list[Node] = []
     # Every binding form below needs one of the shapes `_may_bind` looks for: without one, the
     # answer is known without walking the function.
@@ -132,6 +134,24 @@ def _local_bindings(function: Node, name: str) -> list[Node]:
             ident = child if child.type == "identifier" else child.child_by_field_name("name")
             if ident is not None and ident.type == "identifier" and text(ident) == name:
                 out.append(child)
+    key = (function.start_byte, function.end_byte)
+    table = tables.get(key) if tables is not None else None
+    if table is None:
+        table = _body_bindings(function)
+        if tables is not None:
+            tables[key] = table
+    return out + table.get(name, [])
+
+
+def _body_bindings(function: Node) -> dict[str, list[Node]]:
+    """Every name a host function's body binds (not in nested scopes), with the nodes
+    `_local_bindings` answers for it, in the order of one walk."""
+    out: dict[str, list[Node]] = {}
+
+    def bind(names: Iterable[str], node: Node) -> None:
+        for name in dict.fromkeys(names):  # once per name, in order
+            out.setdefault(name, []).append(node)
+
     body = function.child_by_field_name("body")
     if body is None:
         return out
@@ -142,42 +162,44 @@ def _local_bindings(function: Node, name: str) -> list[Node]:
             left = node.child_by_field_name("left")
             right = node.child_by_field_name("right")
             if left is not None and right is not None:
-                if left.type == "identifier" and text(left) == name:
-                    out.append(right)
-                elif left.type in ("pattern_list", "tuple_pattern") and any(
-                    c.type == "identifier" and text(c) == name for c in left.named_children
-                ):
-                    out.append(left)
+                if left.type == "identifier":
+                    bind([text(left)], right)
+                elif left.type in ("pattern_list", "tuple_pattern"):
+                    bind([text(c) for c in left.named_children if c.type == "identifier"], left)
         elif node.type == "function_definition":
-            if text(node.child_by_field_name("name")) == name:
-                out.append(node)
+            bind([text(node.child_by_field_name("name"))], node)
             continue  # a nested function has its own scope
         elif node.type in ("for_statement", "with_item", "for_in_clause"):
             left = node.child_by_field_name("left")
-            if left is not None and any(
-                n.type == "identifier" and text(n) == name for n in walk(left)
-            ):
-                out.append(left)
+            if left is not None:
+                bind([text(n) for n in walk(left) if n.type == "identifier"], left)
         elif node.type in (
             "import_statement",
             "import_from_statement",
             "lambda",
             "class_definition",
         ):
-            if node.type != "lambda" and name in text(node).replace(",", " ").split():
-                out.append(node)
+            if node.type != "lambda":
+                bind(text(node).replace(",", " ").split(), node)
             continue
         stack.extend(node.named_children)
     return out
 
 
+def _binding_tables(ctx: KernelContext) -> dict[tuple[int, int], dict[str, list[Node]]]:
+    """The file's host functions' bindings (`_local_bindings`), kept on its index: every kernel
+    launched from one launcher asks about the same function."""
+    tables: dict[tuple[int, int], dict[str, list[Node]]] = ctx.module.__dict__.setdefault("_host_bindings", {})
+    return tables
 
-def is_shadowed(site: LaunchSite, name: str) -> bool:
+
+def is_shadowed(site: LaunchSite, name: str,
+                tables: dict[tuple[int, int], dict[str, list[Node]]] | None = None) -> bool:
     """Whether the launched name is rebound in the host function around the launch, so that it
     may not be the module's kernel at all."""
     function = enclosing_function(site.node)
     while function is not None:
-        if _local_bindings(function, name):
+        if _local_bindings(function, name, tables):
             return True
         function = enclosing_function(function)
     return False
@@ -188,7 +210,7 @@ def launch_sites(ctx: KernelContext) -> Iterator[LaunchSite]:
     several checks ask, and each answer walks the host function)."""
     sites = ctx.__dict__.get("_certain_launch_sites")
     if sites is None:
-        sites = [s for s in ctx.kernel.launches if not is_shadowed(s, ctx.kernel.name)]
+        sites = [s for s in ctx.kernel.launches if not is_shadowed(s, ctx.kernel.name, _binding_tables(ctx))]
         ctx.__dict__["_certain_launch_sites"] = sites
     yield from sites
 
@@ -363,7 +385,7 @@ def jit_called_without_grid(ctx: KernelContext) -> Iterator[Hit]:
     if not _passes_keywords_through(ctx, allow_wrappers=False):
         return
     for site in ctx.kernel.direct_calls:
-        if is_shadowed(site, ctx.kernel.name) or _inside_device_code(ctx, site.node):
+        if is_shadowed(site, ctx.kernel.name, _binding_tables(ctx)) or _inside_device_code(ctx, site.node):
             continue
         yield Hit(
             site.node,
@@ -390,7 +412,7 @@ def _callable_definitions(site: LaunchSite, ctx: KernelContext) -> list[Node]:
     innermost = True
     while function is not None:
         bindings = [
-            b for b in (unparen(b) for b in _local_bindings(function, name)) if b is not None
+            b for b in (unparen(b) for b in _local_bindings(function, name, _binding_tables(ctx))) if b is not None
         ]
         if bindings:
             if innermost:
