@@ -271,7 +271,7 @@ def test_the_adversary_rows_re_derive_from_their_verdicts() -> None:
             assert len(attacks) == 37 and len(look_alikes) == 6
 
 
-@pytest.mark.parametrize("run", ["1", "2", "3", "4", "5", "6"])
+@pytest.mark.parametrize("run", ["1", "2", "3", "4", "5", "6", "7", "8"])
 def test_the_prediction_cost_rows_re_derive_from_their_json(run: str) -> None:
     """docs/benchmarks.md, "Predicted time: what it costs next to the verification": each row is
     predict_cost.py's table over the committed runs, and every prediction was at the sizes as
@@ -290,7 +290,7 @@ def test_the_calibration_table_and_the_host_fit_re_derive_from_their_json() -> N
     predict_calibration.py's report over the two committed runs, which hold only the calibration
     split; the host constants and the figures quoted for them come from its fit on run 1."""
     module = load("predict_calibration")
-    for pair in ((1, 2), (3, 4), (4, 5)):  # before the host, loop-spill and cast changes; after; after issue 36's cost
+    for pair in ((1, 2), (3, 4), (4, 5), (6, 7)):  # before the host, loop-spill and cast changes; after; after issue 36's cost; after the trials shared
         paths = [RAW / f"predict-calibration-{n}.json" for n in pair]
         for line in module.report(paths, None).splitlines():
             if line.startswith("|"):
