@@ -323,7 +323,7 @@ def test_issue_37s_learning_curve_figures_re_derive_from_their_json(when: str) -
         assert f"learning-curve-37-{when}-{i}.json" in PAGE
 
 
-@pytest.mark.parametrize("run", ["1", "2"])
+@pytest.mark.parametrize("run", ["1", "2", "3", "4"])
 def test_the_check_cache_rows_re_derive_from_their_json(run: str) -> None:
     """docs/benchmarks.md, "check's result cache": the table is check_cache.py's over the
     committed rows, and the cached runs' findings were the fresh check's."""
