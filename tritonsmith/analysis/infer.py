@@ -528,7 +528,7 @@ class Interpreter:
                     else:
                         merged.pop(name, None)  # defined on one path only: not defined after the if
                     continue
-                if a != b:
+                if a is not b and a != b:  # most names no branch touched: the same Value, not compared field by field
                     merged[name] = self._join(a, b, name, node.child_by_field_name("condition") or node)
         self.env = merged
 
@@ -553,13 +553,14 @@ class Interpreter:
             self._alternative(rest)
         other = self.env
         if _maybe_static(condition):  # maybe one branch is compiled; which one is not known here
-            merged = {n: (then[n] if n in then and n in other and then[n] == other[n] else UNKNOWN_VALUE)
+            merged = {n: (then[n] if n in then and n in other and (then[n] is other[n] or then[n] == other[n])
+                          else UNKNOWN_VALUE)
                       for n in set(then) | set(other)}
             self.env = merged
             return
         merged = {n: v for n, v in then.items() if n in other}
         for name in merged:
-            if then[name] != other[name]:
+            if then[name] is not other[name] and then[name] != other[name]:
                 merged[name] = self._join(then[name], other[name], name, clause.child_by_field_name("condition") or clause)
         self.env = merged
 
