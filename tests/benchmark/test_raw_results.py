@@ -334,10 +334,30 @@ def test_the_check_cache_rows_re_derive_from_their_json(run: str) -> None:
     assert data["mismatches"] == [] and data["files"] == _load("check-corpus.json")["files"]
 
 
-@pytest.mark.parametrize("run", ["1", "2"])
+@pytest.mark.parametrize("run", ["1", "2", "3", "4"])
 def test_the_check_cost_parts_re_derive_from_their_json(run: str) -> None:
     """docs/benchmarks.md, "check's result cache": where a cold check's time goes."""
     data = _load(f"check-costs-{run}.json")
     assert load("check_costs").table(data["runs"]) == data["table"]
     for line in data["table"]:
         assert line in PAGE, line
+
+
+@pytest.mark.parametrize("run", ["1", "2"])
+def test_the_real_file_edit_latencies_re_derive_from_their_json(run: str) -> None:
+    """docs/benchmarks.md, "The language server on real 2,000-line files": each row's median,
+    p95 and maximum from the run's every latency, its cold starts and its start to `initialize`."""
+    percentile = load("lsp_latency").percentile
+    data = _load(f"lsp-real-files-{run}.json")
+    assert {(r["server"], r["file"]) for r in data["results"]} == {
+        (server, name) for server in ("tritonsmith", "pylsp")
+        for name in ("causal_conv1d.py", "fused_neighborhood_attention.py")}
+    for result in data["results"]:
+        latencies = result["latencies_ms"]
+        starts = [s["cold_start_ms"] for s in result["starts"]]
+        assert len(latencies) == 200 and len(starts) == 4
+        row = (f"| {run} | {result['server']} | {result['file']} | {result['lines']:,} | "
+               f"{percentile(latencies, 0.5):.1f} | {percentile(latencies, 0.95):.1f} | {max(latencies):.1f} | "
+               f"{statistics.median(starts):.0f} ({min(starts):.0f}-{max(starts):.0f}) | "
+               f"{result['spawn_to_initialize_ms']:.0f} |")
+        assert row in PAGE, row
