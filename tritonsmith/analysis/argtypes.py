@@ -92,6 +92,9 @@ _FLOAT_RANK = {"float16": 1, "bfloat16": 1, "float32": 2, "float64": 3}
 _MAX_DEPTH = 24
 _SCOPES = frozenset({"function_definition", "class_definition", "lambda"})
 
+_Recorded = tuple[frozenset[tuple[int, int]], frozenset[str]]
+"""What a part of a launch's typing read (`Reads.recorded`): top-level statements' spans, names."""
+
 _Assigned = tuple[int, int, Node, "Node | None", Node]
 """One assignment of a name: the statement's start and end bytes, the statement, and the target
 pattern and value `_last_assignment` answers with (a pattern only when its elements cannot be
@@ -153,7 +156,7 @@ class LaunchTyper:
         # it read: the same wrapper's parameters are asked for by every launch and every caller
         # chain through it, and walking the chains again was most of a check of real code
         # (`_parameter`). Kept only where no cut-off shaped the answer (`_cuts`).
-        self._parameters: dict[tuple[int, int], tuple[_Value | None, frozenset[tuple[int, int]], frozenset[str]]] = {}
+        self._parameters: dict[tuple[int, int], tuple[_Value | None, _Recorded | None]] = {}
         self._scope_parameters: dict[int, dict[str, tuple[int, Node | None, str, str]]] = {}
         self._cuts = 0  # answers cut short by the depth limit or a cycle: those depend on the path
 
@@ -489,10 +492,10 @@ class LaunchTyper:
         if self._reads is not None:
             self._reads.name(name)
         definition = self.functions.get(name)
-        if definition is not None and definition.id in seen:
-            self._cuts += 1
-            return None
         if definition is None:
+            return None
+        if definition.id in seen:
+            self._cuts += 1
             return None
         if definition.type == "decorated_definition":
             definition = definition.child_by_field_name("definition")
@@ -607,19 +610,21 @@ class LaunchTyper:
         launch's `Reads` what finding it read."""
         key = (scope.id, parameter[0])
         known = self._parameters.get(key)
-        if known is not None:
-            if self._reads is not None:
-                self._reads.replay(known[1], known[2])
+        if known is not None and (self._reads is None or known[1] is not None):  # found without reads: found again
+            if self._reads is not None and known[1] is not None:
+                self._reads.replay(*known[1])
             return known[0]
         cuts = self._cuts
         if self._reads is not None:
             self._reads.record()
+        recorded: _Recorded | None = None
         try:
             value = self._parameter_walk(scope, parameter, depth, seen)
         finally:
-            statements, names = self._reads.recorded() if self._reads is not None else (frozenset(), frozenset())
+            if self._reads is not None:
+                recorded = self._reads.recorded()
         if self._cuts == cuts:
-            self._parameters[key] = (value, statements, names)
+            self._parameters[key] = (value, recorded)
         return value
 
     def _parameter_walk(self, scope: Node, parameter: tuple[int, Node | None, str, str], depth: int,
@@ -843,7 +848,7 @@ class Reads:
     def record(self) -> None:
         self._frames.append((set(), set()))
 
-    def recorded(self) -> tuple[frozenset[tuple[int, int]], frozenset[str]]:
+    def recorded(self) -> _Recorded:
         statements, names = self._frames.pop()
         if self._frames:
             self._frames[-1][0].update(statements)

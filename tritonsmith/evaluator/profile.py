@@ -378,11 +378,11 @@ def counting(counter: _Counter) -> Iterator[None]:
                 # A trial whose Config differs from an earlier one only in what the kernel cannot
                 # see (`num_warps`, `num_stages`) runs the same programs: it takes their counts.
                 key = (launch.tuning.get("group"), launch.kernel, repr(sorted(launch.constexprs.items())), launch.grid)
-                twin = counter.trials.setdefault(key, launch)
-                if twin is not launch:
+                earlier = counter.trials.setdefault(key, launch)
+                if earlier is not launch:
+                    twin = earlier
                     counter.plan = [[], [], []]
                     return (0, 0, 0)
-                twin = None
             limits = FIRST_SAMPLES_PER_AXIS if launch.tuning and counter.hollow else counter.limits
             counter.plan = [program_sample(n, limit, counter.rng) for n, limit in zip(real, limits, strict=True)]
             return tuple(len(p) for p in counter.plan)

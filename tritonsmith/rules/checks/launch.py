@@ -118,8 +118,7 @@ def _may_bind(source: bytes, name: str) -> bool:
     return any(word in _WORD.findall(words) for words in _WORDS_AFTER_KEYWORD.findall(source))
 
 
-def _local_bindings(function: Node, name: str, tables: dict[tuple[int, int], dict[str, list[Node]]] | None = None
-                    ) -> list[Node]:
+def _local_bindings(function: Node, name: str, tables: dict[tuple[int, int], dict[str, list[Node]]]) -> list[Node]:
     """What `name` is bound to inside a host function: the right-hand sides of `name = ...`,
     nested `def name(...)`, and the parameter node if it is a parameter. `tables` (one per file,
     `_binding_tables`) keeps each function's bindings of every name from one walk of it."""
@@ -135,11 +134,9 @@ def _local_bindings(function: Node, name: str, tables: dict[tuple[int, int], dic
             if ident is not None and ident.type == "identifier" and text(ident) == name:
                 out.append(child)
     key = (function.start_byte, function.end_byte)
-    table = tables.get(key) if tables is not None else None
+    table = tables.get(key)
     if table is None:
-        table = _body_bindings(function)
-        if tables is not None:
-            tables[key] = table
+        table = tables[key] = _body_bindings(function)
     return out + table.get(name, [])
 
 
@@ -193,8 +190,7 @@ def _binding_tables(ctx: KernelContext) -> dict[tuple[int, int], dict[str, list[
     return tables
 
 
-def is_shadowed(site: LaunchSite, name: str,
-                tables: dict[tuple[int, int], dict[str, list[Node]]] | None = None) -> bool:
+def is_shadowed(site: LaunchSite, name: str, tables: dict[tuple[int, int], dict[str, list[Node]]]) -> bool:
     """Whether the launched name is rebound in the host function around the launch, so that it
     may not be the module's kernel at all."""
     function = enclosing_function(site.node)
