@@ -56,11 +56,11 @@ def serve(*, tcp: str | None = None, log_file: str | None = None) -> int:
     from .._runtime import tune_gc
 
     tune_gc()
+    from .transport import serve_stdio, serve_tcp
+
     if tcp:
         host, _, port = tcp.rpartition(":")
-        server.start_tcp(host or "127.0.0.1", int(port))
+        serve_tcp(server, server.framer, host or "127.0.0.1", int(port))
     else:
-        from .framing import serve_stdio
-
         serve_stdio(server, server.framer)
     return 1 if getattr(server.protocol, "exit_without_shutdown", False) else 0

@@ -3,7 +3,8 @@
 pygls' own loop (`pygls.io_.run_async`) trusts its client: `Content-Length: 1000000000000`
 makes it allocate that much and die, a header without `Content-Length` or with LF-only line ends
 leaves it waiting for ever, and a body that is not JSON is logged with a traceback but never
-answered. This loop replaces it (`serve_stdio`), with the same hand-over to the protocol:
+answered. `Framer` and `dispatch` replace it (transport.py reads the stream), with the same hand-over
+to the protocol:
 
 - Headers end with CRLF or LF; names are case-insensitive; anything else in the header block is
   ignored. A header block without a usable `Content-Length` is skipped and logged.
@@ -21,17 +22,13 @@ Nothing is lost that can be kept: each error costs the message it is about, neve
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import os
 import re
-import sys
-import threading
 from collections.abc import Callable
-from typing import Any, BinaryIO
+from typing import Any
 
-__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "Framer", "serve_stdio"]
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "Framer", "dispatch", "error_response"]
 
 log = logging.getLogger(__name__)
 
@@ -176,47 +173,3 @@ def _clamp_positions(value: Any) -> Any:
     if isinstance(value, list):
         return [_clamp_positions(v) for v in value]
     return value
-
-
-async def read_stdio(stop: threading.Event, fd: int, protocol: Any, write: Callable[[bytes], None],
-                     framer: Framer, executor: Any = None) -> None:
-    loop = asyncio.get_running_loop()
-    while not stop.is_set():
-        data = await loop.run_in_executor(executor, os.read, fd, 1 << 16)
-        if not data:
-            return  # the client closed the stream
-        for item in framer.feed(data):
-            if isinstance(item, tuple):
-                log.warning("LSP framing: %s", item[1])
-                write(error_response(*item))
-            else:
-                dispatch(item, protocol, write)
-
-
-class _Writer:
-    def __init__(self, stream: BinaryIO) -> None:
-        self._stream = stream
-
-    def close(self) -> None:
-        self._stream.close()
-
-    def write(self, data: bytes) -> None:
-        self._stream.write(data)
-        self._stream.flush()
-
-
-def serve_stdio(server: Any, framer: Framer) -> None:
-    """pygls' `start_io`, reading through `framer` (a `LanguageServer` whose protocol pygls
-    built). Returns when the client closes the stream or asks the server to exit."""
-    server._stop_event = stop = threading.Event()
-    writer = _Writer(sys.stdout.buffer)
-    server.protocol.set_writer(writer)
-    try:
-        asyncio.run(read_stdio(stop, sys.stdin.buffer.fileno(), server.protocol, writer.write, framer,
-                               server.thread_pool))
-    except BrokenPipeError:
-        log.error("the client's end of the connection is gone; shutting down")
-    except (KeyboardInterrupt, SystemExit):
-        pass
-    finally:
-        server.shutdown()

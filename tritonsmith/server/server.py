@@ -172,7 +172,7 @@ class TritonsmithServer(LanguageServer):
         # The compile results of documents closed lately, by URI: reopening a file shows the
         # last compile's findings again while its text is what they were computed on.
         self._closed_compiles: dict[str, ClosedCompile] = {}
-        self.framer = Framer()  # what reads the client's stream (serve_stdio); maxMessageMb sets its limit
+        self.framer = Framer()  # what splits the client's stream (transport.py); maxMessageMb sets its limit
         self.editor_settings: dict = {}
         self.settings_warnings: list[str] = []
         self.root: Path | None = None
