@@ -39,7 +39,6 @@ from .tracebacks import chained_blocks, frames
 from .verify import Verdict
 
 __all__ = [
-    "COMPILE_SOURCE",
     "KernelReport",
     "as_written_for",
     "compile_file",
@@ -54,7 +53,6 @@ __all__ = [
     "verdict_findings",
 ]
 
-COMPILE_SOURCE = "tritonsmith-verify"
 COMPILE_TIMEOUT_S = 300.0
 
 

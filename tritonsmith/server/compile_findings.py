@@ -22,7 +22,9 @@ from ..analysis.document import Document
 from ..analysis.index import Kernel, ModuleIndex, index_module
 from ..rules.findings import Finding
 
-__all__ = ["CompileFinding", "anchor", "compiled_on", "kernel_texts", "live", "merge"]
+__all__ = ["COMPILE_SOURCE", "CompileFinding", "anchor", "compiled_on", "kernel_texts", "live", "merge"]
+
+COMPILE_SOURCE = "tritonsmith-verify"  # the diagnostics' source of what a compile or verification found
 
 
 @dataclass(frozen=True)

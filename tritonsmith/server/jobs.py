@@ -33,15 +33,14 @@ from pygls.capabilities import get_capability
 from pygls.uris import to_fs_path
 
 from ..analysis.document import Document
-from ..evaluator.pipeline import Checked, Options, Pipeline
-from ..evaluator.pool import WorkerPool, compile_workers
-from ..evaluator.reports import compile_file, verdict_findings
-from ..evaluator.verify import Verdict, default_mode
 from ..version import installed_triton_version
 from .compile_findings import anchor, compiled_on, kernel_texts
 
 if TYPE_CHECKING:
+    from ..evaluator.pipeline import Checked, Pipeline
+    from ..evaluator.pool import WorkerPool
     from ..evaluator.reports import KernelReport
+    from ..evaluator.verify import Verdict
     from ..rules import Rule
     from ..state import FailureLog
     from .compile_findings import CompileFinding
@@ -90,6 +89,12 @@ class CompileJobs:
         with the workspace's current settings. Its workers start on the first save (an editor
         that never saves pays nothing) and stay warm between saves (imports and Triton's compile
         cache survive); the verification workers restart when the `importPaths` setting changes."""
+        # The evaluator is imported on the first save, not at start-up: the first diagnostics
+        # never wait for it.
+        from ..evaluator.pipeline import Options, Pipeline
+        from ..evaluator.pool import compile_workers
+        from ..evaluator.verify import default_mode
+
         state = self.server.workspace_state
         options = Options.from_settings(state.settings, state.root, mode=default_mode())
         if self._pipeline is None:
@@ -206,6 +211,8 @@ class CompileJobs:
         target = (list(settings.targets) or ["sm_90"])[0]
         path = to_fs_path(uri) or uri
         began = time.monotonic()
+        from ..evaluator.reports import compile_file
+
         try:
             learned = await asyncio.to_thread(self._learned_rules)
             reports = await asyncio.to_thread(compile_file, self.pool, source, path=path,
@@ -339,6 +346,8 @@ class CompileJobs:
         self.running[uri] = asyncio.ensure_future(self._run(uri, state.document.text, cancel, verify=verify))
 
     async def _run(self, uri: str, source: str, cancel: threading.Event, *, verify: bool = True) -> None:
+        from ..evaluator.reports import verdict_findings
+
         settings = self.server.workspace_state.settings
         verify = verify and settings.verify_on_save == "verify"
         pipeline = self.pipeline()

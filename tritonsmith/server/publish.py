@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from ..evaluator.reports import COMPILE_SOURCE
-from .compile_findings import live, merge
+from .compile_findings import COMPILE_SOURCE, live, merge
 from .convert import to_lsp_diagnostic
 
 if TYPE_CHECKING:

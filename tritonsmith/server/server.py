@@ -176,8 +176,10 @@ class TritonsmithServer(LanguageServer):
         self.editor_settings: dict = {}
         self.settings_warnings: list[str] = []
         self.root: Path | None = None
-        self.workspace_state: Workspace = Workspace(None, Settings())
-        self.rule_pages = RulePages(self.workspace_state.rules, None)
+        # Read at `initialize` (`reload`), where the root is known: not here as well, the
+        # packs would be read twice before the first diagnostics.
+        self._workspace_state: Workspace | None = None
+        self._rule_pages: RulePages | None = None
         self.pull_diagnostics = False
         self.supports_refresh = False
         self.client_supports_code_lens_refresh = False
@@ -192,6 +194,20 @@ class TritonsmithServer(LanguageServer):
         self.searches = Searches(self)  # "Optimize this kernel"
 
     # -- settings and rules ----------------------------------------------------------------
+
+    @property
+    def workspace_state(self) -> Workspace:
+        """The workspace's settings and rules; the defaults until `initialize` (a server a test
+        drives without one)."""
+        if self._workspace_state is None:
+            self._workspace_state = Workspace(None, Settings())
+        return self._workspace_state
+
+    @property
+    def rule_pages(self) -> RulePages:
+        if self._rule_pages is None:
+            self._rule_pages = RulePages(self.workspace_state.rules, self.root)
+        return self._rule_pages
 
     @property
     def encoding(self) -> str:
@@ -219,8 +235,8 @@ class TritonsmithServer(LanguageServer):
         """Re-read settings and packs, then re-check every open document."""
         if editor_settings is not None:
             self.editor_settings = editor_settings
-        self.workspace_state = Workspace(self.root, self.compute_settings())
-        self.rule_pages = RulePages(self.workspace_state.rules, self.root)
+        self._workspace_state = Workspace(self.root, self.compute_settings())
+        self._rule_pages = RulePages(self._workspace_state.rules, self.root)
         # tritonsmith.logLevel: the server's own loggers (pygls stays at warnings).
         logging.getLogger("tritonsmith").setLevel(self.workspace_state.settings.log_level.upper())
         self.framer.max_bytes = self.workspace_state.settings.max_message_mb * 1024 * 1024

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from ...analysis import Document
-from ...evaluator.scaffold import Scaffold, find_launchers, launcher_at, scaffold_harness
 from ...rules import Edit, Finding, Span
 from ...rules.fixes import fix_edits
 from ..convert import to_lsp_diagnostic, to_lsp_text_edit
 from ..server import OpenDocument, TritonsmithServer
 from .optimize import OPTIMIZE_KIND, optimize_actions
+
+if TYPE_CHECKING:
+    from ...evaluator.scaffold import Scaffold
 
 __all__ = ["CREATE_HARNESS_KIND", "CREATE_HARNESS_TITLE", "FIX_ALL_KIND", "ignore_edit", "register"]
 
@@ -75,6 +78,9 @@ def _harness_actions(
     source = bool(only) and _wanted(only, CREATE_HARNESS_KIND)
     if not (rewrite or source):
         return []
+    # Imported on the first such request, not at start-up (the evaluator package is ~40 ms).
+    from ...evaluator.scaffold import find_launchers, launcher_at, scaffold_harness
+
     launchers = [found for found in find_launchers(state.document, index=state.index) if not found.has_harness]
     if not launchers:
         return []

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ...evaluator.reports import as_written_for, lens_details, lens_title, predicted_for
 from ..compile_findings import compiled_on
 from ..server import TritonsmithServer
 
@@ -36,11 +35,14 @@ def register(server: TritonsmithServer) -> None:
             report = reports.get(kernel.name)
             if report is None:
                 title, tooltip = "Compile now", "compile this file's kernels for the targets now"
-            else:
+            else:  # a compile has reported: the evaluator is imported by now
+                from ...evaluator import reports as shown
+
                 stale = kernel.name in compiled and compiled_on(state.document.source, kernel) != compiled[kernel.name]
-                predicted, as_written = predicted_for(state.verdicts, kernel.name), as_written_for(state.verdicts, kernel.name)
-                title = lens_title(report, predicted, as_written, stale=stale)
-                tooltip = lens_details(report, predicted, as_written, stale=stale)
+                predicted = shown.predicted_for(state.verdicts, kernel.name)
+                as_written = shown.as_written_for(state.verdicts, kernel.name)
+                title = shown.lens_title(report, predicted, as_written, stale=stale)
+                tooltip = shown.lens_details(report, predicted, as_written, stale=stale)
             lenses.append(types.CodeLens(range=where, command=types.Command(
                 title=title, command=VERIFY_COMMAND, arguments=[state.uri], tooltip=tooltip)))
         for verdict in state.verdicts:

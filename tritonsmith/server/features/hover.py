@@ -4,14 +4,17 @@ its inferred type and shape in each launch configuration (rules/types_at.py)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from lsprotocol import types
 
-from ...evaluator.reports import recorded_launch_constexprs, recorded_launch_types
-from ...evaluator.verify import Verdict
 from ...rules.docs import rule_markdown
 from ...rules.types_at import RecordedLaunches, name_types
 from ..convert import to_lsp_range
 from ..server import TritonsmithServer
+
+if TYPE_CHECKING:
+    from ...evaluator.verify import Verdict
 
 __all__ = ["register"]
 
@@ -45,8 +48,12 @@ def register(server: TritonsmithServer) -> None:
                                                                 value=verdict_markdown(verdict)))
         if index is not None:
             # What the source leaves unknown, as the last check run launched it.
-            recorded = RecordedLaunches(recorded_launch_types(state.verdicts),
-                                        recorded_launch_constexprs(state.verdicts)) if state.verdicts else None
+            recorded = None
+            if state.verdicts:  # a verification has run: the evaluator is imported by now
+                from ...evaluator.reports import recorded_launch_constexprs, recorded_launch_types
+
+                recorded = RecordedLaunches(recorded_launch_types(state.verdicts),
+                                            recorded_launch_constexprs(state.verdicts))
             try:
                 typed = name_types(state.document.root, state.document.source, index, point,
                                    ls.workspace_state.version, recorded)
