@@ -361,3 +361,26 @@ def test_the_real_file_edit_latencies_re_derive_from_their_json(run: str) -> Non
                f"{statistics.median(starts):.0f} ({min(starts):.0f}-{max(starts):.0f}) | "
                f"{result['spawn_to_initialize_ms']:.0f} |")
         assert row in PAGE, row
+
+
+def _cold_start_row(run: str, tree: str, result: dict[str, Any]) -> str:
+    starts = result["starts"]
+    totals = [s["cold_start_ms"] for s in starts]
+    inits = [s["spawn_to_initialize_ms"] for s in starts]
+    return (f"| {run} | {tree} | {result['server']} | {result['file']} | "
+            f"{statistics.median(totals):.0f} ({min(totals):.0f}-{max(totals):.0f}) | "
+            f"{statistics.median(inits):.0f} ({min(inits):.0f}-{max(inits):.0f}) | {result['cold_start_cpu_ms']:.0f} |")
+
+
+@pytest.mark.parametrize("run", ["1", "2"])
+def test_the_cold_start_before_and_after_re_derive_from_their_json(run: str) -> None:
+    """docs/benchmarks.md, "Cold start without the evaluator": each row's median and range of
+    eight starts, to first diagnostics and to the `initialize` answer, and the first start's CPU."""
+    files = {"causal_conv1d.py", "fused_neighborhood_attention.py"}
+    for tree, servers in (("before", ("tritonsmith",)), ("after", ("tritonsmith", "pylsp"))):
+        data = _load(f"lsp-cold-start-{tree}-{run}.json")
+        assert {(r["server"], r["file"]) for r in data["results"]} == {(s, f) for s in servers for f in files}
+        for result in data["results"]:
+            assert len(result["starts"]) == 8
+            row = _cold_start_row(run, tree, result)
+            assert row in PAGE, row
