@@ -9,4 +9,4 @@ cd "$(dirname "$0")/.."
 .venv/bin/mypy
 ./scripts/build-extension.sh
 ./scripts/vscode-e2e.sh
-.venv/bin/python -m pytest -q "$@"
+.venv/bin/python -m pytest -q --durations=30 "$@"  # the slowest thirty, to keep the markers honest

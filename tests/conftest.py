@@ -1,10 +1,18 @@
-"""Test-session setup shared by every test folder: `gpu` tests run only where CUDA works."""
+"""What every test folder shares: `gpu` tests run only where CUDA works; tests that run Triton's
+interpreter skip where it cannot run (`needs_interpreter`) and share its worker pools
+(`interpreter_pools`)."""
 
 from __future__ import annotations
 
 import functools
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from tritonsmith.evaluator.pool import WorkerPool
 
 
 @functools.cache
@@ -22,3 +30,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         skip = pytest.mark.skip(reason="needs a CUDA GPU")
         for item in gpu_items:
             item.add_marker(skip)
+
+
+def needs_interpreter() -> None:
+    """Skip the calling test unless Triton's interpreter can run: torch, Triton and numpy (the
+    interpreter computes with it) installed."""
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    pytest.importorskip("numpy", reason="Triton's interpreter needs numpy")
+
+
+@pytest.fixture(scope="module")
+def interpreter_pools() -> Iterator[tuple[WorkerPool, WorkerPool]]:
+    """(reference, candidate) worker pools running Triton's interpreter, one worker each as the
+    editor and `verify` run them; kept warm across a module's tests (a killed worker is replaced)."""
+    from tritonsmith.evaluator.pool import WorkerPool
+
+    needs_interpreter()
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    with WorkerPool(1, env=env) as reference, WorkerPool(1, env=env) as candidate:
+        yield reference, candidate

@@ -6,7 +6,6 @@ sm_80's limit. The fixtures are in fixtures/broken/.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,13 +34,6 @@ def _needs_interpreter() -> None:
     pytest.importorskip("torch")
     pytest.importorskip("triton")
     pytest.importorskip("numpy", reason="Triton's interpreter needs numpy")
-
-
-@pytest.fixture(scope="module")
-def interpreter_pools() -> Iterator[tuple[WorkerPool, WorkerPool]]:
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    with WorkerPool(1, env=env) as reference, WorkerPool(1, env=env) as candidate:
-        yield reference, candidate
 
 
 @pytest.fixture(scope="module")

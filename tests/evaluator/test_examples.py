@@ -8,8 +8,6 @@ code, which leaves nothing behind in a worker.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,13 +27,6 @@ def _needs_interpreter() -> None:
     pytest.importorskip("torch")
     pytest.importorskip("triton")
     pytest.importorskip("numpy", reason="Triton's interpreter needs numpy")
-
-
-@pytest.fixture(scope="module")
-def pools() -> Iterator[tuple[WorkerPool, WorkerPool]]:
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    with WorkerPool(1, env=env) as reference, WorkerPool(1, env=env) as candidate:
-        yield reference, candidate
 
 
 def test_the_examples_with_a_spec_are_the_expected_ones() -> None:
@@ -62,11 +53,11 @@ def test_compiles_for_sm90(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", SPECS)
-def test_verifies_on_the_cpu(name: str, pools: tuple[WorkerPool, WorkerPool]) -> None:
+def test_verifies_on_the_cpu(name: str, interpreter_pools: tuple[WorkerPool, WorkerPool]) -> None:
     _needs_interpreter()
     specs = detect_specs(EXAMPLES / name)
     for spec in specs:
-        verdict = verify_spec(spec, mode="interpreter", pools=pools)
+        verdict = verify_spec(spec, mode="interpreter", pools=interpreter_pools)
         assert verdict.ok, verdict.summary()
         if spec.any_shape:  # harnesses, and KernelBench problems that say `any-shape`
             assert verdict.tail, f"no extra-size trial: {verdict.notes}"

@@ -7,11 +7,9 @@ no GPU is needed.
 
 from __future__ import annotations
 
-import os
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -108,14 +106,6 @@ def candidate(folder: Path, fault: str, limits: str = "") -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def pools() -> Iterator[tuple[WorkerPool, WorkerPool]]:
-    """Kept warm across tests, as the editor keeps them (a killed worker is replaced)."""
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    with WorkerPool(1, env=env) as reference, WorkerPool(1, env=env) as candidates:
-        yield reference, candidates
-
-
 @pytest.fixture(autouse=True)
 def _interpreter() -> None:
     pytest.importorskip("torch")
@@ -132,14 +122,14 @@ def test_the_default_limits() -> None:
 
 @pytest.mark.slow
 def test_an_endless_loop_is_a_hang_verdict_within_a_minute(
-    tmp_path: Path, pools: tuple[WorkerPool, WorkerPool]
+    tmp_path: Path, interpreter_pools: tuple[WorkerPool, WorkerPool]
 ) -> None:
     """With the default limits: the reference's forward pass takes milliseconds, so a forward
     pass may take 30 s; the verdict says so long before the 300 s backstop."""
     spec = detect_kernelbench(candidate(tmp_path, "endless-loop"))
     assert spec is not None
     started = time.monotonic()
-    verdict = verify_spec(spec, mode="interpreter", pools=pools)
+    verdict = verify_spec(spec, mode="interpreter", pools=interpreter_pools)
     elapsed = time.monotonic() - started
     assert not verdict.ok and verdict.stage == "candidate", verdict.summary()
     assert "verify_candidate job timed out after 30 s (hang)" in verdict.message
@@ -180,14 +170,14 @@ def test_memory_growth_gives_a_memory_limit_verdict(
 
 
 def test_untouched_memory_meets_the_address_space_cap(
-    tmp_path: Path, pools: tuple[WorkerPool, WorkerPool]
+    tmp_path: Path, interpreter_pools: tuple[WorkerPool, WorkerPool]
 ) -> None:
     """64 GB allocated and never written (so never resident) in `__init__`: under the
     interpreter the worker's address space is capped, the allocation fails at once, and the
     verdict names the memory limit (not a hang, not "the candidate raised")."""
     spec = detect_kernelbench(candidate(tmp_path, "grows-untouched-in-init"))
     assert spec is not None
-    verdict = verify_spec(spec, mode="interpreter", pools=pools, memory_mb=1536)
+    verdict = verify_spec(spec, mode="interpreter", pools=interpreter_pools, memory_mb=1536)
     assert not verdict.ok and verdict.stage == "candidate", verdict.summary()
     # The allocation fails inside the job ("could not allocate memory within its 1536 MB
     # limit") or, when the failure takes the worker down first on a loaded machine, the pool
@@ -216,7 +206,7 @@ def test_flags_override_the_pyproject_limits(tmp_path: Path) -> None:
 
 
 def test_cancelling_kills_the_hung_worker_at_once(
-    tmp_path: Path, pools: tuple[WorkerPool, WorkerPool]
+    tmp_path: Path, interpreter_pools: tuple[WorkerPool, WorkerPool]
 ) -> None:
     """What a newer save does to the running verification (server/jobs.py): set the old job's
     cancel event. The hung candidate's worker dies within a poll, and the pools serve the
@@ -226,9 +216,9 @@ def test_cancelling_kills_the_hung_worker_at_once(
     cancel = threading.Event()
     verdicts = []
     runner = threading.Thread(target=lambda: verdicts.append(
-        verify_spec(spec, mode="interpreter", pools=pools, cancel=cancel, hang_s=120)))
+        verify_spec(spec, mode="interpreter", pools=interpreter_pools, cancel=cancel, hang_s=120)))
     runner.start()
-    _, candidates = pools
+    _, candidates = interpreter_pools
     deadline = time.monotonic() + 60
     while not candidates.worker_pids() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -244,6 +234,6 @@ def test_cancelling_kills_the_hung_worker_at_once(
     assert all(not Path(f"/proc/{pid}").exists() for pid in busy)
     fine = detect_kernelbench(candidate(tmp_path, "fine"))
     assert fine is not None
-    after = verify_spec(fine, mode="interpreter", pools=pools)
+    after = verify_spec(fine, mode="interpreter", pools=interpreter_pools)
     assert after.ok, after.summary()
     assert after.details["limits"]["hang_s"] == 30

@@ -7,12 +7,10 @@ reference's failure; the `importPaths` folders make it importable inside the san
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tritonsmith.evaluator.pool import WorkerPool
 from tritonsmith.evaluator.sandbox import with_import_paths
 from tritonsmith.evaluator.verify import detect_specs, verify_spec
 
@@ -31,15 +29,6 @@ def launcher(*, returned: str = "y2d.view(*batch, n_cols), BLOCK_SIZE, num_warps
     return source.replace("import triton.language as tl\n", f"import triton.language as tl\n{imports}\n", 1)
 
 
-@pytest.fixture(scope="module")
-def pools() -> Iterator[tuple[WorkerPool, WorkerPool]]:
-    pytest.importorskip("triton")
-    pytest.importorskip("numpy", reason="Triton's interpreter needs numpy")
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    with WorkerPool(1, env=env) as reference, WorkerPool(1, env=env) as candidate:
-        yield reference, candidate
-
-
 def _verify(tmp_path: Path, source: str, pools=None, env=None):
     path = tmp_path / "liger_softmax.py"
     path.write_text(source)
@@ -47,8 +36,8 @@ def _verify(tmp_path: Path, source: str, pools=None, env=None):
     return verify_spec(spec, mode="interpreter", time_it=False, pools=pools, env=env)
 
 
-def test_a_tuple_with_plain_values_verifies(tmp_path: Path, pools) -> None:
-    verdict = _verify(tmp_path, launcher(), pools)
+def test_a_tuple_with_plain_values_verifies(tmp_path: Path, interpreter_pools) -> None:
+    verdict = _verify(tmp_path, launcher(), interpreter_pools)
     assert verdict.ok, verdict.summary()
 
 
@@ -58,24 +47,24 @@ def test_a_tuple_with_plain_values_verifies(tmp_path: Path, pools) -> None:
     ("y2d.view(*batch, n_cols), BLOCK_SIZE, num_warps", "returned 3 output(s), the reference 4"),
     ("y2d.view(*batch, n_cols), float(BLOCK_SIZE), num_warps, False", "output 1: float 512.0, the reference int 512"),
 ])
-def test_plain_values_must_be_equal_and_of_the_same_type(tmp_path: Path, pools, returned: str, why: str) -> None:
-    verdict = _verify(tmp_path, launcher(returned=returned), pools)
+def test_plain_values_must_be_equal_and_of_the_same_type(tmp_path: Path, interpreter_pools, returned: str, why: str) -> None:
+    verdict = _verify(tmp_path, launcher(returned=returned), interpreter_pools)
     assert not verdict.ok and why in verdict.message, verdict.summary()
 
 
-def test_an_object_that_is_neither_a_tensor_nor_a_plain_value_is_refused(tmp_path: Path, pools) -> None:
+def test_an_object_that_is_neither_a_tensor_nor_a_plain_value_is_refused(tmp_path: Path, interpreter_pools) -> None:
     """A lazy object could compute the answer when read: only tensors and plain values count."""
     source = launcher(returned="y2d.view(*batch, n_cols), BLOCK_SIZE, num_warps, [False]",
                       expected="torch.softmax(x, dim=-1), BLOCK_SIZE, num_warps, [False]")
-    verdict = _verify(tmp_path, source, pools)
+    verdict = _verify(tmp_path, source, interpreter_pools)
     assert not verdict.ok and "output 3 is a builtins.list" in verdict.message and "exploit 9" in verdict.message
 
 
-def test_a_module_the_workers_cannot_import_is_named_with_what_to_do(tmp_path: Path, pools) -> None:
+def test_a_module_the_workers_cannot_import_is_named_with_what_to_do(tmp_path: Path, interpreter_pools) -> None:
     """Not "the reference failed": a NOT VERIFIED verdict at the imports, naming the module,
     the interpreter to install it in and the setting that adds a workspace folder."""
     verdict = _verify(tmp_path, launcher(imports="from liger_kernel_not_installed.ops.utils import calculate_settings"),
-                      pools)
+                      interpreter_pools)
     assert not verdict.ok and verdict.stage == "imports", verdict.summary()
     summary = verdict.summary()
     assert summary.startswith("NOT VERIFIED") and "the reference failed" not in summary

@@ -220,6 +220,7 @@ def test_a_hang_is_reported_after_the_stall_limit(pool: WorkerPool, function: st
     assert pool.run(call("add", 1, 1)).payload == {"value": 2}
 
 
+@pytest.mark.slow  # over 3 s: outside the fast loop
 def test_progress_keeps_a_slow_job_alive(pool: WorkerPool) -> None:
     """Eight steps of 0.5 s with a progress report after each: 4 s in all, past a 1.5 s stall
     limit, and still not a hang (a slow interpreter run that progresses is not killed)."""

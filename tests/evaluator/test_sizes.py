@@ -8,9 +8,7 @@ problems too. The planner tests need no torch; the end-to-end ones run Triton's 
 from __future__ import annotations
 
 import math
-import os
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -349,13 +347,6 @@ def _needs_interpreter() -> None:
     pytest.importorskip("numpy", reason="Triton's interpreter needs numpy")
 
 
-@pytest.fixture(scope="module")
-def pools() -> Iterator[tuple[WorkerPool, WorkerPool]]:
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    with WorkerPool(1, env=env) as reference, WorkerPool(1, env=env) as candidate:
-        yield reference, candidate
-
-
 def _verify(tmp_path: Path, name: str, source: str, pools: tuple[WorkerPool, WorkerPool]) -> Verdict:
     path = tmp_path / name
     path.write_text(source)
@@ -363,11 +354,11 @@ def _verify(tmp_path: Path, name: str, source: str, pools: tuple[WorkerPool, Wor
     return verify_spec(spec, mode="interpreter", pools=pools, timeout_s=120)
 
 
-def test_a_floor_grid_over_16x4000_fails_on_the_cpu(tmp_path: Path, pools: tuple[WorkerPool, WorkerPool]) -> None:
+def test_a_floor_grid_over_16x4000_fails_on_the_cpu(tmp_path: Path, interpreter_pools: tuple[WorkerPool, WorkerPool]) -> None:
     """16 × 4000 is within the budget and runs as written: 62 blocks of 1024 leave the last 512
     elements unwritten (it used to pass at 16 × 256, a multiple of 1024)."""
     _needs_interpreter()
-    verdict = _verify(tmp_path, "relu_floor.py", _FLOOR_RELU, pools)
+    verdict = _verify(tmp_path, "relu_floor.py", _FLOOR_RELU, interpreter_pools)
     assert not verdict.ok, verdict.summary()
     assert verdict.stage in ("candidate", "compare", "shapes"), verdict.summary()
     assert "(15, 3" in verdict.message  # the tail of the last row
@@ -376,9 +367,9 @@ def test_a_floor_grid_over_16x4000_fails_on_the_cpu(tmp_path: Path, pools: tuple
 
 
 def test_the_same_kernel_with_a_ceil_grid_verifies_at_real_and_odd_sizes(
-        tmp_path: Path, pools: tuple[WorkerPool, WorkerPool]) -> None:
+        tmp_path: Path, interpreter_pools: tuple[WorkerPool, WorkerPool]) -> None:
     _needs_interpreter()
-    verdict = _verify(tmp_path, "relu_ceil.py", _CEIL_RELU, pools)
+    verdict = _verify(tmp_path, "relu_ceil.py", _CEIL_RELU, interpreter_pools)
     assert verdict.ok, verdict.summary()
     assert verdict.tail == {"batch_size": (16, 11), "dim": (4000, 2999)}  # KernelBench, no any-shape comment
     summary = verdict.summary()
@@ -390,9 +381,9 @@ def test_the_same_kernel_with_a_ceil_grid_verifies_at_real_and_odd_sizes(
 
 
 def test_a_reference_that_cannot_run_at_odd_sizes_is_a_note(
-        tmp_path: Path, pools: tuple[WorkerPool, WorkerPool]) -> None:
+        tmp_path: Path, interpreter_pools: tuple[WorkerPool, WorkerPool]) -> None:
     _needs_interpreter()
-    verdict = _verify(tmp_path, "double.py", _RESHAPING_REFERENCE, pools)
+    verdict = _verify(tmp_path, "double.py", _RESHAPING_REFERENCE, interpreter_pools)
     assert verdict.ok, verdict.summary()
     assert verdict.tail == {} and "no odd-size trial" in verdict.summary()
     assert any("skipped: the reference fails at them" in note for note in verdict.notes), verdict.notes
@@ -443,9 +434,9 @@ _SIZED_PATHS = _FLOOR_RELU.replace("batch_size = 16\ndim = 4000", "batch_size = 
 
 
 def test_a_failure_on_a_path_only_smaller_sizes_take_is_not_verified_not_failed(
-        tmp_path: Path, pools: tuple[WorkerPool, WorkerPool]) -> None:
+        tmp_path: Path, interpreter_pools: tuple[WorkerPool, WorkerPool]) -> None:
     _needs_interpreter()
-    verdict = _verify(tmp_path, "relu_paths.py", _SIZED_PATHS, pools)
+    verdict = _verify(tmp_path, "relu_paths.py", _SIZED_PATHS, interpreter_pools)
     assert not verdict.ok and verdict.stage == "sizes", verdict.summary()
     assert verdict.summary().startswith("NOT VERIFIED · interpreter · sizes: the launcher chooses its path by size "
                                         "(line 42: `n >= 1048576`)")
@@ -504,9 +495,9 @@ class ModelNew(nn.Module):
 
 
 def test_a_task_that_cannot_run_smaller_says_so_on_the_reference_side(
-        tmp_path: Path, pools: tuple[WorkerPool, WorkerPool]) -> None:
+        tmp_path: Path, interpreter_pools: tuple[WorkerPool, WorkerPool]) -> None:
     _needs_interpreter()
-    verdict = _verify(tmp_path, "pooled.py", _POOLED_TO_NOTHING, pools)
+    verdict = _verify(tmp_path, "pooled.py", _POOLED_TO_NOTHING, interpreter_pools)
     assert not verdict.ok and verdict.stage == "inputs", verdict.summary()
     assert verdict.message.startswith("the reference failed at the scaled sizes and with every size divided by one "
                                       "power of two (RuntimeError: ")

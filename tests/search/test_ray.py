@@ -146,6 +146,7 @@ def _journaled(journal: Journal, search_id: str) -> list[tuple[int, str, str]]:
                           (search_id,)).fetchall()
 
 
+@pytest.mark.slow  # over 3 s: outside the fast loop
 def test_a_search_on_a_ray_cluster_survives_a_worker_node_dying(tmp_path: Path, cluster: Any) -> None:
     from tritonsmith.search.distributed import LOST_MESSAGE, RayEvaluator
 

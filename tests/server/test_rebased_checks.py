@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from lsprotocol import types
@@ -129,6 +130,7 @@ def _fresh(server: Any, text: str) -> list[Any]:
     return Matcher(server.workspace_state.rules, version=matcher.version).check_source(text)
 
 
+@pytest.mark.slow  # over 3 s: outside the fast loop
 @settings(max_examples=int(__import__("os").environ.get("REBASE_EXAMPLES", "40")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 100_000), st.sampled_from(TYPED),
                           st.integers(0, 9), st.booleans()), min_size=1, max_size=8))
@@ -156,6 +158,7 @@ def _shape(index: Any) -> list[Any]:
     ]
 
 
+@pytest.mark.slow  # over 3 s: outside the fast loop
 @settings(max_examples=int(__import__("os").environ.get("REBASE_EXAMPLES", "40")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 100_000), st.sampled_from(HOST_TYPED),
                           st.booleans(), st.booleans()), min_size=1, max_size=8))
