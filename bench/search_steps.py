@@ -21,7 +21,7 @@ is *confirmed* as `tritonsmith optimize` confirms its result (evaluator/confirm.
 against the original in alternating rounds in fresh workers, with an A/A comparison for the
 noise floor); the JSON keeps every confirmation, and the table in docs/benchmarks.md shows them.
 
-Without a GPU all times are interpreter times (the search minimises them, DESIGN.md); on a GPU
+Without a GPU all times are interpreter times (the search minimises them when asked to; DESIGN.md, "What a CPU search optimises"); on a GPU
 the same script measures GPU time. Kernels: tests/search/fixtures/*.py (launched with block
 sizes far too small, so there is something to find).
 """

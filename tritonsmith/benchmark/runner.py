@@ -11,7 +11,7 @@ the unmodified start, nor the start up to hints that cannot change the measured 
 own speedup on a GPU), never counted as the task's success.
 
 Speedups: on a GPU against the PyTorch reference (KernelBench's sense), without one interpreter
-time against the starting kernel, labelled so (DESIGN.md: never reported as a GPU speedup). A
+time against the starting kernel, labelled so, never reported as a GPU speedup (DESIGN.md, "What a CPU search optimises"). A
 task's speedup above its start counts only when the search *confirmed* it (the candidate and the
 start re-timed in alternating rounds in fresh workers, the 95% interval's lower bound above 1 +
 the noise floor; evaluator/stats.py): an unconfirmed best new candidate counts as no faster than
