@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,6 +25,7 @@ def test_server_never_imports_torch_or_triton():
 
 FIRST_DIAGNOSTICS = """
 import asyncio, json, sys
+from collections.abc import Iterator
 from pathlib import Path
 import tritonsmith.cli
 import tritonsmith.workspace
@@ -132,3 +134,77 @@ def test_rule_docs_are_up_to_date():
 
     stale = check_docs(ROOT / "docs" / "rules")
     assert stale == [], f"run `tritonsmith rules docs`; stale: {stale}"
+
+
+def _module_imports() -> dict[str, set[str]]:
+    """Each module of the package -> the package's modules it imports, at the top or inside a
+    function (an import in an `if TYPE_CHECKING:` block is for the type checker only)."""
+    import ast
+
+    modules: dict[str, Path] = {}
+    for path in (ROOT / "tritonsmith").rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+
+    def imports(node: ast.AST) -> Iterator[ast.AST]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                yield from (n for c in child.orelse for n in [c, *imports(c)])
+                continue
+            yield child
+            yield from imports(child)
+
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        found: set[str] = set()
+        for node in imports(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+                # `from . import checks` names a module; `from .registry import Hit` names its module
+                found |= {f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in modules}
+                if target in modules and not any(f"{target}.{a.name}" in modules for a in node.names):
+                    found.add(target)
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names if a.name in modules}
+        graph[name] = found - {name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def test_no_import_cycle_between_modules():
+    """At run time: an import under `if TYPE_CHECKING:` is the type checker's only (the server's
+    collaborators name `TritonsmithServer` so, which is a seam still to cut: issue 39)."""
+    assert _cycles(_module_imports()) == []

@@ -345,17 +345,9 @@ def _rules_import(args: argparse.Namespace) -> int:
 
 
 def _verify_mode(device: str) -> str:
-    """`--device` -> the verifier's mode; asking for a GPU where there is none is a usage error."""
-    from .evaluator.verify import default_mode
+    from .evaluator.verify import mode_for_device
 
-    if device == "cpu":
-        return "interpreter"
-    if device == "gpu":
-        if default_mode() != "gpu":
-            raise UsageError("--device gpu: no GPU found on this machine (no /dev/nvidiactl or /dev/kfd); "
-                             "use --device cpu to verify under Triton's interpreter")
-        return "gpu"
-    return default_mode()
+    return mode_for_device(device)
 
 
 def _tolerances(values: list[str]) -> dict[str, float]:

@@ -426,7 +426,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     import os
     import sys
 
-    from ..cli import _verify_mode
+    from ..evaluator.verify import mode_for_device
     from ..search.setup import SetupError
     from .run import RunOptions, adapt_run, default_tasks_folder
 
@@ -445,7 +445,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise UsageError("--synthesize needs an Anthropic API key: set ANTHROPIC_API_KEY")
     workspace = Path(args.workspace) if args.workspace else find_workspace_root(Path.cwd())
     options = RunOptions(
-        tasks=tasks, workspace=workspace, steps=args.steps, device=_verify_mode(args.device), proposer=args.proposer,
+        tasks=tasks, workspace=workspace, steps=args.steps, device=mode_for_device(args.device), proposer=args.proposer,
         allow_upload=args.allow_upload, model=args.model, base_url=args.base_url, spending_cap_usd=args.spending_cap,
         synthesize=args.synthesize, max_tasks=args.max_tasks, time_limit_s=args.time_limit, compare=args.compare,
         seed=args.seed, induce=not args.no_induce)

@@ -31,10 +31,10 @@ from ..analysis import Document, Kernel, ModuleIndex, index_module
 from ..analysis.syntax import definition_name
 from ..rules import Finding, Rule, Severity, Span, parse_version
 from ..rules.findings import Related
-from .pipeline import Stage
 from .pool import WorkerPool
 from .predict import format_seconds
 from .protocol import Job
+from .standing import Stage
 from .tracebacks import chained_blocks, frames
 from .verify import Verdict
 

@@ -46,7 +46,6 @@ from typing import Any
 from ..keys import user_key
 from .exploits import ANSWERED_AS_A_GPU, Rejection, cuda_autocast, device_branches, static_checks
 from .jail import JAIL_REDUCED
-from .pipeline import Stage, Standing, standing
 from .policy import judge_work, parse_policy
 from .pool import CANDIDATE_WARM_MODULES, WorkerPool
 from .protocol import Job, Result
@@ -72,6 +71,7 @@ from .specs import (
     detect_specs,
     only_definitions,
 )
+from .standing import Stage, Standing, standing
 from .stats import Timing, interval_tight, summarize
 from .tracebacks import syntax_error, user_frame, user_paths
 
@@ -86,6 +86,7 @@ __all__ = [
     "detect_kernelbench",
     "detect_specs",
     "gpu_lock",
+    "mode_for_device",
     "rewrite_constants",
     "scaled_constants",
     "static_checks",
@@ -116,7 +117,7 @@ class Verdict:
         row: 0-based row of its definition (where the editor shows the verdict).
         trials: how many trials were run (or asked for, on an early failure).
         sizes: each size constant the inputs read -> (as written, used in the trials).
-        stage: where it ended (`pipeline.Stage`; `standing` reads it as verified, NOT VERIFIED
+        stage: where it ended (`standing.Stage`; `standing` reads it as verified, NOT VERIFIED
             or FAILED).
         message: one line: the failure, or the success summary.
         rejections: the static-check failures, when `stage == "static"`.
@@ -151,7 +152,7 @@ class Verdict:
 
     @property
     def standing(self) -> Standing:
-        """verified, NOT VERIFIED or FAILED (pipeline.standing: the one rule)."""
+        """verified, NOT VERIFIED or FAILED (standing.standing: the one rule)."""
         return standing(self.ok, self.stage)
 
     def sizes_text(self) -> str:
@@ -225,6 +226,21 @@ def default_mode() -> str:
         return forced
     nodes = ("/dev/nvidiactl", "/dev/nvidia0", "/proc/driver/nvidia/gpus", "/dev/kfd")
     return "gpu" if any(Path(node).exists() for node in nodes) else "interpreter"
+
+
+def mode_for_device(device: str) -> str:
+    """A command's `--device` (cpu, gpu, auto) -> the verifier's mode; asking for a GPU where
+    there is none is a usage error."""
+    from ..errors import UsageError
+
+    if device == "cpu":
+        return "interpreter"
+    if device == "gpu":
+        if default_mode() != "gpu":
+            raise UsageError("--device gpu: no GPU found on this machine (no /dev/nvidiactl or /dev/kfd); "
+                             "use --device cpu to verify under Triton's interpreter")
+        return "gpu"
+    return default_mode()
 
 
 @contextmanager

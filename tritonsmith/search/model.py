@@ -106,8 +106,8 @@ class Evaluation:
     reference_speedup: float | None = None  # on a GPU: against the spec's PyTorch reference (KernelBench's sense)
     same_as: int | None = None  # the evaluated node this one is identical to for the timing (search/equivalence.py)
     predicted_s: float | None = None  # the predicted target time (evaluator/predict.py), when the objective is it
-    standing: str = ""  # the check's verdict: "verified", "NOT VERIFIED" or "FAILED" (evaluator/pipeline.py)
-    stage: str = ""  # where the check ended (`pipeline.Stage`)
+    standing: str = ""  # the check's verdict: "verified", "NOT VERIFIED" or "FAILED" (evaluator/standing.py)
+    stage: str = ""  # where the check ended (`standing.Stage`)
 
     def feedback(self) -> str:
         """Execution feedback for the next prompt: one short paragraph."""

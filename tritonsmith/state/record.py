@@ -43,7 +43,7 @@ class CheckVerdict(Protocol):
     mode: str
 
     @property
-    def stage(self) -> str: ...  # a `pipeline.Stage`, which is a str
+    def stage(self) -> str: ...  # a `standing.Stage`, which is a str
 
     @property
     def rejections(self) -> Sequence[_Rejection]: ...

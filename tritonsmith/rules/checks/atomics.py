@@ -9,7 +9,7 @@ from tree_sitter import Node
 
 from ...analysis.syntax import string_value, text
 from ..context import KernelContext
-from . import Hit, check, edit, fix
+from .registry import Hit, check, edit, fix
 
 SEMANTICS = ("acquire", "release", "acq_rel", "relaxed")
 SCOPES = ("gpu", "cta", "sys")

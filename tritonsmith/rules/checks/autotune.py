@@ -15,8 +15,8 @@ from tree_sitter import Node
 from ...analysis.syntax import call_args, iter_descendants, operator_of, string_value, text, unparen
 from ..context import KernelContext
 from ..findings import Span
-from . import Hit, check, did_you_mean, edit, fix, related
 from .launch import LAUNCH_OPTIONS, enclosing_function, launch_sites, meta_keys
+from .registry import Hit, check, did_you_mean, edit, fix, related
 
 # Options every Config passes to the kernel (Config.all_kwargs), so a launch cannot pass them too.
 _ALWAYS_SET_OPTIONS = ("num_warps", "num_stages", "num_ctas")

@@ -17,7 +17,7 @@ from tree_sitter import Node
 
 from ...analysis.syntax import call_args, text, unparen, walk
 from ..context import KernelContext
-from . import Hit, check, edit, fix
+from .registry import Hit, check, edit, fix
 from .shapes import tl_alias
 
 __all__ = ["Runtime", "is_launched", "runtime"]

@@ -15,7 +15,8 @@ from tree_sitter import Node
 
 from ...analysis.syntax import call_args, text, unparen
 from ..context import KernelContext
-from . import Hit, check, edit, fix, related
+from .builtins import unsupported_builtin_name
+from .registry import Hit, check, edit, fix, related
 from .shapes import tl_alias
 
 _SCOPES = frozenset({"function_definition", "lambda", "class_definition"})
@@ -288,8 +289,6 @@ _ITERATORS = ("range", "static_range")
 
 @check("loop_iterator")
 def loop_iterator(ctx: KernelContext) -> Iterator[Hit]:
-    from .data_structures import unsupported_builtin_name  # shares the builtin list with C6
-
     for loop in scoped(ctx, "for_statement"):
         iterator = unparen(loop.child_by_field_name("right"))
         if iterator is None or iterator.type == "ERROR":

@@ -12,10 +12,11 @@ from collections.abc import Iterator
 
 from tree_sitter import Node
 
-from ...analysis.syntax import call_args, text, unparen, walk
+from ...analysis.syntax import call_args, text, unparen
 from ..context import KernelContext
-from . import Hit, check, edit, fix, related
+from .builtins import local_names, unsupported_builtin_name
 from .control_flow import in_kernel_scope, is_runtime, is_tl, scoped
+from .registry import Hit, check, edit, fix, related
 from .shapes import tl_alias
 
 # -- C1 -------------------------------------------------------------------------------------------
@@ -52,27 +53,11 @@ def _sequence_names(ctx: KernelContext) -> set[str]:
     return out
 
 
-def _local_names(ctx: KernelContext) -> set[str]:
-    memo = ctx.__dict__.setdefault("_control_flow_memo", {})
-    if "local_names" not in memo:
-        memo["local_names"] = _find_local_names(ctx)
-    return memo["local_names"]
-
-
-def _find_local_names(ctx: KernelContext) -> set[str]:
-    names = set(ctx.assignments) | {p.name for p in ctx.kernel.params}
-    for loop in ctx.nodes("for_statement"):
-        left = loop.child_by_field_name("left")
-        if left is not None:
-            names |= {text(n) for n in walk(left) if n.type == "identifier"}
-    return names
-
-
 
 @check("list_mutation")
 def list_mutation(ctx: KernelContext) -> Iterator[Hit]:
     sequences = _sequence_names(ctx)
-    locals_ = _local_names(ctx)
+    locals_ = local_names(ctx)
     for call, obj, attr in ctx.method_calls(*(_MUTATORS | _LIST_ONLY_MUTATORS)):
         if not in_kernel_scope(ctx, call) or obj.type != "identifier":
             continue
@@ -279,47 +264,6 @@ def block_index(ctx: KernelContext) -> Iterator[Hit]:
 
 # -- C6 -------------------------------------------------------------------------------------------
 
-# Python builtins the Triton code generator does not resolve (it only knows len, list, range,
-# float, int, isinstance, getattr, hasattr, print, min, max and tuple).
-UNSUPPORTED_BUILTINS = frozenset(
-    {
-        "abs",
-        "sum",
-        "any",
-        "all",
-        "round",
-        "sorted",
-        "reversed",
-        "enumerate",
-        "zip",
-        "map",
-        "filter",
-        "pow",
-        "divmod",
-        "iter",
-        "next",
-        "bool",
-        "str",
-        "type",
-        "hex",
-        "bin",
-        "oct",
-        "ord",
-        "chr",
-        "repr",
-        "hash",
-        "id",
-        "dict",
-        "set",
-        "frozenset",
-        "callable",
-        "setattr",
-        "delattr",
-        "vars",
-        "dir",
-        "format",
-    }
-)
 _ALTERNATIVES = {
     "abs": "tl.abs(x)",
     "sum": "tl.sum(x)",
@@ -331,25 +275,6 @@ _ALTERNATIVES = {
     "zip": "tl.static_range with indexing",
     "sorted": "tl.sort",
 }
-
-
-def unsupported_builtin_name(ctx: KernelContext, call: Node) -> str | None:
-    """The builtin's name when `call` calls an unsupported Python builtin that no import, module
-    function, parameter or local shadows."""
-    function = call.child_by_field_name("function")
-    if function is None or function.type != "identifier":
-        return None
-    name = text(function)
-    if name not in UNSUPPORTED_BUILTINS:
-        return None
-    if (
-        name in ctx.imports.names
-        or name in ctx.module.functions
-        or name in ctx.module.globals
-        or name in _local_names(ctx)
-    ):
-        return None
-    return name
 
 
 def _blockish(ctx: KernelContext, node: Node | None) -> bool:

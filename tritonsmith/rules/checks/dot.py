@@ -8,8 +8,8 @@ from tree_sitter import Node
 
 from ...analysis.syntax import string_value, text, unparen
 from ..context import KernelContext
-from . import Hit, check, edit, fix
 from .calls import is_launched
+from .registry import Hit, check, edit, fix
 from .shapes import tl_alias
 
 # tl.dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,

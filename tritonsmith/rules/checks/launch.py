@@ -16,7 +16,7 @@ from ...analysis.index import LaunchSite
 from ...analysis.syntax import call_args, string_value, text, unparen, walk
 from ...analysis.values import evaluate, is_power_of_two
 from ..context import KernelContext
-from . import Hit, check, did_you_mean, edit, fix, related
+from .registry import Hit, check, did_you_mean, edit, fix, related
 
 MAX_WARPS = 32  # 1024 threads per block on NVIDIA (and 16 warps of 64 on AMD)
 

@@ -10,7 +10,7 @@ from tree_sitter import Node
 from ...analysis.syntax import call_args, operator_of, string_value, text, unparen, walk
 from ..context import KernelContext
 from ..findings import Span
-from . import Hit, check, edit, fix, related
+from .registry import Hit, check, edit, fix, related
 
 # Positions of the optional arguments of tl.load / tl.store (the pre-3.9 signatures, which the
 # 3.9 ones keep for mask and other).

@@ -36,7 +36,7 @@ from ...analysis.document import PY_LANGUAGE
 from ...analysis.infer import DTYPES, width
 from ..context import KernelContext
 from ..model import Rule
-from . import Check, Hit, rule_check
+from .registry import Check, Hit, rule_check
 
 if TYPE_CHECKING:
     from tree_sitter import QueryPredicate

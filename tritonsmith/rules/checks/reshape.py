@@ -10,7 +10,7 @@ from ...analysis.syntax import argument_list, call_args, text, unparen
 from ...analysis.values import evaluate
 from ..context import KernelContext
 from ..findings import Edit, Span
-from . import Hit, check, edit, fix
+from .registry import Hit, check, edit, fix
 
 
 def _tensor_method_calls(ctx: KernelContext, *names: str) -> Iterator[tuple[Node, Node, Node]]:

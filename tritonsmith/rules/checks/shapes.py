@@ -12,7 +12,7 @@ from ...analysis.syntax import string_value, text, unparen, walk
 from ...analysis.values import UNKNOWN, evaluate, is_power_of_two
 from ..context import KernelContext, Scenario
 from ..findings import Related, Span
-from . import Hit, check, edit, fix, related
+from .registry import Hit, check, edit, fix, related
 
 MAX_NUMEL = 1 << 20
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from ..context import KernelContext, Scenario
 from ..findings import Related, Span
-from . import NEEDLES, Hit, check
+from .registry import NEEDLES, Hit, check
 
 # Issue kind -> check name (the rule packs name the checks).
 KINDS = {

@@ -8,7 +8,7 @@ from tree_sitter import Node
 
 from ...analysis.syntax import call_args, operator_of, text, unparen
 from ..context import KernelContext
-from . import Hit, check
+from .registry import Hit, check
 
 # What `semantic.to_tensor` can represent: int32, uint32, int64 and uint64 literals.
 INT_MIN = -(2**63)
