@@ -80,7 +80,7 @@ def _atomics(ctx: KernelContext) -> Iterator[tuple[Node, str, bool]]:
             yield call, text(attr), True
 
 
-@check("atomic_sem_scope")
+@check("atomic_sem_scope", needles=(b'atomic',))
 def atomic_sem_scope(ctx: KernelContext) -> Iterator[Hit]:
     for call, op, method in _atomics(ctx):
         sem_pos, scope_pos = _POSITIONS[op]

@@ -46,7 +46,7 @@ def _remove_argument(keyword: Node) -> Span | None:
     return Span.of(keyword)
 
 
-@check("autotune_launch_conflict")
+@check("autotune_launch_conflict", needles=(b'autotune',))
 def autotune_launch_conflict(ctx: KernelContext) -> Iterator[Hit]:
     autotune = ctx.kernel.autotune
     if autotune is None:
@@ -103,7 +103,7 @@ def _name_lists(ctx: KernelContext) -> Iterator[tuple[str, str, Node]]:
                 yield argument, literal, child
 
 
-@check("autotune_key_not_param")
+@check("autotune_key_not_param", needles=(b'autotune',))
 def autotune_key_not_param(ctx: KernelContext) -> Iterator[Hit]:
     params = [p.name for p in ctx.kernel.params]
     for argument, name, node in _name_lists(ctx):
@@ -196,7 +196,7 @@ def _base_pointer(ctx: KernelContext, node: Node | None, depth: int = 0) -> str 
     return None
 
 
-@check("autotune_inplace")
+@check("autotune_inplace", needles=(b'autotune',))
 def autotune_inplace(ctx: KernelContext) -> Iterator[Hit]:
     if not _has_many_configs(ctx) or _resets_state(ctx):
         return
@@ -241,7 +241,7 @@ def autotune_inplace(ctx: KernelContext) -> Iterator[Hit]:
             return
 
 
-@check("config_key_not_param")
+@check("config_key_not_param", needles=(b'Config',))
 def config_key_not_param(ctx: KernelContext) -> Iterator[Hit]:
     autotune = ctx.kernel.autotune
     if autotune is None:
@@ -302,7 +302,7 @@ def _heuristic_functions(ctx: KernelContext, node: Node) -> list[Node]:
     return []
 
 
-@check("heuristics_unknown_arg")
+@check("heuristics_unknown_arg", needles=(b'heuristics',))
 def heuristics_unknown_arg(ctx: KernelContext) -> Iterator[Hit]:
     params = [p.name for p in ctx.kernel.params]
     for target, value in ctx.kernel.heuristics.items():

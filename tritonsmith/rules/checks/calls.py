@@ -308,7 +308,7 @@ _TL_EQUIVALENT = {
 }
 
 
-@check("host_lib_on_tensor")
+@check("host_lib_on_tensor", needles=(b'math', b'torch', b'numpy', b'np.'))
 def host_lib_on_tensor(ctx: KernelContext) -> Iterator[Hit]:
     candidates = []
     for call in ctx.nodes("call"):
@@ -344,7 +344,7 @@ def host_lib_on_tensor(ctx: KernelContext) -> Iterator[Hit]:
 # -- D3 ------------------------------------------------------------------------------------------
 
 
-@check("host_helper_on_runtime")
+@check("host_helper_on_runtime", needles=(b'cdiv', b'next_power_of_2'))
 def host_helper_on_runtime(ctx: KernelContext) -> Iterator[Hit]:
     candidates = [
         (call, name) for call in ctx.nodes("call")
@@ -381,7 +381,7 @@ def host_helper_on_runtime(ctx: KernelContext) -> Iterator[Hit]:
 # -- D7 ------------------------------------------------------------------------------------------
 
 
-@check("program_id_axis")
+@check("program_id_axis", needles=(b'program_id', b'num_programs'))
 def program_id_axis(ctx: KernelContext) -> Iterator[Hit]:
     for call in ctx.tl_calls("program_id", "num_programs"):
         axis = ctx.arg(call, 0, "axis")
@@ -471,7 +471,7 @@ def _enclosing_function(node: Node) -> Node | None:
     return parent
 
 
-@check("launched_kernel_returns")
+@check("launched_kernel_returns", needles=(b'return',))
 def launched_kernel_returns(ctx: KernelContext) -> Iterator[Hit]:
     if not ctx.kernel.launches:
         return
@@ -492,7 +492,7 @@ def launched_kernel_returns(ctx: KernelContext) -> Iterator[Hit]:
 # -- D8 ------------------------------------------------------------------------------------------
 
 
-@check("unused_advance")
+@check("unused_advance", needles=(b'advance',))
 def unused_advance(ctx: KernelContext) -> Iterator[Hit]:
     for call in ctx.tl_calls("advance"):
         statement = call.parent

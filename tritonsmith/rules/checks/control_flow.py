@@ -229,7 +229,7 @@ def _is_runtime(ctx: KernelContext, node: Node | None, depth: int, seen: frozens
 # -- B1 -------------------------------------------------------------------------------------------
 
 
-@check("break_continue")
+@check("break_continue", needles=(b'break', b'continue'))
 def break_continue(ctx: KernelContext) -> Iterator[Hit]:
     for node in scoped(ctx, "break_statement", "continue_statement"):
         word = "break" if node.type == "break_statement" else "continue"
@@ -242,7 +242,7 @@ def break_continue(ctx: KernelContext) -> Iterator[Hit]:
 # -- B2 -------------------------------------------------------------------------------------------
 
 
-@check("return_in_loop")
+@check("return_in_loop", needles=(b'return',))
 def return_in_loop(ctx: KernelContext) -> Iterator[Hit]:
     for node in scoped(ctx, "return_statement"):
         dynamic = next(
@@ -263,7 +263,7 @@ def return_in_loop(ctx: KernelContext) -> Iterator[Hit]:
 # -- B3 -------------------------------------------------------------------------------------------
 
 
-@check("if_block_tensor")
+@check("if_block_tensor", needles=(b'if', b'while'))
 def if_block_tensor(ctx: KernelContext) -> Iterator[Hit]:
     for node in scoped(
         ctx, "if_statement", "elif_clause", "while_statement", "conditional_expression"
@@ -287,7 +287,7 @@ def if_block_tensor(ctx: KernelContext) -> Iterator[Hit]:
 _ITERATORS = ("range", "static_range")
 
 
-@check("loop_iterator")
+@check("loop_iterator", needles=(b'for',))
 def loop_iterator(ctx: KernelContext) -> Iterator[Hit]:
     for loop in scoped(ctx, "for_statement"):
         iterator = unparen(loop.child_by_field_name("right"))
@@ -312,7 +312,7 @@ def loop_iterator(ctx: KernelContext) -> Iterator[Hit]:
 # -- B5/B6 ----------------------------------------------------------------------------------------
 
 
-@check("static_range_runtime")
+@check("static_range_runtime", needles=(b'static_range',))
 def static_range_runtime(ctx: KernelContext) -> Iterator[Hit]:
     tl = tl_alias(ctx)
     for call in ctx.tl_calls("static_range"):
@@ -402,7 +402,7 @@ def _float_update(node: Node | None) -> bool:
     )
 
 
-@check("loop_carried_type")
+@check("loop_carried_type", needles=(b'for', b'while'))
 def loop_carried_type(ctx: KernelContext) -> Iterator[Hit]:
     # What the inferred types show, at the loop's keyword (where the compiler points): any
     # carried value whose type or shape the body changes, literal start or not.
@@ -472,7 +472,7 @@ def loop_carried_type(ctx: KernelContext) -> Iterator[Hit]:
 # -- B8 -------------------------------------------------------------------------------------------
 
 
-@check("constexpr_reassigned_in_loop")
+@check("constexpr_reassigned_in_loop", needles=(b'for', b'while'))
 def constexpr_reassigned_in_loop(ctx: KernelContext) -> Iterator[Hit]:
     for node in scoped(ctx, "assignment", "augmented_assignment"):
         left = node.child_by_field_name("left")
@@ -494,7 +494,7 @@ def constexpr_reassigned_in_loop(ctx: KernelContext) -> Iterator[Hit]:
 # -- B11 ------------------------------------------------------------------------------------------
 
 
-@check("loop_else")
+@check("loop_else", needles=(b'else',))
 def loop_else(ctx: KernelContext) -> Iterator[Hit]:
     for loop in scoped(ctx, "for_statement", "while_statement"):
         alternative = loop.child_by_field_name("alternative")
@@ -609,7 +609,7 @@ def boolop_on_blocks(ctx: KernelContext) -> Iterator[Hit]:
 # -- B14 ------------------------------------------------------------------------------------------
 
 
-@check("try_statement")
+@check("try_statement", needles=(b'try',))
 def try_statement(ctx: KernelContext) -> Iterator[Hit]:
     for node in scoped(ctx, "try_statement"):
         keyword = node.children[0] if node.children else node
@@ -619,7 +619,7 @@ def try_statement(ctx: KernelContext) -> Iterator[Hit]:
         )
 
 
-@check("lambda_expression")
+@check("lambda_expression", needles=(b'lambda',))
 def lambda_expression(ctx: KernelContext) -> Iterator[Hit]:
     for node in scoped(ctx, "lambda"):
         yield Hit(node, "'lambda' is not supported in Triton kernels")
@@ -635,7 +635,7 @@ def nested_function(ctx: KernelContext) -> Iterator[Hit]:
         )
 
 
-@check("with_statement")
+@check("with_statement", needles=(b'with',))
 def with_statement(ctx: KernelContext) -> Iterator[Hit]:
     old = ctx.version is not None and ctx.version < (3, 4)
     for node in scoped(ctx, "with_item"):
@@ -659,7 +659,7 @@ def with_statement(ctx: KernelContext) -> Iterator[Hit]:
         yield Hit(value, what)
 
 
-@check("walrus")
+@check("walrus", needles=(b':=',))
 def walrus(ctx: KernelContext) -> Iterator[Hit]:
     for node in scoped(ctx, "named_expression"):
         yield Hit(node, "the walrus operator ':=' is not supported before Triton 3.9")

@@ -22,7 +22,7 @@ from .shapes import tl_alias
 # -- C1 -------------------------------------------------------------------------------------------
 
 
-@check("dict_set_literal")
+@check("dict_set_literal", needles=(b'{',))
 def dict_set_literal(ctx: KernelContext) -> Iterator[Hit]:
     for node in scoped(ctx, "dictionary", "set"):
         what = "dict" if node.type == "dictionary" else "set"
@@ -151,7 +151,7 @@ def tensor_setitem(ctx: KernelContext) -> Iterator[Hit]:
 _NON_TUPLE_ITERABLES = ("range", "static_range", "arange")
 
 
-@check("comprehension")
+@check("comprehension", needles=(b'for',))
 def comprehension(ctx: KernelContext) -> Iterator[Hit]:
     old = ctx.version is not None and ctx.version < (3, 5)
     for node in scoped(
@@ -241,7 +241,7 @@ def _bad_index(element: Node) -> bool:
     return True
 
 
-@check("block_index")
+@check("block_index", needles=(b'[',))
 def block_index(ctx: KernelContext) -> Iterator[Hit]:
     targets = {(t.start_byte, t.end_byte) for t in _subscript_targets(ctx)}
     for node in scoped(ctx, "subscript"):
@@ -319,7 +319,7 @@ def _operator(node: Node) -> str:
     return operator.type if operator is not None else ""
 
 
-@check("pow_on_tensor")
+@check("pow_on_tensor", needles=(b'**',))
 def pow_on_tensor(ctx: KernelContext) -> Iterator[Hit]:
     tl = tl_alias(ctx)
     for node in scoped(ctx, "binary_operator", "augmented_assignment"):
@@ -345,7 +345,7 @@ def pow_on_tensor(ctx: KernelContext) -> Iterator[Hit]:
         )
 
 
-@check("matmul_operator")
+@check("matmul_operator", needles=(b'@',))
 def matmul_operator(ctx: KernelContext) -> Iterator[Hit]:
     body = ctx.kernel.body
     if body is None or b"@" not in (body.text or b""):  # decorators have '@' too: look at the body
@@ -358,7 +358,7 @@ def matmul_operator(ctx: KernelContext) -> Iterator[Hit]:
 # -- C8 -------------------------------------------------------------------------------------------
 
 
-@check("fstring_runtime")
+@check("fstring_runtime", needles=(b'f"', b"f'", b'F"', b"F'"))
 def fstring_runtime(ctx: KernelContext) -> Iterator[Hit]:
     for string in scoped(ctx, "string"):
         for part in string.named_children:

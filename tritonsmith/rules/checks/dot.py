@@ -24,7 +24,7 @@ def _dots(ctx: KernelContext) -> Iterator[Node]:
 # -- F7 ------------------------------------------------------------------------------------------
 
 
-@check("dot_bf16_out")
+@check("dot_bf16_out", needles=(b'out_dtype',))
 def dot_bf16_out(ctx: KernelContext) -> Iterator[Hit]:
     tl = tl_alias(ctx)
     for call in _dots(ctx):
@@ -65,7 +65,7 @@ def _given(node: Node | None) -> bool:
     return node is not None and node.type != "none"
 
 
-@check("dot_precision_args")
+@check("dot_precision_args", needles=(b'input_precision', b'allow_tf32'))
 def dot_precision_args(ctx: KernelContext) -> Iterator[Hit]:
     if ctx.version is None:
         allowed = _PRECISIONS_ANY
@@ -232,7 +232,7 @@ class _Ranks:
         return None
 
 
-@check("dot_rank")
+@check("dot_rank", needles=(b'dot',))
 def dot_rank(ctx: KernelContext) -> Iterator[Hit]:
     ranks = _Ranks(ctx)
     for call in _dots(ctx):

@@ -248,7 +248,7 @@ def _num_warps_values(ctx: KernelContext) -> Iterator[tuple[Node, int, str]]:
 # -- J1 / J2 -----------------------------------------------------------------------------------
 
 
-@check("num_warps_pow2")
+@check("num_warps_pow2", needles=(b'num_warps',))
 def num_warps_pow2(ctx: KernelContext) -> Iterator[Hit]:
     for node, value, where in _num_warps_values(ctx):
         if not is_power_of_two(value):
@@ -260,7 +260,7 @@ def num_warps_pow2(ctx: KernelContext) -> Iterator[Hit]:
             )
 
 
-@check("num_warps_too_many")
+@check("num_warps_too_many", needles=(b'num_warps',))
 def num_warps_too_many(ctx: KernelContext) -> Iterator[Hit]:
     for node, value, where in _num_warps_values(ctx):
         if value > MAX_WARPS:
@@ -528,7 +528,7 @@ def grid_meta_key(ctx: KernelContext) -> Iterator[Hit]:
 # -- J9 / J10 ----------------------------------------------------------------------------------
 
 
-@check("print_in_kernel")
+@check("print_in_kernel", needles=(b'print',))
 def print_in_kernel(ctx: KernelContext) -> Iterator[Hit]:
     for call in ctx.nodes("call"):
         function = call.child_by_field_name("function")
@@ -559,7 +559,7 @@ def _debug_enabled(ctx: KernelContext) -> bool:
     return False
 
 
-@check("device_assert_noop")
+@check("device_assert_noop", needles=(b'assert',))
 def device_assert_noop(ctx: KernelContext) -> Iterator[Hit]:
     if _debug_enabled(ctx):
         return

@@ -35,7 +35,7 @@ def _load_other(ctx: KernelContext, call: Node) -> Node | None:
 # -- E4 ------------------------------------------------------------------------------------------
 
 
-@check("other_without_mask")
+@check("other_without_mask", needles=(b'other',))
 def other_without_mask(ctx: KernelContext) -> Iterator[Hit]:
     for call in ctx.tl_calls("load"):
         other = _load_other(ctx, call)
@@ -140,7 +140,7 @@ def _reductions_reached(ctx: KernelContext, start: Node, scaled: bool = False,
         return
 
 
-@check("masked_load_into_reduction")
+@check("masked_load_into_reduction", needles=(b'mask',))
 def masked_load_into_reduction(ctx: KernelContext) -> Iterator[Hit]:
     for call in ctx.tl_calls("load"):
         if not _present(_load_mask(ctx, call)) or _present(_load_other(ctx, call)):
@@ -270,7 +270,7 @@ def _falsy_literal(node: Node | None) -> bool:
     return node.type == "string" and string_value(node) == ""
 
 
-@check("boundary_check_on_pointer_tensor")
+@check("boundary_check_on_pointer_tensor", needles=(b'boundary_check', b'padding_option'))
 def boundary_check_on_pointer_tensor(ctx: KernelContext) -> Iterator[Hit]:
     for call in ctx.tl_calls("load", "store"):
         _, keywords = ctx.args(call)
@@ -289,7 +289,7 @@ def boundary_check_on_pointer_tensor(ctx: KernelContext) -> Iterator[Hit]:
 # -- E8 ------------------------------------------------------------------------------------------
 
 
-@check("block_pointer_removed")
+@check("block_pointer_removed", needles=(b'make_block_ptr', b'advance'))
 def block_pointer_removed(ctx: KernelContext) -> Iterator[Hit]:
     for call in ctx.tl_calls("make_block_ptr", "advance"):
         what = text(call.child_by_field_name("function"))
@@ -307,7 +307,7 @@ _CACHE_MODIFIERS_39 = _CACHE_MODIFIERS | {m.lstrip(".") for m in _CACHE_MODIFIER
 _EVICTION_POLICIES = frozenset({"", "evict_first", "evict_last", "evict_normal"})
 
 
-@check("cache_eviction_strings")
+@check("cache_eviction_strings", needles=(b'cache_modifier', b'eviction_policy'))
 def cache_eviction_strings(ctx: KernelContext) -> Iterator[Hit]:
     modifiers = (
         _CACHE_MODIFIERS
@@ -415,7 +415,7 @@ def _is_int_block(ctx: KernelContext, node: Node | None, depth: int = 0) -> bool
     return False
 
 
-@check("mask_not_bool")
+@check("mask_not_bool", needles=(b'mask',))
 def mask_not_bool(ctx: KernelContext) -> Iterator[Hit]:
     for call in ctx.tl_calls("load", "store"):
         position = _LOAD_MASK if ctx.imports.is_triton(ctx.call_name(call), "load") else _STORE_MASK
@@ -478,7 +478,7 @@ def _inside_if(ctx: KernelContext, node: Node) -> bool:
     return False
 
 
-@check("unmasked_store_out_of_bounds")
+@check("unmasked_store_out_of_bounds", needles=(b'store',))
 def unmasked_store_out_of_bounds(ctx: KernelContext) -> Iterator[Hit]:
     """A 1-D store at `program_id * BLOCK + tl.arange(...)` with no mask, in a kernel that takes a
     size but masks nothing at all: the last block writes past the end unless n % BLOCK == 0.

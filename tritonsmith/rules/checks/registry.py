@@ -31,13 +31,22 @@ class Hit:
 
 Check = Callable[[KernelContext], Iterable[Hit]]
 CHECKS: dict[str, Check] = {}
+NEEDLES: dict[str, tuple[bytes, ...]] = {}
+"""A pre-filter that keeps checking fast: a check with needles (`@check(name, needles=...)`) can
+only find something when one of its byte strings occurs in the kernel's text, its launch sites
+or the module's imports (which catch `from triton.language import arange as ar`). A check
+without needles always runs."""
 
 
-def check(name: str) -> Callable[[Check], Check]:
+def check(name: str, *, needles: tuple[bytes, ...] | None = None) -> Callable[[Check], Check]:
+    """Register a check under `name`, with its pre-filter (`NEEDLES`) when it has one."""
+
     def register(function: Check) -> Check:
         if name in CHECKS:
             raise ValueError(f"duplicate check name {name}")
         CHECKS[name] = function
+        if needles is not None:
+            NEEDLES[name] = needles
         return function
 
     return register
@@ -81,68 +90,3 @@ def did_you_mean(key_node: Node, key: str, candidates: Iterable[str]) -> tuple[s
 def related(node: Node | None, message: str) -> list[Related]:
     return [] if node is None else [Related(Span.of(node), message)]
 
-
-# A pre-filter that keeps checking fast: a check listed here can only find something when one
-# of its byte strings occurs in the kernel's text, its launch sites or the module's imports
-# (which catch `from triton.language import arange as ar`). Unlisted checks always run.
-NEEDLES: dict[str, tuple[bytes, ...]] = {
-    "arange_pow2": (b"arange",),
-    "arange_order": (b"arange",),
-    "arange_signature": (b"arange",),
-    "arange_constexpr": (b"arange", b"zeros", b"full"),
-    "shape_pow2": (b"zeros", b"full", b"reshape", b"make_block_ptr"),
-    "shape_sequence": (b"zeros", b"full"),
-    "max_numel": (b"zeros", b"full", b"reshape", b"make_block_ptr", b"arange"),
-    "dtype_argument": (b"zeros", b"full", b"cast", b".to"),
-    "static_assert_runtime": (b"static_assert",),
-    "local_constexpr_runtime": (b"constexpr",),
-    "break_continue": (b"break", b"continue"),
-    "return_in_loop": (b"return",),
-    "launched_kernel_returns": (b"return",),
-    "if_block_tensor": (b"if", b"while"),
-    "loop_iterator": (b"for",),
-    "loop_carried_type": (b"for", b"while"),
-    "constexpr_reassigned_in_loop": (b"for", b"while"),
-    "comprehension": (b"for",),
-    "static_range_runtime": (b"static_range",),
-    "loop_else": (b"else",),
-    "try_statement": (b"try",),
-    "lambda_expression": (b"lambda",),
-    "with_statement": (b"with",),
-    "walrus": (b":=",),
-    "dict_set_literal": (b"{",),
-    "block_index": (b"[",),
-    "pow_on_tensor": (b"**",),
-    "matmul_operator": (b"@",),
-    "fstring_runtime": (b'f"', b"f'", b'F"', b"F'"),
-    "host_lib_on_tensor": (b"math", b"torch", b"numpy", b"np."),
-    "host_helper_on_runtime": (b"cdiv", b"next_power_of_2"),
-    "program_id_axis": (b"program_id", b"num_programs"),
-    "unused_advance": (b"advance",),
-    "dot_bf16_out": (b"out_dtype",),
-    "dot_precision_args": (b"input_precision", b"allow_tf32"),
-    "dot_rank": (b"dot",),
-    "num_warps_pow2": (b"num_warps",),
-    "num_warps_too_many": (b"num_warps",),
-    "print_in_kernel": (b"print",),
-    "device_assert_noop": (b"assert",),
-    "other_without_mask": (b"other",),
-    "masked_load_into_reduction": (b"mask",),
-    "mask_not_bool": (b"mask",),
-    "boundary_check_on_pointer_tensor": (b"boundary_check", b"padding_option"),
-    "block_pointer_removed": (b"make_block_ptr", b"advance"),
-    "cache_eviction_strings": (b"cache_modifier", b"eviction_policy"),
-    "unmasked_store_out_of_bounds": (b"store",),
-    "cat_can_reorder": (b"cat",),
-    "view_deprecated": (b"view",),
-    "reshape_to_scalar": (b"reshape",),
-    "permute_dims": (b"permute", b"trans"),
-    "atomic_sem_scope": (b"atomic",),
-    "autotune_launch_conflict": (b"autotune",),
-    "autotune_key_not_param": (b"autotune",),
-    "autotune_inplace": (b"autotune",),
-    "config_key_not_param": (b"Config",),
-    "heuristics_unknown_arg": (b"heuristics",),
-    "floordiv_float": (b"//",),
-    "bitwise_on_float": (b"&", b"|", b"^", b"~", b"<<", b">>"),
-}

@@ -42,7 +42,7 @@ def _is_true(node: Node | None) -> bool:
     return node is not None and node.type == "true"
 
 
-@check("cat_can_reorder")
+@check("cat_can_reorder", needles=(b'cat',))
 def cat_can_reorder(ctx: KernelContext) -> Iterator[Hit]:
     for call in ctx.tl_calls("cat"):
         positional, _ = ctx.args(call)
@@ -57,7 +57,7 @@ def cat_can_reorder(ctx: KernelContext) -> Iterator[Hit]:
         )
 
 
-@check("view_deprecated")
+@check("view_deprecated", needles=(b'view',))
 def view_deprecated(ctx: KernelContext) -> Iterator[Hit]:
     for call in ctx.tl_calls("view"):
         function = call.child_by_field_name("function")
@@ -100,7 +100,7 @@ def _empty_shape(node: Node | None) -> bool:
     return False
 
 
-@check("reshape_to_scalar")
+@check("reshape_to_scalar", needles=(b'reshape',))
 def reshape_to_scalar(ctx: KernelContext) -> Iterator[Hit]:
     calls = [(call, 1) for call in ctx.tl_calls("reshape")]
     calls += [(call, 0) for call, _, _ in _tensor_method_calls(ctx, "reshape")]
@@ -146,7 +146,7 @@ def _dims(ctx: KernelContext, nodes: list[Node]) -> Iterator[list[int]]:
                 yield list(values)
 
 
-@check("permute_dims")
+@check("permute_dims", needles=(b'permute', b'trans'))
 def permute_dims(ctx: KernelContext) -> Iterator[Hit]:
     calls: list[tuple[Node, list[Node]]] = []
     for call in ctx.tl_calls("permute", "trans"):

@@ -61,7 +61,7 @@ def _origin_hits(
             yield Hit(source, message, related(at, "used here"), the_fix, secondary=True)
 
 
-@check("arange_pow2")
+@check("arange_pow2", needles=(b'arange',))
 def arange_pow2(ctx: KernelContext) -> Iterator[Hit]:
     for call in ctx.tl_calls("arange"):
         start = ctx.arg(call, 0, "start")
@@ -131,7 +131,7 @@ def _shape_args(ctx: KernelContext) -> Iterator[tuple[Node, Node]]:
                     yield call, element
 
 
-@check("arange_constexpr")
+@check("arange_constexpr", needles=(b'arange', b'zeros', b'full'))
 def arange_constexpr(ctx: KernelContext) -> Iterator[Hit]:
     """A runtime parameter used as a block size: the classic missing `tl.constexpr`."""
     if ctx.is_helper:
@@ -164,7 +164,7 @@ def arange_constexpr(ctx: KernelContext) -> Iterator[Hit]:
 
 
 
-@check("arange_order")
+@check("arange_order", needles=(b'arange',))
 def arange_order(ctx: KernelContext) -> Iterator[Hit]:
     for call in ctx.tl_calls("arange"):
         start, end = ctx.arg(call, 0, "start"), ctx.arg(call, 1, "end")
@@ -198,7 +198,7 @@ def _pairs(ctx: KernelContext, a: Node, b: Node) -> Iterator[tuple[tuple[int, in
             yield (lo, hi), scenario
 
 
-@check("arange_signature")
+@check("arange_signature", needles=(b'arange',))
 def arange_signature(ctx: KernelContext) -> Iterator[Hit]:
     for call in ctx.tl_calls("arange"):
         positional, keywords = ctx.args(call)
@@ -227,7 +227,7 @@ def _block_shapes(ctx: KernelContext) -> Iterator[tuple[Node, list[Node]]]:
         yield call, _shape_elements(ctx, call, 4, "block_shape")
 
 
-@check("shape_pow2")
+@check("shape_pow2", needles=(b'zeros', b'full', b'reshape', b'make_block_ptr'))
 def shape_pow2(ctx: KernelContext) -> Iterator[Hit]:
     for _call, elements in _block_shapes(ctx):
         for index, element in enumerate(elements):
@@ -239,7 +239,7 @@ def shape_pow2(ctx: KernelContext) -> Iterator[Hit]:
                     break
 
 
-@check("shape_sequence")
+@check("shape_sequence", needles=(b'zeros', b'full'))
 def shape_sequence(ctx: KernelContext) -> Iterator[Hit]:
     for call in ctx.tl_calls("zeros", "full"):
         shape = unparen(ctx.arg(call, 0, "shape"))
@@ -258,7 +258,7 @@ def shape_sequence(ctx: KernelContext) -> Iterator[Hit]:
                   f"not {text(shape)}", fix=fix("Wrap the shape in a tuple", edit(shape, f"({text(shape)},)")))
 
 
-@check("max_numel")
+@check("max_numel", needles=(b'zeros', b'full', b'reshape', b'make_block_ptr', b'arange'))
 def max_numel(ctx: KernelContext) -> Iterator[Hit]:
     for call, elements in _block_shapes(ctx):
         if not elements:
@@ -291,7 +291,7 @@ _DTYPE_NAMES = {
 }
 
 
-@check("dtype_argument")
+@check("dtype_argument", needles=(b'zeros', b'full', b'cast', b'.to'))
 def dtype_argument(ctx: KernelContext) -> Iterator[Hit]:
     tl = tl_alias(ctx)
     candidates: list[tuple[Node, Node | None, str]] = []
@@ -460,7 +460,7 @@ def _is_constant_name(node: Node) -> bool:
     return name in ("tl", "triton", "None", "True", "False") or name.isupper()
 
 
-@check("static_assert_runtime")
+@check("static_assert_runtime", needles=(b'static_assert',))
 def static_assert_runtime(ctx: KernelContext) -> Iterator[Hit]:
     for call in ctx.tl_calls("static_assert"):
         condition = ctx.arg(call, 0, "cond")
@@ -473,7 +473,7 @@ def static_assert_runtime(ctx: KernelContext) -> Iterator[Hit]:
                       "runtime value (use tl.device_assert, or make it tl.constexpr)")
 
 
-@check("local_constexpr_runtime")
+@check("local_constexpr_runtime", needles=(b'constexpr',))
 def local_constexpr_runtime(ctx: KernelContext) -> Iterator[Hit]:
     for node in ctx.nodes("assignment"):
         annotation = node.child_by_field_name("type")

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from ..context import KernelContext, Scenario
 from ..findings import Related, Span
-from .registry import NEEDLES, Hit, check
+from .registry import Hit, check
 
 # Issue kind -> check name (the rule packs name the checks).
 KINDS = {
@@ -78,15 +78,12 @@ def _register(kind: str, name: str) -> None:
 
     run.__name__ = name
     run.__doc__ = f"Inferred-type issues of kind {kind!r} (analysis/infer.py)."
-    check(name)(run)
+    check(name, needles=_NEEDLES.get(name))(run)
 
-
-for _kind, _name in KINDS.items():
-    _register(_kind, _name)
 
 # Pre-filters: a kind can only be found where its construct is written. (Not typed_return_type:
 # the returns are in the helpers, whose text is not the kernel's.)
-NEEDLES.update({
+_NEEDLES: dict[str, tuple[bytes, ...]] = {
     "typed_axis_range": (b"axis",),
     "typed_branch_type": (b"if",),
     "typed_python_cast": (b"float(", b"int("),
@@ -105,4 +102,9 @@ NEEDLES.update({
     "typed_arange_int32": (b"arange",),
     "typed_demoted_constexpr": (b"arange", b"zeros", b"full", b"empty", b"reshape", b"view", b"broadcast_to",
                                 b"static_range"),
-})
+}
+
+
+for _kind, _name in KINDS.items():
+    _register(_kind, _name)
+

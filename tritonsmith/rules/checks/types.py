@@ -109,7 +109,7 @@ def _is_tensor_operand(ctx: KernelContext, node: Node | None) -> bool:
     return ctx.is_block(node) or ctx.is_runtime_param(node)
 
 
-@check("floordiv_float")
+@check("floordiv_float", needles=(b'//',))
 def floordiv_float(ctx: KernelContext) -> Iterator[Hit]:
     for node in ctx.nodes("binary_operator"):
         if operator_of(node) != "//" or not ctx.in_body(node):
@@ -190,7 +190,7 @@ def _creates_float(ctx: KernelContext, node: Node | None, depth: int = 0) -> boo
     return False
 
 
-@check("bitwise_on_float")
+@check("bitwise_on_float", needles=(b'&', b'|', b'^', b'~', b'<<', b'>>'))
 def bitwise_on_float(ctx: KernelContext) -> Iterator[Hit]:
     seen: set[tuple[int, int]] = set()
     for node in ctx.nodes("binary_operator"):
