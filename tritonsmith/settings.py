@@ -26,7 +26,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["Settings", "find_workspace_root", "read_pyproject"]
+__all__ = ["Settings", "find_workspace_root", "read_pyproject", "settings_from"]
 
 
 @dataclass(frozen=True)
@@ -218,6 +218,18 @@ def _coerce(key: str, value: Any) -> Any:
         raise ConfigError(f"setting 'proposer' must be one of {', '.join(PROPOSERS)}, got {value!r}")
     if not isinstance(value, str):
         raise ConfigError(f"setting '{key}' must be a string, got {value!r}")
+    return value
+
+
+def settings_from(value: Any) -> dict:
+    """The tritonsmith settings in initialization options or a configuration payload, which
+    clients shape as {"settings": {...}}, {"tritonsmith": {...}} or the section itself."""
+    if not isinstance(value, dict):
+        return {}
+    for key in ("tritonsmith", "settings"):
+        inner = value.get(key)
+        if isinstance(inner, dict):
+            return settings_from(inner) if key == "settings" and "tritonsmith" in inner else inner
     return value
 
 

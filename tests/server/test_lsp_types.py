@@ -14,7 +14,8 @@ import attr._make
 # Run in a child: the server package imports lsprotocol through the cache as it loads.
 PROBE = """
 import sys
-import tritonsmith.server
+from tritonsmith.server.lsp_types import import_lsprotocol_types
+import_lsprotocol_types()  # what the server does before anything imports lsprotocol
 from lsprotocol import types
 from pygls.protocol import default_converter
 

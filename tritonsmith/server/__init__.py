@@ -1,21 +1,39 @@
-"""The pygls language server. Never imports torch or triton (a test enforces it)."""
+"""The pygls language server. Never imports torch or triton (a test enforces it).
+
+Importing this package imports neither pygls nor lsprotocol: `serve` answers the client's first
+messages before they load (early.py). `create_server` (and `TritonsmithServer`) import them."""
 
 from __future__ import annotations
 
 import logging
 import sys
+from typing import TYPE_CHECKING, Any
 
-from .lsp_types import import_lsprotocol_types
-
-import_lsprotocol_types()  # before anything imports it: about half the server's start-up (lsp_types.py)
-
-from .server import TritonsmithServer  # noqa: E402
+if TYPE_CHECKING:
+    from .server import TritonsmithServer
 
 __all__ = ["TritonsmithServer", "configure_logging", "create_server", "serve"]
 
 
+def __getattr__(name: str) -> Any:
+    if name == "TritonsmithServer":
+        _import_server_types()
+        from .server import TritonsmithServer
+
+        return TritonsmithServer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _import_server_types() -> None:
+    from .lsp_types import import_lsprotocol_types
+
+    import_lsprotocol_types()  # before anything imports it: about half the server's start-up (lsp_types.py)
+
+
 def create_server() -> TritonsmithServer:
+    _import_server_types()
     from .features import register_all
+    from .server import TritonsmithServer
 
     server = TritonsmithServer()
     register_all(server)
@@ -52,15 +70,22 @@ def serve(*, tcp: str | None = None, log_file: str | None = None) -> int:
     the exit status: 1 when the client asked it to exit without a shutdown request first (the
     LSP specification's rule), else 0."""
     configure_logging(log_file)
-    server = create_server()
-    from .._runtime import tune_gc
-
-    tune_gc()
     from .transport import serve_stdio, serve_tcp
 
+    server: TritonsmithServer | None
     if tcp:
+        server = _made()
         host, _, port = tcp.rpartition(":")
         serve_tcp(server, server.framer, host or "127.0.0.1", int(port))
     else:
-        serve_stdio(server, server.framer)
-    return 1 if getattr(server.protocol, "exit_without_shutdown", False) else 0
+        server = serve_stdio(_made)
+    return 1 if server is not None and getattr(server.protocol, "exit_without_shutdown", False) else 0
+
+
+def _made() -> TritonsmithServer:
+    """The full server, with the collector tuned once its imports are in (`_runtime.tune_gc`)."""
+    from .._runtime import tune_gc
+
+    server = create_server()
+    tune_gc()
+    return server

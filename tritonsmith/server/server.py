@@ -375,6 +375,13 @@ class TritonsmithServer(LanguageServer):
         """Finish the check of the document as it is now, here (the whole file's findings)."""
         self._advance(state, None)
 
+    def check_open_documents(self) -> None:
+        """Finish the check of every open document now: after the early phase (early.py) the
+        client has the first diagnostics and may act on them (a lightbulb, a fix-all) before a
+        check in slices would have finished."""
+        for state in list(self.documents.values()):
+            self.ensure_checked(state)
+
     def findings_near(self, state: OpenDocument, start: tuple[int, int], end: tuple[int, int]) -> list[Finding]:
         """The findings that touch rows and columns `start`..`end`, without waiting for the
         rest of the file: while its check is running, only the kernels there are checked."""

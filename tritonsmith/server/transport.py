@@ -11,7 +11,9 @@ end the same three ways, each without waiting on anything the client controls:
   loop it can drop a callback, and the loop's clean-up then waits for ever on a task that will
   never be woken (`serve --tcp` hung so, one time in four on a busy machine).
 
-Whichever way, `server.shutdown()` then cancels the searches. Stdin is read by a daemon thread:
+Over stdio, the early phase (early.py) answers the first messages before the full server is
+built, which then gets every message read so far. Whichever way a session ends,
+`server.shutdown()` then cancels the searches. Stdin is read by a daemon thread:
 a thread blocked in `os.read` must not hold the process open after `exit` or SIGTERM while the
 client keeps its end of the pipe open (an executor's thread is joined at exit, and did so).
 """
@@ -19,23 +21,28 @@ client keeps its end of the pipe open (an executor's thread is joined at exit, a
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
+import json
 import logging
 import os
+import queue
 import signal
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .framing import Framer, dispatch, error_response
+
+if TYPE_CHECKING:
+    from .early import Early, InitializeCache
 
 __all__ = ["serve_stdio", "serve_tcp"]
 
 log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 1 << 16
-QUEUED_CHUNKS = 16  # stdin read ahead of the loop: at most 1 MiB, then the reading thread waits
 
 
 async def read_messages(read: Callable[[], Awaitable[bytes]], stop: threading.Event, protocol: Any,
@@ -54,26 +61,57 @@ async def read_messages(read: Callable[[], Awaitable[bytes]], stop: threading.Ev
                 dispatch(item, protocol, write)
 
 
-def _read_in_background(fd: int) -> Callable[[], Awaitable[bytes]]:
-    """`fd`'s chunks as they arrive (b"" at its end), read by a daemon thread."""
-    loop = asyncio.get_running_loop()
-    chunks: asyncio.Queue[bytes] = asyncio.Queue(QUEUED_CHUNKS)
+class _StdinReader:
+    """stdin's chunks (b"" at its end), read by a daemon thread: handed out one by one while no
+    event loop runs (`next_chunk`, for the early phase), then to the loop (`attach`)."""
 
-    def reader() -> None:
+    def __init__(self, fd: int) -> None:
+        self._sync: queue.Queue[bytes] = queue.Queue()
+        self._lock = threading.Lock()
+        self._deliver: Callable[[bytes], None] | None = None
+        self._ended = False
+        threading.Thread(target=self._read, args=(fd,), name="tritonsmith-stdin", daemon=True).start()
+
+    def _read(self, fd: int) -> None:
         while True:
             try:
                 data = os.read(fd, CHUNK_BYTES)
             except OSError:
                 data = b""
-            try:  # waits while the queue is full; the loop gone (the server stopping) ends the thread
-                asyncio.run_coroutine_threadsafe(chunks.put(data), loop).result()
-            except (RuntimeError, asyncio.CancelledError, TimeoutError):
-                return
+            with self._lock:
+                deliver = self._deliver
+                if deliver is None:
+                    self._sync.put(data)
+            if deliver is not None:
+                try:  # waits while the loop's queue is full; the loop gone (the server stopping) ends the thread
+                    deliver(data)
+                except (RuntimeError, asyncio.CancelledError, concurrent.futures.CancelledError):
+                    return
             if not data:
                 return
 
-    threading.Thread(target=reader, name="tritonsmith-stdin", daemon=True).start()
-    return chunks.get
+    def next_chunk(self, timeout: float | None) -> bytes | None:
+        try:
+            data = self._sync.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        self._ended = self._ended or not data
+        return data
+
+    def attach(self) -> Callable[[], Awaitable[bytes]]:
+        """From now on the chunks go to the running loop: what `read_messages` awaits."""
+        loop = asyncio.get_running_loop()
+        chunks: asyncio.Queue[bytes] = asyncio.Queue()
+        with self._lock:
+            if self._ended:
+                chunks.put_nowait(b"")
+            while True:
+                try:
+                    chunks.put_nowait(self._sync.get_nowait())
+                except queue.Empty:
+                    break
+            self._deliver = lambda data: asyncio.run_coroutine_threadsafe(chunks.put(data), loop).result()
+        return chunks.get
 
 
 class _StdoutWriter:
@@ -115,18 +153,67 @@ def _run(main: Callable[[], Coroutine[Any, Any, None]], server: Any) -> None:
         server.shutdown()
 
 
-def serve_stdio(server: Any, framer: Framer) -> None:
-    """Serve the client on stdin/stdout. Returns when the client closes its end, sends `exit`,
-    or SIGTERM arrives."""
+class _HandOver:
+    """The writer the full server gets after the early phase (early.py): its answers to the
+    requests the early phase answered are dropped; when the early phase could not answer
+    `initialize` (a cache miss), the full server's answer goes out and is kept for the next
+    start. Every other message passes untouched."""
+
+    def __init__(self, out: _StdoutWriter, early: Early, cache: InitializeCache) -> None:
+        self._out, self._early, self._cache = out, early, cache
+        self._drop = set(early.answered)
+        self._record = early.initialize if early.initialize is not None and not early.answered else None
+
+    def close(self) -> None:
+        self._out.close()
+
+    def write(self, data: bytes) -> None:
+        if self._drop or self._record is not None:
+            try:
+                message = json.loads(data.split(b"\r\n\r\n", 1)[1])
+            except (IndexError, ValueError):
+                message = None
+            if isinstance(message, dict) and "method" not in message:
+                if message.get("id") in self._drop:
+                    self._drop.discard(message.get("id"))
+                    return
+                if self._record is not None and message.get("id") == self._record["id"]:
+                    if isinstance(message.get("result"), dict):
+                        self._cache.put(self._record.get("params") or {}, message["result"])
+                    self._record = None
+        self._out.write(data)
+
+
+def serve_stdio(make_server: Callable[[], Any]) -> Any | None:
+    """Serve the client on stdin/stdout: the early phase (early.py), then the server
+    `make_server` builds, which is handed every message read so far. Returns that server when
+    the client closes its end, sends `exit`, or SIGTERM arrives; None when SIGTERM came before
+    it was built."""
+    from .early import InitializeCache, answer_early
+
+    reader = _StdinReader(sys.stdin.buffer.fileno())
+    framer = Framer()
+    out = _StdoutWriter(sys.stdout.buffer)
+    cache = InitializeCache()
+    try:
+        early = answer_early(reader.next_chunk, framer, out.write, cache)
+    except KeyboardInterrupt:  # SIGTERM or Ctrl-C before the full server exists: nothing to stop
+        return None
+    server = make_server()
+    framer.max_bytes = server.framer.max_bytes
+    server.framer = framer  # it holds what was read past the early phase's last message
     server._stop_event = stop = threading.Event()  # pygls' shutdown sets it
-    writer = _StdoutWriter(sys.stdout.buffer)
-    server.protocol.set_writer(writer)
+    server.protocol.set_writer(_HandOver(out, early, cache))
 
     async def main() -> None:
-        await read_messages(_read_in_background(sys.stdin.buffer.fileno()), stop, server.protocol,
-                            writer.write, framer)
+        for body in early.bodies:
+            dispatch(body, server.protocol, out.write)
+        if early.answered:  # the client has early answers and may act on them now
+            server.check_open_documents()
+        await read_messages(reader.attach(), stop, server.protocol, out.write, framer)
 
     _run(main, server)
+    return server
 
 
 class _SocketWriter:

@@ -8,29 +8,17 @@ supports it, and from `initializationOptions` otherwise; they are re-read on eve
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from lsprotocol import types
 from pygls.capabilities import get_capability
 
+from ...settings import settings_from
 from ..server import TritonsmithServer
 from .diagnostics import register_pull
 
-__all__ = ["register", "settings_from"]
+__all__ = ["register"]
 
 log = logging.getLogger(__name__)
-
-
-def settings_from(value: Any) -> dict:
-    """The tritonsmith settings in initialization options or a configuration payload, which
-    clients shape as {"settings": {...}}, {"tritonsmith": {...}} or the section itself."""
-    if not isinstance(value, dict):
-        return {}
-    for key in ("tritonsmith", "settings"):
-        inner = value.get(key)
-        if isinstance(inner, dict):
-            return settings_from(inner) if key == "settings" and "tritonsmith" in inner else inner
-    return value
 
 
 async def _pull_settings(ls: TritonsmithServer) -> dict | None:

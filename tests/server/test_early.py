@@ -1,0 +1,218 @@
+"""The early phase (server/early.py): the first answers before pygls and lsprotocol load are
+the full server's, byte for byte in what they say: the `initialize` result it recorded, and the
+diagnostics it publishes for the first file opened."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tritonsmith.server.early import InitializeCache, answer_early, diagnostics_json
+from tritonsmith.server.framing import Framer
+
+ROOT = Path(__file__).resolve().parents[2]
+MISTAKES = sorted((ROOT / "examples" / "mistakes").glob("*.py"))
+# A finding after a character that is one UTF-8 byte pair and one UTF-16 unit on its line:
+# the columns differ by encoding.
+NON_ASCII = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(x_ptr):
+    s = "é"; offs = tl.arange(0, 10)
+    tl.store(x_ptr + offs, offs)
+'''
+
+
+def _frame(message: dict[str, Any]) -> bytes:
+    body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _initialize(root: Path, capabilities: dict[str, Any] | None = None, options: Any = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"processId": None, "rootUri": root.as_uri(), "capabilities": capabilities or {}}
+    if options is not None:
+        params["initializationOptions"] = options
+    return {"id": 1, "method": "initialize", "params": params}
+
+
+def _opened(path: Path, text: str | None = None) -> dict[str, Any]:
+    return {"uri": path.as_uri(), "languageId": "python", "version": 3,
+            "text": path.read_text(encoding="utf-8") if text is None else text}
+
+
+PULL = {"id": 2, "method": "textDocument/diagnostic"}
+
+
+def _full_server(initialize: dict[str, Any], opened: dict[str, Any], *,
+                 pushes: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The full server's initialize result and, in this process, its first publish for `opened`
+    (for a client that pulls: its answer to the first pull)."""
+    from tritonsmith.server import create_server
+    from tritonsmith.server.framing import dispatch
+
+    server = create_server()
+    sent: list[dict[str, Any]] = []
+
+    class Writer:
+        def write(self, data: bytes) -> None:
+            sent.append(json.loads(data.split(b"\r\n\r\n", 1)[1]))
+
+        def close(self) -> None:
+            pass
+
+    messages = [initialize, {"method": "textDocument/didOpen", "params": {"textDocument": opened}}]
+    if not pushes:
+        messages.append({**PULL, "params": {"textDocument": {"uri": opened["uri"]}}})
+
+    def answer() -> dict[str, Any] | None:
+        if pushes:
+            return next((m["params"] for m in sent if m.get("method") == "textDocument/publishDiagnostics"), None)
+        return next((m["result"] for m in sent if m.get("id") == PULL["id"]), None)
+
+    async def run() -> None:
+        server.protocol.set_writer(Writer())
+        for message in messages:
+            dispatch(json.dumps({"jsonrpc": "2.0", **message}).encode(), server.protocol, Writer().write)
+        for _ in range(4000):
+            if answer() is not None:
+                return
+            await asyncio.sleep(0.005)
+        raise AssertionError("no diagnostics")
+
+    asyncio.run(run())
+    found = answer()
+    assert found is not None
+    return next(m["result"] for m in sent if m.get("id") == 1), found
+
+
+@pytest.mark.parametrize("path", MISTAKES, ids=lambda p: p.name)
+def test_the_early_diagnostics_are_the_full_servers(path: Path, tmp_path: Path) -> None:
+    initialize = _initialize(path.parent)
+    opened = _opened(path)
+    result, published = _full_server(initialize, opened)
+    assert published["diagnostics"], "a file of mistakes must have findings"
+    encoding = result["capabilities"].get("positionEncoding", "utf-16")
+    assert diagnostics_json(initialize["params"], opened, encoding) == published
+
+
+@pytest.mark.parametrize("encodings", [[], ["utf-8"], ["utf-32", "utf-16"]])
+def test_positions_follow_the_negotiated_encoding(tmp_path: Path, encodings: list[str]) -> None:
+    path = tmp_path / "k.py"
+    path.write_text(NON_ASCII, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text('[tool.tritonsmith]\nignore = ["TS201"]\n')  # settings are read too
+    initialize = _initialize(tmp_path, {"general": {"positionEncodings": encodings}} if encodings else {},
+                             options={"tritonsmith": {"select": ["TS"]}})
+    opened = _opened(path)
+    result, published = _full_server(initialize, opened)
+    encoding = result["capabilities"].get("positionEncoding", "utf-16")
+    assert published["diagnostics"]
+    assert diagnostics_json(initialize["params"], opened, encoding) == published
+
+
+def _chunks(*messages: dict[str, Any]) -> Any:
+    data = [_frame(m) for m in messages]
+
+    def next_chunk(timeout: float | None) -> bytes | None:
+        return data.pop(0) if data else None  # then silence: the early phase hands over
+
+    return next_chunk
+
+
+def test_a_cache_miss_answers_nothing_and_keeps_every_message(tmp_path: Path) -> None:
+    cache = InitializeCache(tmp_path / "cache.json")
+    initialize = _initialize(tmp_path)
+    written: list[bytes] = []
+    early = answer_early(_chunks(initialize, {"method": "initialized", "params": {}}), Framer(), written.append,
+                         cache, wait_s=0.01)
+    assert not early.answered and written == []
+    assert early.initialize == {"jsonrpc": "2.0", **initialize}
+    assert len(early.bodies) == 1  # it stopped at the first: a miss
+
+
+def test_a_hit_answers_and_publishes_then_hands_over_at_anything_else(tmp_path: Path) -> None:
+    path = MISTAKES[0]
+    cache = InitializeCache(tmp_path / "cache.json")
+    initialize = _initialize(path.parent)
+    result, published = _full_server(initialize, _opened(path))
+    cache.put(initialize["params"], result)
+    written: list[bytes] = []
+    opened = {"method": "textDocument/didOpen", "params": {"textDocument": _opened(path)}}
+    hover = {"id": 2, "method": "textDocument/hover", "params": {}}
+    early = answer_early(_chunks(initialize, {"method": "initialized", "params": {}}, opened, hover), Framer(),
+                         written.append, cache, wait_s=0.01)
+    assert early.answered and len(early.bodies) == 3  # the hover was not read: it stays for the full server
+    sent = [json.loads(w.split(b"\r\n\r\n", 1)[1]) for w in written]
+    assert sent == [{"jsonrpc": "2.0", "id": 1, "result": result},
+                    {"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": published}]
+
+
+def test_a_pulling_clients_first_pull_is_answered_with_the_full_servers_items(tmp_path: Path) -> None:
+    path = MISTAKES[0]
+    cache = InitializeCache(tmp_path / "cache.json")
+    initialize = _initialize(path.parent, {"textDocument": {"diagnostic": {}}})
+    opened = _opened(path)
+    result, report = _full_server(initialize, opened, pushes=False)
+    cache.put(initialize["params"], result)
+    written: list[bytes] = []
+    pull = {**PULL, "params": {"textDocument": {"uri": opened["uri"]}}}
+    early = answer_early(_chunks(initialize, {"method": "textDocument/didOpen", "params": {"textDocument": opened}},
+                                 pull), Framer(), written.append, cache, wait_s=0.01)
+    sent = [json.loads(w.split(b"\r\n\r\n", 1)[1]) for w in written]
+    assert [m.get("id") for m in sent] == [1, 2] and early.answered == {1, 2}  # no push: it pulls
+    assert report["kind"] == "full" and report["items"]
+    assert sent[1]["result"]["kind"] == "full" and sent[1]["result"]["items"] == report["items"]
+
+
+def test_the_key_changes_with_the_client_and_its_options(tmp_path: Path) -> None:
+    cache = InitializeCache(tmp_path / "cache.json")
+    base = _initialize(tmp_path)["params"]
+    keys = {cache.key(base), cache.key({**base, "capabilities": {"general": {"positionEncodings": ["utf-8"]}}}),
+            cache.key({**base, "initializationOptions": {"tritonsmith": {"select": ["TS1"]}}})}
+    assert len(keys) == 3
+    assert cache.key({**base, "rootUri": "file:///elsewhere", "processId": 7}) == cache.key(base)
+
+
+@pytest.mark.e2e
+def test_a_second_start_answers_early_with_what_the_full_server_said(tmp_path: Path) -> None:
+    """Two starts with the same user cache: the first's answers come from the full server (and
+    fill the cache), the second's first answers from the early phase; they are the same, the full
+    server's own publish follows the early one unchanged, and nothing is answered twice."""
+    path = MISTAKES[0]
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    runs = []
+    for _ in range(2):
+        server = subprocess.Popen([sys.executable, "-m", "tritonsmith", "serve"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(_frame(_initialize(path.parent)) + _frame({"method": "initialized", "params": {}})
+                           + _frame({"method": "textDocument/didOpen", "params": {"textDocument": _opened(path)}}))
+        server.stdin.flush()
+        received: list[dict[str, Any]] = []
+        deadline = time.monotonic() + 60
+        publishes = 2 if runs else 1  # the second start: the early publish, then the full server's
+        while sum(m.get("method") == "textDocument/publishDiagnostics" for m in received) < publishes:
+            assert time.monotonic() < deadline, received
+            header = b""
+            while b"\r\n\r\n" not in header:
+                header += server.stdout.read(1)
+            length = int(header.split(b"Content-Length:")[1].split(b"\r\n")[0])
+            received.append(json.loads(server.stdout.read(length)))
+        server.stdin.write(_frame({"id": 9, "method": "shutdown"}) + _frame({"method": "exit"}))
+        server.stdin.flush()
+        assert server.wait(timeout=20) == 0
+        runs.append(received)
+    first, second = runs
+    answers = [[m for m in run if m.get("id") == 1] for run in runs]
+    assert len(answers[0]) == 1 and answers[1] == answers[0]
+    publishes = [[m["params"] for m in run if m.get("method") == "textDocument/publishDiagnostics"] for run in runs]
+    assert publishes[0][0]["diagnostics"] and publishes[1] == [publishes[0][0]] * 2
