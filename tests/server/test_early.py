@@ -119,8 +119,10 @@ def test_positions_follow_the_negotiated_encoding(tmp_path: Path, encodings: lis
     assert diagnostics_json(initialize["params"], opened, encoding) == published
 
 
-def _chunks(*messages: dict[str, Any]) -> Any:
-    data = [_frame(m) for m in messages]
+def _chunks(*messages: dict[str, Any], size: int = 1000) -> Any:
+    """The messages as a pipe delivers them: in chunks of `size` bytes, across message ends."""
+    stream = b"".join(_frame(m) for m in messages)
+    data = [stream[i:i + size] for i in range(0, len(stream), size)]
 
     def next_chunk(timeout: float | None) -> bytes | None:
         return data.pop(0) if data else None  # then silence: the early phase hands over
@@ -132,11 +134,12 @@ def test_a_cache_miss_answers_nothing_and_keeps_every_message(tmp_path: Path) ->
     cache = InitializeCache(tmp_path / "cache.json")
     initialize = _initialize(tmp_path)
     written: list[bytes] = []
-    early = answer_early(_chunks(initialize, {"method": "initialized", "params": {}}), Framer(), written.append,
-                         cache, wait_s=0.01)
+    messages = [initialize, {"method": "initialized", "params": {}}]
+    early = answer_early(_chunks(*messages), Framer(), written.append, cache, wait_s=0.01)
     assert not early.answered and written == []
     assert early.initialize == {"jsonrpc": "2.0", **initialize}
-    assert len(early.bodies) == 1  # it stopped at the first: a miss
+    # Everything read goes to the full server, in order (what a chunk held past the miss too).
+    assert [json.loads(b) for b in early.bodies] == [{"jsonrpc": "2.0", **m} for m in messages][:len(early.bodies)]
 
 
 def test_a_hit_answers_and_publishes_then_hands_over_at_anything_else(tmp_path: Path) -> None:
@@ -148,9 +151,11 @@ def test_a_hit_answers_and_publishes_then_hands_over_at_anything_else(tmp_path: 
     written: list[bytes] = []
     opened = {"method": "textDocument/didOpen", "params": {"textDocument": _opened(path)}}
     hover = {"id": 2, "method": "textDocument/hover", "params": {}}
-    early = answer_early(_chunks(initialize, {"method": "initialized", "params": {}}, opened, hover), Framer(),
-                         written.append, cache, wait_s=0.01)
-    assert early.answered and len(early.bodies) == 3  # the hover was not read: it stays for the full server
+    messages = [initialize, {"method": "initialized", "params": {}}, opened, hover]
+    early = answer_early(_chunks(*messages), Framer(), written.append, cache, wait_s=0.01)
+    assert early.answered == {1}  # not the hover: the full server answers it, as everything read
+    assert [json.loads(b) for b in early.bodies] == [{"jsonrpc": "2.0", **m} for m in messages][:len(early.bodies)]
+    assert len(early.bodies) >= 3
     sent = [json.loads(w.split(b"\r\n\r\n", 1)[1]) for w in written]
     assert sent == [{"jsonrpc": "2.0", "id": 1, "result": result},
                     {"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": published}]
@@ -216,3 +221,21 @@ def test_a_second_start_answers_early_with_what_the_full_server_said(tmp_path: P
     assert len(answers[0]) == 1 and answers[1] == answers[0]
     publishes = [[m["params"] for m in run if m.get("method") == "textDocument/publishDiagnostics"] for run in runs]
     assert publishes[0][0]["diagnostics"] and publishes[1] == [publishes[0][0]] * 2
+
+
+def test_a_failure_in_the_early_phase_leaves_everything_to_the_full_server(tmp_path: Path) -> None:
+    path = MISTAKES[0]
+    cache = InitializeCache(tmp_path / "cache.json")
+    initialize = _initialize(path.parent)
+    result, _ = _full_server(initialize, _opened(path))
+    cache.put(initialize["params"], result)
+    chunks = [_frame(initialize)]
+
+    def next_chunk(timeout: float | None) -> bytes | None:
+        if chunks:
+            return chunks.pop(0)
+        raise RuntimeError("a bug")
+
+    written: list[bytes] = []
+    early = answer_early(next_chunk, Framer(), written.append, cache, wait_s=0.01)
+    assert early.answered == {1} and len(early.bodies) == 1 and len(written) == 1

@@ -197,8 +197,18 @@ def answer_early(next_chunk: Callable[[float | None], bytes | None], framer: Fra
                  cache: InitializeCache, *, wait_s: float = WAIT_S) -> Early:
     """Read and answer what can be answered before the full server exists (the module's
     docstring). `next_chunk(timeout)` returns the next bytes read, b"" at the end of the stream,
-    None after `timeout` seconds without any."""
+    None after `timeout` seconds without any. Whatever goes wrong here ends the early phase,
+    never the server: every message read is in the result, for the full server."""
     early = Early()
+    try:
+        _answer(early, next_chunk, framer, write, cache, wait_s)
+    except Exception:
+        log.exception("the early phase failed; the full server takes over")
+    return early
+
+
+def _answer(early: Early, next_chunk: Callable[[float | None], bytes | None], framer: Framer,
+            write: Callable[[bytes], None], cache: InitializeCache, wait_s: float) -> None:
     pending: list[dict[str, Any] | None] = []  # parsed bodies not yet looked at (None: not JSON)
 
     def more(timeout: float | None) -> bool:
@@ -219,16 +229,16 @@ def answer_early(next_chunk: Callable[[float | None], bytes | None], framer: Fra
 
     while not pending:  # the first message, however long it takes
         if not more(None):
-            return early
+            return
     first = pending.pop(0)
     if first is None or first.get("method") != "initialize" or "id" not in first:
-        return early
+        return
     raw = first.get("params")
     params: dict[str, Any] = raw if isinstance(raw, dict) else {}
     early.initialize = first
     result = cache.get(params)
     if result is None:
-        return early
+        return
     write(_frame({"id": first["id"], "result": result}))
     early.answered.add(first["id"])
     capabilities = params.get("capabilities") or {}
@@ -236,11 +246,12 @@ def answer_early(next_chunk: Callable[[float | None], bytes | None], framer: Fra
     encoding = str((result.get("capabilities") or {}).get("positionEncoding") or "utf-16")
     opened: dict[str, dict[str, Any]] = {}  # a pulling client's documents, by URI, until it asks
     while True:
-        if not pending and not more(wait_s):
-            return early
+        while not pending:  # a message can come in several chunks (a large file's didOpen)
+            if not more(wait_s):
+                return
         message = pending.pop(0)
         if message is None:
-            return early
+            return
         method = message.get("method")
         try:
             if method == "textDocument/didOpen":
@@ -251,7 +262,7 @@ def answer_early(next_chunk: Callable[[float | None], bytes | None], framer: Fra
                 published = diagnostics_json(params, document, encoding)
                 if published is not None:
                     write(_frame({"method": "textDocument/publishDiagnostics", "params": published}))
-                return early
+                return
             if method == "textDocument/diagnostic" and "id" in message:
                 document = opened.get(message["params"]["textDocument"]["uri"])
                 if document is not None and (published := diagnostics_json(params, document, encoding)) is not None:
@@ -261,9 +272,9 @@ def answer_early(next_chunk: Callable[[float | None], bytes | None], framer: Fra
                               "items": published["diagnostics"]}
                     write(_frame({"id": message["id"], "result": report}))
                     early.answered.add(message["id"])
-                return early
+                return
         except Exception:  # the full server answers it again, and says what went wrong
             log.exception("the early check failed")
-            return early
+            return
         if method not in ("initialized", "workspace/didChangeConfiguration", "$/setTrace"):
-            return early
+            return
