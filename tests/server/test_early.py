@@ -119,6 +119,16 @@ def test_positions_follow_the_negotiated_encoding(tmp_path: Path, encodings: lis
     assert diagnostics_json(initialize["params"], opened, encoding) == published
 
 
+def _primed(tmp_path: Path, initialize: dict[str, Any], opened: dict[str, Any], *,
+            pushes: bool = True) -> tuple[InitializeCache, dict[str, Any]]:
+    """A cache holding the full server's answer to `initialize`, and the full server's first
+    diagnostics for `opened` (published, or its answer to the first pull)."""
+    cache = InitializeCache(tmp_path / "cache.json")
+    result, first = _full_server(initialize, opened, pushes=pushes)
+    cache.put(initialize["params"], result)
+    return cache, first
+
+
 def _chunks(*messages: dict[str, Any], size: int = 1000) -> Any:
     """The messages as a pipe delivers them: in chunks of `size` bytes, across message ends."""
     stream = b"".join(_frame(m) for m in messages)
@@ -144,10 +154,9 @@ def test_a_cache_miss_answers_nothing_and_keeps_every_message(tmp_path: Path) ->
 
 def test_a_hit_answers_and_publishes_then_hands_over_at_anything_else(tmp_path: Path) -> None:
     path = MISTAKES[0]
-    cache = InitializeCache(tmp_path / "cache.json")
     initialize = _initialize(path.parent)
-    result, published = _full_server(initialize, _opened(path))
-    cache.put(initialize["params"], result)
+    cache, published = _primed(tmp_path, initialize, _opened(path))
+    result = cache.get(initialize["params"])
     written: list[bytes] = []
     opened = {"method": "textDocument/didOpen", "params": {"textDocument": _opened(path)}}
     hover = {"id": 2, "method": "textDocument/hover", "params": {}}
@@ -163,11 +172,9 @@ def test_a_hit_answers_and_publishes_then_hands_over_at_anything_else(tmp_path: 
 
 def test_a_pulling_clients_first_pull_is_answered_with_the_full_servers_items(tmp_path: Path) -> None:
     path = MISTAKES[0]
-    cache = InitializeCache(tmp_path / "cache.json")
     initialize = _initialize(path.parent, {"textDocument": {"diagnostic": {}}})
     opened = _opened(path)
-    result, report = _full_server(initialize, opened, pushes=False)
-    cache.put(initialize["params"], result)
+    cache, report = _primed(tmp_path, initialize, opened, pushes=False)
     written: list[bytes] = []
     pull = {**PULL, "params": {"textDocument": {"uri": opened["uri"]}}}
     early = answer_early(_chunks(initialize, {"method": "textDocument/didOpen", "params": {"textDocument": opened}},
@@ -225,10 +232,8 @@ def test_a_second_start_answers_early_with_what_the_full_server_said(tmp_path: P
 
 def test_a_failure_in_the_early_phase_leaves_everything_to_the_full_server(tmp_path: Path) -> None:
     path = MISTAKES[0]
-    cache = InitializeCache(tmp_path / "cache.json")
     initialize = _initialize(path.parent)
-    result, _ = _full_server(initialize, _opened(path))
-    cache.put(initialize["params"], result)
+    cache, _ = _primed(tmp_path, initialize, _opened(path))
     chunks = [_frame(initialize)]
 
     def next_chunk(timeout: float | None) -> bytes | None:

@@ -12,6 +12,7 @@ from ...analysis.syntax import string_value, text, unparen, walk
 from ...analysis.values import UNKNOWN, evaluate, is_power_of_two
 from ..context import KernelContext, Scenario
 from ..findings import Related, Span
+from .builtins import local_names
 from .registry import Hit, check, edit, fix, related
 
 MAX_NUMEL = 1 << 20
@@ -367,11 +368,7 @@ def _python_number(ctx: KernelContext, node: Node) -> bool:
 
 @check("global_not_constexpr")
 def global_not_constexpr(ctx: KernelContext) -> Iterator[Hit]:
-    locals_ = set(ctx.assignments) | {p.name for p in ctx.kernel.params}
-    for node in ctx.nodes("for_statement"):
-        left = node.child_by_field_name("left")
-        if left is not None:
-            locals_ |= {text(n) for n in walk(left) if n.type == "identifier"}
+    locals_ = local_names(ctx)
     reported: set[str] = set()
     body = (ctx.kernel.body.text if ctx.kernel.body is not None else b"") or b""
     words = set(re.findall(rb"[A-Za-z_]\w*", body))  # one C-level pass instead of a walk
