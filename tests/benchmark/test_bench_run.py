@@ -13,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 @pytest.mark.compiler
 @pytest.mark.timeout(600)  # two searches and their confirmation under the interpreter: about 4 minutes
 def test_a_small_bench_run_writes_every_output(tmp_path: Path) -> None:
