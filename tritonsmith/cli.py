@@ -344,12 +344,6 @@ def _rules_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _verify_mode(device: str) -> str:
-    from .evaluator.verify import mode_for_device
-
-    return mode_for_device(device)
-
-
 def _tolerances(values: list[str]) -> dict[str, float]:
     """`--tolerance float32=1e-3` (repeatable, comma-separated) -> {"float32": 0.001}."""
     out = {}
@@ -369,6 +363,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from .evaluator.pipeline import Options, Pipeline
     from .evaluator.pool import compile_workers
     from .evaluator.reports import resource_summary
+    from .evaluator.verify import mode_for_device
     from .state import FailureLog, active_learned, record_checked
 
     path = Path(args.file)
@@ -393,7 +388,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         chosen = PROTOCOLS[args.protocol]
         overrides.update(protocol=args.protocol, tolerances={**chosen.tolerances, **tolerances},
                          trials=max(args.trials, chosen.trials))
-    options = Options.from_settings(settings, root, mode=_verify_mode(args.device), **overrides)
+    options = Options.from_settings(settings, root, mode=mode_for_device(args.device), **overrides)
     failure_log = FailureLog(root)
     learned = active_learned(root)  # their codes label the errors they match
     with Pipeline(options, compile_size=args.jobs or compile_workers()) as pipeline:
@@ -530,10 +525,11 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from .evaluator.predict import predicted_label
+    from .evaluator.verify import mode_for_device
     from .search.engine import Progress
     from .search.setup import SearchRequest, SetupError, open_search
 
-    mode = _verify_mode(args.device)
+    mode = mode_for_device(args.device)
     path = Path(args.file)
     if not path.is_file():
         raise UsageError(f"{args.file}: no such file")
@@ -641,13 +637,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     """Run the search on every problem of a folder; write JSON, Markdown, plots and HTML."""
     from .benchmark.report import write_report
     from .benchmark.runner import find_problems, run_suite
+    from .evaluator.verify import mode_for_device
 
     folder = Path(args.problems)
     if not folder.is_dir():
         raise UsageError(f"{args.problems}: not a folder of problems")
     if not find_problems(folder):
         raise UsageError(f"{args.problems}: no KernelBench-format problem or harnessed kernel in it")
-    mode = _verify_mode(args.device)
+    mode = mode_for_device(args.device)
 
     def progress(problem: object) -> None:
         from .benchmark.runner import ProblemResult

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .standing import NOT_VERIFIED_STAGES, Stage, Standing, standing
+from .standing import Stage
 
 if TYPE_CHECKING:  # the machinery below imports verify.py, which reads the vocabulary (standing.py)
     from ..rules import Rule
@@ -44,15 +44,7 @@ if TYPE_CHECKING:  # the machinery below imports verify.py, which reads the voca
     from .reports import KernelReport
     from .verify import Spec, Verdict
 
-__all__ = [
-    "NOT_VERIFIED_STAGES",
-    "Checked",
-    "Options",
-    "Pipeline",
-    "Stage",
-    "Standing",
-    "standing",
-]
+__all__ = ["Checked", "Options", "Pipeline"]
 
 
 @dataclass(frozen=True)

@@ -159,16 +159,22 @@ class _HandOver:
     `initialize` (a cache miss), the full server's answer goes out and is kept for the next
     start. Every other message passes untouched."""
 
+    # The answers sought come among the first messages the full server writes (it is handed the
+    # early phase's requests before anything else); past this many, stop parsing what goes out.
+    WATCHED = 64
+
     def __init__(self, out: _StdoutWriter, early: Early, cache: InitializeCache) -> None:
         self._out, self._early, self._cache = out, early, cache
         self._drop = set(early.answered)
         self._record = early.initialize if early.initialize is not None and not early.answered else None
+        self._left = self.WATCHED
 
     def close(self) -> None:
         self._out.close()
 
     def write(self, data: bytes) -> None:
-        if self._drop or self._record is not None:
+        if self._left and (self._drop or self._record is not None):
+            self._left -= 1
             try:
                 message = json.loads(data.split(b"\r\n\r\n", 1)[1])
             except (IndexError, ValueError):
