@@ -129,6 +129,15 @@ def test_only_server_imports_lsprotocol():
     assert offenders == []
 
 
+def test_only_state_reads_the_state_database():
+    """state.db has one home (docs/ARCHITECTURE.md): the rest of the package goes through state/."""
+    offenders = [
+        str(p.relative_to(ROOT)) for p in sorted((ROOT / "tritonsmith").rglob("*.py"))
+        if p.relative_to(ROOT / "tritonsmith").parts[0] != "state" and "sqlite3" in p.read_text()
+    ]
+    assert offenders == []
+
+
 def test_rule_docs_are_up_to_date():
     from tritonsmith.rules.docs import check_docs
 
@@ -208,3 +217,23 @@ def test_no_import_cycle_between_modules():
     """At run time: an import under `if TYPE_CHECKING:` is the type checker's only (the server's
     collaborators name `TritonsmithServer` so, which is a seam still to cut: issue 39)."""
     assert _cycles(_module_imports()) == []
+
+
+def test_distinct_classes_have_distinct_names():
+    """Two classes of one name in two modules (a verification's verdict and a matcher's, a span's
+    edit and a search's) make a reader check every import; each class and type alias is named
+    once in the package."""
+    import ast
+
+    seen: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "tritonsmith").rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef):
+                names = [node.name]
+            elif isinstance(node, ast.Assign) and isinstance(node.value, (ast.Subscript, ast.BinOp)):
+                names = [t.id for t in node.targets if isinstance(t, ast.Name) and t.id[:1].isupper()]
+            else:
+                continue
+            for name in names:
+                seen.setdefault(name, []).append(str(path.relative_to(ROOT)))
+    assert {name: where for name, where in seen.items() if len(where) > 1} == {}

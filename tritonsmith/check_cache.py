@@ -38,7 +38,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .rules.findings import Edit, Finding, Fix, Related, Span
+from .rules.findings import Finding, Fix, Related, Span, SpanEdit
 from .rules.model import Rule, Severity
 
 __all__ = ["CheckCache", "run_key"]
@@ -191,5 +191,5 @@ def _finding(item: Sequence[Any]) -> Finding:
     code, name, severity, message, span, related, fix, secondary = item
     return Finding(str(code), str(name), Severity(severity), str(message), _span(span),
                    tuple(Related(_span(s), str(m)) for s, m in related),
-                   None if fix is None else Fix(str(fix[0]), tuple(Edit(_span(s), str(t)) for s, t in fix[1])),
+                   None if fix is None else Fix(str(fix[0]), tuple(SpanEdit(_span(s), str(t)) for s, t in fix[1])),
                    bool(secondary))

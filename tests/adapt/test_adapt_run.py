@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from tritonsmith.adapt.run import Metrics, RunOptions, RunReport, TaskRecord, metrics, task_outcome
+from tritonsmith.adapt.run import (
+    Metrics,
+    RunOptions,
+    RunReport,
+    TaskRecord,
+    metrics,
+    search_outcome,
+)
 from tritonsmith.cli import main
 from tritonsmith.search.engine import SearchResult
 from tritonsmith.search.model import Edit, Evaluation, Outcome, StepContext, Task
@@ -321,23 +328,23 @@ def _kind(name: str):
 
 
 def test_task_outcome_reads_node_one_for_pass_at_1_and_the_spread_for_fast():
-    slow_first = task_outcome(_result(Outcome.CORRECT, (Outcome.CORRECT, 0.9, (0.85, 0.95))))
+    slow_first = search_outcome(_result(Outcome.CORRECT, (Outcome.CORRECT, 0.9, (0.85, 0.95))))
     assert slow_first.first_correct and not slow_first.fast and slow_first.steps == 2
-    within_noise = task_outcome(_result(Outcome.WRONG, (Outcome.CORRECT, 1.02, (1.01, 1.04))))
+    within_noise = search_outcome(_result(Outcome.WRONG, (Outcome.CORRECT, 1.02, (1.01, 1.04))))
     assert within_noise.first == "wrong" and not within_noise.first_correct and not within_noise.fast
-    fast = task_outcome(_result(Outcome.NOT_COMPILED, (Outcome.WRONG, None, None), (Outcome.CORRECT, 3.0, (2.8, 3.2))))
+    fast = search_outcome(_result(Outcome.NOT_COMPILED, (Outcome.WRONG, None, None), (Outcome.CORRECT, 3.0, (2.8, 3.2))))
     assert not fast.first_correct and fast.fast and fast.best_speedup == 3.0
     assert slow_first.best_speedup == 1.0
-    no_spread = task_outcome(_result(Outcome.CORRECT, (Outcome.CORRECT, 1.5, None), root_spread=None))
+    no_spread = search_outcome(_result(Outcome.CORRECT, (Outcome.CORRECT, 1.5, None), root_spread=None))
     assert no_spread.fast
-    nothing = task_outcome(_result(None))
+    nothing = search_outcome(_result(None))
     assert nothing.searched and nothing.first is None and not nothing.first_correct and nothing.steps == 0
-    failed = task_outcome(_result(None, stopped="original-fails"))
+    failed = search_outcome(_result(None, stopped="original-fails"))
     assert not failed.searched
 
 
 def _record(name: str, result: SearchResult, *, memory: bool) -> TaskRecord:
-    o = task_outcome(result)
+    o = search_outcome(result)
     return TaskRecord(name=name, path=name, kernel="k", memory=memory, stopped=result.stopped, searched=o.searched,
                       first=o.first, first_correct=o.first_correct, fast=o.fast, best_speedup=o.best_speedup,
                       steps=o.steps, seconds=1.0, cost_usd=0.0, search_id="s")

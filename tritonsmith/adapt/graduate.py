@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import sqlite3
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -41,7 +40,7 @@ from ..errors import UsageError
 from ..rules import Matcher, Rule, Severity, load_rules, pack_paths
 from ..rules.checks.query import PREDICATES, QUERY_CHECK, QueryProblem, compile_query
 from ..rules.context import KernelContext
-from ..state.failure_log import FailureLog
+from ..state.failure_log import FailureLog, logged_snippets
 from ..state.learned import learned_path, load_learned, update_learned
 from ..state.signature import named_types, normalise
 from .construct import (
@@ -59,7 +58,7 @@ from .llm_induce import TextModel
 __all__ = [
     "GRADUATE_SYSTEM",
     "Graduation",
-    "Verdict",
+    "MatcherVerdict",
     "derive_queries",
     "failing_examples",
     "graduate",
@@ -103,7 +102,7 @@ Otherwise answer with one JSON object and nothing else:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class MatcherVerdict:
     """Whether a query may be a rule's check, and why not."""
 
     accepted: bool
@@ -121,7 +120,7 @@ class Graduation:
     query: str | None = None
     origin: str | None = None  # "given", "typed", "derived" or "llm"
     construct: Construct | None = None  # what a typed matcher describes
-    tried: list[tuple[str, str, Verdict]] = field(default_factory=list)  # (origin, query, verdict)
+    tried: list[tuple[str, str, MatcherVerdict]] = field(default_factory=list)  # (origin, query, verdict)
 
     @property
     def accepted(self) -> bool:
@@ -139,30 +138,12 @@ def as_kernel(snippet: str) -> str:
     return _WRAPPER.format(body=body or "    pass")
 
 
-def _logged_snippets(root: Path, ids: Sequence[int]) -> list[str]:
-    """The snippets the failure log holds for these failures (none when there is no log)."""
-    path = root / ".tritonsmith" / "state.db"
-    if not ids or not path.exists():
-        return []
-    try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
-        try:
-            marks = ",".join("?" * len(ids))
-            rows = db.execute(f"SELECT snippet FROM failures WHERE id IN ({marks}) ORDER BY id", list(ids)).fetchall()
-        finally:
-            db.close()
-    except sqlite3.Error as error:
-        log.warning("failure log not read for graduation: %s", error)
-        return []
-    return [str(row[0]) for row in rows if row[0]]
-
-
 def failing_examples(rule: Rule, root: Path | None = None) -> list[str]:
     """The failing examples of a rule's cluster, as kernel files: its bad example and the
     snippets of its failures in the log, each once."""
     snippets = [rule.bad] if rule.bad else []
     if root is not None:
-        snippets += _logged_snippets(root, rule.failures)
+        snippets += logged_snippets(root, rule.failures)
     out: list[str] = []
     for snippet in snippets:
         source = as_kernel(snippet)
@@ -190,27 +171,27 @@ def known_good(extra: Iterable[tuple[str, str]] = ()) -> list[tuple[str, str]]:
 # -- verification -----------------------------------------------------------------------------
 
 
-def verify_query(rule: Rule, query: str, failing: Sequence[str], good: Sequence[tuple[str, str]]) -> Verdict:
+def verify_query(rule: Rule, query: str, failing: Sequence[str], good: Sequence[tuple[str, str]]) -> MatcherVerdict:
     """Accept `query` as `rule`'s check only if it flags every failing example and no good code."""
     if not failing:
-        return Verdict(False, "the rule has no failing example to check a matcher against")
+        return MatcherVerdict(False, "the rule has no failing example to check a matcher against")
     try:
         compile_query(query)
     except QueryProblem as error:
-        return Verdict(False, f"malformed query: {error}", 0, len(failing))
+        return MatcherVerdict(False, f"malformed query: {error}", 0, len(failing))
     candidate = replace(rule, check=QUERY_CHECK, query=query, status="active")
     matcher = Matcher([candidate], version=None)
     if not matcher.rules:
-        return Verdict(False, "the query cannot run as a check", 0, len(failing))
+        return MatcherVerdict(False, "the query cannot run as a check", 0, len(failing))
     flagged = sum(1 for source in failing if matcher.check_source(source))
     if flagged < len(failing):
-        return Verdict(False, f"flags {flagged} of {len(failing)} failing examples", flagged, len(failing))
+        return MatcherVerdict(False, f"flags {flagged} of {len(failing)} failing examples", flagged, len(failing))
     for label, source in good:
         findings = matcher.check_source(source)
         if findings:
             line = findings[0].span.start[0] + 1
-            return Verdict(False, f"fires on known-good code: {label}, line {line}", flagged, len(failing))
-    return Verdict(True, f"flags all {len(failing)} failing examples and none of {len(good)} known-good files",
+            return MatcherVerdict(False, f"fires on known-good code: {label}, line {line}", flagged, len(failing))
+    return MatcherVerdict(True, f"flags all {len(failing)} failing examples and none of {len(good)} known-good files",
                    flagged, len(failing))
 
 
@@ -492,7 +473,7 @@ def graduate(root: Path, code: str, *, model: TextModel | None = None, extra_goo
 
     def typed_attempts() -> bool:
         if why_not is not None:
-            result.tried.append(("typed", "", Verdict(False, why_not)))
+            result.tried.append(("typed", "", MatcherVerdict(False, why_not)))
             return False
         for proposal in typed:
             if attempt("typed", proposal.query, proposal.files):
@@ -507,7 +488,7 @@ def graduate(root: Path, code: str, *, model: TextModel | None = None, extra_goo
                            max_tokens=2048)
         query = parse_proposal(answer)
         if query is None:
-            result.tried.append(("llm", "", Verdict(False, "the model proposed no matcher")))
+            result.tried.append(("llm", "", MatcherVerdict(False, "the model proposed no matcher")))
         else:
             attempt("llm", query)
     if result.query is not None:

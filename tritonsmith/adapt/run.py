@@ -16,7 +16,7 @@ after each, and report what was learned and whether first candidates got better.
 when they open (pitfalls, demonstrations) and write to it as they go; induction runs after each
 task. A later `tritonsmith optimize` (or the editor) in that workspace uses what was learned.
 
-**Metrics** (per task, from its search tree; `task_outcome`):
+**Metrics** (per task, from its search tree; `search_outcome`):
 
 - *first-candidate correctness*: node 1, the first candidate the proposer produced (node 0 is
   the starting kernel), verified correct. A step that produced no candidate (a malformed answer,
@@ -66,7 +66,7 @@ __all__ = [
     "Metrics",
     "RunOptions",
     "RunReport",
-    "TaskOutcome",
+    "SearchOutcome",
     "TaskRecord",
     "adapt_run",
     "default_tasks_folder",
@@ -74,7 +74,7 @@ __all__ = [
     "metrics",
     "search_task",
     "task_files",
-    "task_outcome",
+    "search_outcome",
     "workspace",
 ]
 
@@ -84,7 +84,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class TaskOutcome:
+class SearchOutcome:
     """What one search says about first-candidate correctness and speed."""
 
     searched: bool  # the starting kernel verified, so the search ran
@@ -95,7 +95,7 @@ class TaskOutcome:
     steps: int  # candidates evaluated, the start excluded
 
 
-def task_outcome(result: Any) -> TaskOutcome:
+def search_outcome(result: Any) -> SearchOutcome:
     """The outcome of a `search.engine.SearchResult` (or anything with `.tree` and `.stopped`),
     computed from its tree: node 1 for pass@1, every correct node for fast."""
     from ..search.model import Outcome, StepKind
@@ -119,7 +119,7 @@ def task_outcome(result: Any) -> TaskOutcome:
         if low > max(1.0, root_high) and (root is None or node.source != root.source):
             fast = True
     steps = sum(1 for n in nodes if n.kind is not StepKind.ROOT)
-    return TaskOutcome(searched=searched, first=first_outcome, first_correct=first_outcome == "correct",
+    return SearchOutcome(searched=searched, first=first_outcome, first_correct=first_outcome == "correct",
                        fast=fast, best_speedup=best, steps=steps)
 
 
@@ -154,7 +154,7 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.0f}%"
 
 
-def metrics(outcomes: Sequence[TaskOutcome | TaskRecord]) -> Metrics:
+def metrics(outcomes: Sequence[SearchOutcome | TaskRecord]) -> Metrics:
     """pass@1 and fast_1 over the searched tasks among `outcomes`."""
     searched = [o for o in outcomes if o.searched]
     return Metrics(tasks=len(searched), first_correct=sum(o.first_correct for o in searched),
@@ -377,7 +377,7 @@ def _search(options: RunOptions, path: Path, kernel: str, *, memory: bool, budge
             opened.search.proposer = proposer_factory()
         result = opened.search.run()
         search_options = opened.search.options
-    outcome = task_outcome(result)
+    outcome = search_outcome(result)
     budget.spent += result.cost_usd
     return TaskRecord(
         name=path.name, path=str(path), kernel=kernel, memory=memory, stopped=result.stopped,

@@ -35,11 +35,12 @@ from typing import Any, Protocol
 
 from ..analysis import Document, index_module
 from ..evaluator.specs import detect_kernelbench
+from .llm_induce import TextModel
 
 __all__ = [
     "SYSTEM_PROMPT",
     "Synthesized",
-    "TextModel",
+    "PricedTextModel",
     "anthropic_synthesis_model",
     "load_layers",
     "parse_task",
@@ -73,10 +74,9 @@ Import only torch, torch.nn, triton and triton.language. Answer with one ```pyth
 the whole module, and nothing else."""
 
 
-class TextModel(Protocol):
-    """What synthesis needs of a model (the LLM proposers have it: `LLMProposer.ask`)."""
-
-    def ask(self, system: str, user: str, *, purpose: str, max_tokens: int | None = None) -> str: ...
+class PricedTextModel(TextModel, Protocol):
+    """What synthesis needs of a model: a `TextModel` (llm_induce.py) that says what it has spent (the LLM
+    proposers have both: `LLMProposer.ask`, `cost_usd`)."""
 
     @property
     def cost_usd(self) -> float: ...
@@ -158,7 +158,7 @@ def _seed_sources(seed_folder: Path) -> list[tuple[str, str]]:
 def synthesize(
     count: int,
     *,
-    model: TextModel,
+    model: PricedTextModel,
     seed_folder: Path,
     out: Path,
     rng: random.Random | None = None,
@@ -221,7 +221,7 @@ class _Checker:
         path.replace(target)
         return target
 
-    def attempt(self, index: int, model: TextModel, seeds: Sequence[tuple[str, str]],
+    def attempt(self, index: int, model: PricedTextModel, seeds: Sequence[tuple[str, str]],
                 layers: Sequence[dict[str, str]]) -> tuple[Synthesized, bool]:
         """One task: (what happened, whether no later attempt can succeed)."""
         from ..evaluator.pool import WorkerPool
@@ -268,7 +268,7 @@ class _Checker:
 
 
 def anthropic_synthesis_model(*, model: str | None = None, spending_cap_usd: float | None = 5.0,
-                              client: Any = None, api_key: str | None = None) -> TextModel:
+                              client: Any = None, api_key: str | None = None) -> PricedTextModel:
     """Claude for synthesis: temperature 1.0 (AdaExplore's), room for a whole module.
 
     The key comes from ANTHROPIC_API_KEY unless given; without one this raises

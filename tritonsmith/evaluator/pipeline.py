@@ -126,7 +126,7 @@ class Checked:
         return bool(self.reports) and self.compiled
 
 
-Progress = Callable[[str], None]
+SayProgress = Callable[[str], None]  # one line of what a check is doing, for a progress view
 
 
 class Pipeline:
@@ -197,7 +197,7 @@ class Pipeline:
 
     def run(self, path: str, source: str, *, specs: Sequence[Spec] | None = None,
             candidate_source: str | None = None, rules: list[Rule] | None = None,
-            cancel: threading.Event | None = None, progress: Progress | None = None) -> Checked:
+            cancel: threading.Event | None = None, progress: SayProgress | None = None) -> Checked:
         """Compile `source` (the file at `path`) and check each spec against its reference.
 
         Args:
@@ -214,7 +214,7 @@ class Pipeline:
         return checked
 
     def _run(self, path: str, source: str, specs: Sequence[Spec] | None, candidate_source: str | None,
-             rules: list[Rule] | None, cancel: threading.Event | None, said: Progress) -> Checked:
+             rules: list[Rule] | None, cancel: threading.Event | None, said: SayProgress) -> Checked:
         from .reports import correctness_blockers, skipped_verdicts
         from .verify import RUNS_PER_ROUND, TIMING_ROUNDS, detect_specs, verify_spec
 

@@ -117,9 +117,9 @@ _SHAPE_FIRST = {"randint", "full", "normal"}  # their scalars are not sizes: onl
 _CALLABLES: dict[str, Callable[..., object]] = {"int": int, "min": min, "max": max, "abs": abs,
                                                  "round": round, "len": len}
 
-Value = Union[int, float, tuple]  # noqa: UP007 - a runtime alias, evaluated on Python 3.10
-Env = dict[str, "Value | None"]
-Compiled = Callable[[Env], "Value | None"]
+SizeValue = Union[int, float, tuple]  # noqa: UP007 - a runtime alias, evaluated on Python 3.10
+Env = dict[str, "SizeValue | None"]
+Compiled = Callable[[Env], "SizeValue | None"]
 
 
 def _valuation(n: int) -> int:
@@ -134,7 +134,7 @@ def _power_of_two(n: int) -> bool:
 # -- expressions ------------------------------------------------------------------------------
 
 
-def _number(node: Node) -> Value | None:
+def _number(node: Node) -> SizeValue | None:
     raw = text(node).replace("_", "")
     try:
         return int(raw, 0) if node.type == "integer" else float(raw)
@@ -149,7 +149,7 @@ _OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
-def _binary(op: str, a: Value, b: Value) -> Value | None:
+def _binary(op: str, a: SizeValue, b: SizeValue) -> SizeValue | None:
     if isinstance(a, tuple) or isinstance(b, tuple):
         if op == "+" and isinstance(a, tuple) and isinstance(b, tuple):
             return a + b
@@ -183,7 +183,7 @@ def _compile(node: Node | None) -> Compiled:
         inner = _compile(node.child_by_field_name("argument"))
         sign = operator_of(node)
 
-        def unary(env: Env) -> Value | None:
+        def unary(env: Env) -> SizeValue | None:
             value = inner(env)
             if not isinstance(value, (int, float)) or sign not in ("-", "+"):
                 return None
@@ -193,7 +193,7 @@ def _compile(node: Node | None) -> Compiled:
         left, right = _compile(node.child_by_field_name("left")), _compile(node.child_by_field_name("right"))
         op = operator_of(node)
 
-        def binary(env: Env) -> Value | None:
+        def binary(env: Env) -> SizeValue | None:
             a, b = left(env), right(env)
             return None if a is None or b is None else _binary(op, a, b)
         return binary
@@ -211,8 +211,8 @@ def _sequence(items: list[Node]) -> Compiled:
     parts = [(item.type == "list_splat", _compile(item.named_children[0] if item.type == "list_splat" else item))
              for item in items if item.type != "comment"]
 
-    def sequence(env: Env) -> Value | None:
-        values: list[Value] = []
+    def sequence(env: Env) -> SizeValue | None:
+        values: list[SizeValue] = []
         for splat, part in parts:
             value = part(env)
             if value is None or (splat and not isinstance(value, tuple)):
@@ -226,7 +226,7 @@ def _subscript(node: Node) -> Compiled:
     value = _compile(node.child_by_field_name("value"))
     index = _compile(node.child_by_field_name("subscript"))
 
-    def subscript(env: Env) -> Value | None:
+    def subscript(env: Env) -> SizeValue | None:
         seq, i = value(env), index(env)
         if isinstance(seq, tuple) and isinstance(i, int) and -len(seq) <= i < len(seq):
             return seq[i]
@@ -241,7 +241,7 @@ def _call(node: Node) -> Compiled:
         return lambda env: None
     arguments = _sequence(args.named_children)
 
-    def call(env: Env) -> Value | None:
+    def call(env: Env) -> SizeValue | None:
         values = arguments(env)
         if not isinstance(values, tuple):
             return None
@@ -432,11 +432,11 @@ def _shape_arguments(function: str, args: Node) -> list[Node]:
 
 def _flat_shape(arguments: Compiled) -> Compiled:
     """Integer dimensions, with tuple-valued arguments (`torch.rand(shape)`) spliced in."""
-    def shape(env: Env) -> Value | None:
+    def shape(env: Env) -> SizeValue | None:
         values = arguments(env)
         if not isinstance(values, tuple):
             return None
-        dims: list[Value] = []
+        dims: list[SizeValue] = []
         for value in values:
             dims.extend(value if isinstance(value, tuple) else [value])
         if not dims or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .findings import Edit, Finding, Fix, Related, Span
+from .findings import Finding, Fix, Related, Span, SpanEdit
 from .model import Rule, Severity, VersionRange, parse_version
 from .pack import RuleSet, import_adaexplore, load_pack, load_rules, pack_paths
 
@@ -25,7 +25,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "Edit",
+    "SpanEdit",
     "Finding",
     "Fix",
     "Matcher",

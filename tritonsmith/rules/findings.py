@@ -17,7 +17,7 @@ from tree_sitter import Node
 
 from .model import Severity
 
-__all__ = ["Edit", "Finding", "Fix", "Related", "Span"]
+__all__ = ["SpanEdit", "Finding", "Fix", "Related", "Span"]
 
 
 class Span(NamedTuple):
@@ -60,17 +60,20 @@ class Span(NamedTuple):
         )
 
 
-class Edit(NamedTuple):
+class SpanEdit(NamedTuple):
+    """A fix's edit: the text of `span` becomes `new_text` (a search's edit is another thing,
+    `search.model.Edit`: one occurrence of a string replaced)."""
+
     span: Span
     new_text: str
 
-    def shifted(self, rows: int, offset: int) -> Edit:
-        return Edit(self.span.shifted(rows, offset), self.new_text)
+    def shifted(self, rows: int, offset: int) -> SpanEdit:
+        return SpanEdit(self.span.shifted(rows, offset), self.new_text)
 
 
 class Fix(NamedTuple):
     title: str
-    edits: tuple[Edit, ...]
+    edits: tuple[SpanEdit, ...]
 
     def shifted(self, rows: int, offset: int) -> Fix:
         return Fix(self.title, tuple(e.shifted(rows, offset) for e in self.edits))

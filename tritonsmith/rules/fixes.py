@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .findings import Edit, Finding
+from .findings import Finding, SpanEdit
 
 __all__ = ["apply_edits", "apply_fixes", "fix_edits"]
 
 
-def apply_edits(source: bytes, edits: Iterable[Edit]) -> bytes:
+def apply_edits(source: bytes, edits: Iterable[SpanEdit]) -> bytes:
     """Apply non-overlapping edits; an edit that overlaps one already taken is skipped."""
-    taken: list[Edit] = []
+    taken: list[SpanEdit] = []
     for edit in sorted(edits, key=lambda e: (e.span.start_byte, e.span.end_byte)):
         if taken and edit.span.start_byte < taken[-1].span.end_byte:
             continue
@@ -24,9 +24,9 @@ def apply_edits(source: bytes, edits: Iterable[Edit]) -> bytes:
     return out
 
 
-def fix_edits(findings: Iterable[Finding]) -> list[Edit]:
+def fix_edits(findings: Iterable[Finding]) -> list[SpanEdit]:
     """The edits of every finding's fix that does not collide with an earlier fix."""
-    edits: list[Edit] = []
+    edits: list[SpanEdit] = []
     taken: list[tuple[int, int]] = []
     for finding in findings:
         if finding.fix is None:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from tree_sitter import Node
 from .checks import CHECKS, NEEDLES, RULE_CHECKS, Check, Hit
 from .context import KernelContext, launch_param_types
-from .findings import Edit, Finding, Fix, Related, Span
+from .findings import Finding, Fix, Related, Span, SpanEdit
 from .forked import map_forked
 from .model import Rule
 from .pack import RuleSet
@@ -415,7 +415,7 @@ def _moved_finding(finding: Finding, window: Window, point: Callable[[int], tupl
         span=_moved_span(finding.span, window, point),
         related=tuple(Related(_moved_span(r.span, window, point), r.message) for r in finding.related),
         fix=None if finding.fix is None else Fix(finding.fix.title, tuple(
-            Edit(_moved_span(e.span, window, point), e.new_text) for e in finding.fix.edits)),
+            SpanEdit(_moved_span(e.span, window, point), e.new_text) for e in finding.fix.edits)),
     )
 
 

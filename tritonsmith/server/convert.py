@@ -5,7 +5,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from ..analysis import Document
-from ..rules import Edit, Finding, Severity, Span
+from ..rules import Finding, Severity, Span, SpanEdit
 
 __all__ = ["to_lsp_diagnostic", "to_lsp_range", "to_lsp_text_edit"]
 
@@ -23,7 +23,7 @@ def to_lsp_range(document: Document, span: Span) -> types.Range:
     return types.Range(types.Position(*start), types.Position(*end))
 
 
-def to_lsp_text_edit(document: Document, edit: Edit) -> types.TextEdit:
+def to_lsp_text_edit(document: Document, edit: SpanEdit) -> types.TextEdit:
     return types.TextEdit(range=to_lsp_range(document, edit.span), new_text=edit.new_text)
 
 

@@ -19,10 +19,11 @@ there so the local state stays out of version control.
 from __future__ import annotations
 
 import hashlib
+import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,9 @@ from typing import Any
 from .db import connect, migrate, state_dir, write
 from .signature import normalise
 
-__all__ = ["SCHEMA_VERSION", "FailureLog", "kernel_hash", "state_dir"]
+log = logging.getLogger(__name__)
+
+__all__ = ["SCHEMA_VERSION", "FailureLog", "kernel_hash", "logged_snippets", "state_dir"]
 
 SCHEMA_VERSION = 3
 # The failure log keeps whole files for graduation (the construct at the error's position), not
@@ -80,6 +83,25 @@ _MIGRATIONS: dict[int, list[str | Callable[[sqlite3.Connection], object]]] = {
 def kernel_hash(source: str) -> str:
     """The sha256 of a kernel's source text, in hex: what the log records as its identity."""
     return hashlib.sha256(source.encode("utf-8")).hexdigest()
+
+
+def logged_snippets(root: Path, ids: Sequence[int]) -> list[str]:
+    """The snippets the workspace's failure log holds for these failures, oldest first; read
+    without creating or migrating the log (none when there is no log or it cannot be read)."""
+    path = root / ".tritonsmith" / "state.db"
+    if not ids or not path.exists():
+        return []
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+        try:
+            marks = ",".join("?" * len(ids))
+            rows = db.execute(f"SELECT snippet FROM failures WHERE id IN ({marks}) ORDER BY id", list(ids)).fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error as error:
+        log.warning("failure log not read: %s", error)
+        return []
+    return [str(row[0]) for row in rows if row[0]]
 
 
 class FailureLog:

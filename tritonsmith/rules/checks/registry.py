@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from ..context import KernelContext
-from ..findings import Edit, Fix, Related, Span
+from ..findings import Fix, Related, Span, SpanEdit
 from ..model import Rule
 
 __all__ = ["CHECKS", "NEEDLES", "RULE_CHECKS", "Check", "Hit", "RuleCheck", "check", "did_you_mean", "edit", "fix",
@@ -68,11 +68,11 @@ def rule_check(name: str) -> Callable[[RuleCheck], RuleCheck]:
     return register
 
 
-def edit(node: Node | Span, new_text: str) -> Edit:
-    return Edit(node if isinstance(node, Span) else Span.of(node), new_text)
+def edit(node: Node | Span, new_text: str) -> SpanEdit:
+    return SpanEdit(node if isinstance(node, Span) else Span.of(node), new_text)
 
 
-def fix(title: str, *edits: Edit) -> Fix:
+def fix(title: str, *edits: SpanEdit) -> Fix:
     return Fix(title, tuple(edits))
 
 

@@ -9,7 +9,7 @@ from tree_sitter import Node
 from ...analysis.syntax import argument_list, call_args, text, unparen
 from ...analysis.values import evaluate
 from ..context import KernelContext
-from ..findings import Edit, Span
+from ..findings import Span, SpanEdit
 from .registry import Hit, check, edit, fix
 
 
@@ -20,7 +20,7 @@ def _tensor_method_calls(ctx: KernelContext, *names: str) -> Iterator[tuple[Node
             yield call, obj, attr
 
 
-def _add_keyword(call: Node, keyword: str, value: str) -> Edit | None:
+def _add_keyword(call: Node, keyword: str, value: str) -> SpanEdit | None:
     """An edit that sets `keyword=value` on a call: replace an existing value or append it."""
     _, keywords = call_args(call)
     if keyword in keywords:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from ...analysis import Document
-from ...rules import Edit, Finding, Span
+from ...rules import Finding, Span, SpanEdit
 from ...rules.fixes import fix_edits
 from ..convert import to_lsp_diagnostic, to_lsp_text_edit
 from ..server import OpenDocument, TritonsmithServer
@@ -31,7 +31,7 @@ CREATE_HARNESS_TITLE = "Create verification harness"
 _IGNORE_COMMENT = re.compile(rb"#\s*tritonsmith:\s*ignore\[([^\]]*)\]")
 
 
-def ignore_edit(document: Document, finding: Finding) -> Edit:
+def ignore_edit(document: Document, finding: Finding) -> SpanEdit:
     """Add the rule's code to the line's `# tritonsmith: ignore[...]`, or append one."""
     row = finding.span.start[0]
     line = document.line(row)
@@ -42,13 +42,13 @@ def ignore_edit(document: Document, finding: Finding) -> Edit:
         codes.append(finding.code)
         start, end = match.span(1)
         span = Span((row, start), (row, end), line_start + start, line_start + end)
-        return Edit(span, ", ".join(codes))
+        return SpanEdit(span, ", ".join(codes))
     end_col = len(line.rstrip())
     span = Span((row, end_col), (row, len(line)), line_start + end_col, line_start + len(line))
-    return Edit(span, f"  # tritonsmith: ignore[{finding.code}]")
+    return SpanEdit(span, f"  # tritonsmith: ignore[{finding.code}]")
 
 
-def _workspace_edit(ls: TritonsmithServer, state: OpenDocument, edits: list[Edit]) -> types.WorkspaceEdit:
+def _workspace_edit(ls: TritonsmithServer, state: OpenDocument, edits: list[SpanEdit]) -> types.WorkspaceEdit:
     text_edits = [to_lsp_text_edit(state.document, e) for e in edits]
     caps = ls.client_capabilities.workspace
     document_changes = bool(caps and caps.workspace_edit and caps.workspace_edit.document_changes)
@@ -64,8 +64,8 @@ def _workspace_edit(ls: TritonsmithServer, state: OpenDocument, edits: list[Edit
     return types.WorkspaceEdit(changes={state.uri: text_edits})
 
 
-def _scaffold_edits(scaffold: Scaffold) -> list[Edit]:
-    return [Edit(Span(i.point, i.point, i.offset, i.offset), i.text) for i in scaffold.insertions]
+def _scaffold_edits(scaffold: Scaffold) -> list[SpanEdit]:
+    return [SpanEdit(Span(i.point, i.point, i.offset, i.offset), i.text) for i in scaffold.insertions]
 
 
 def _harness_actions(
