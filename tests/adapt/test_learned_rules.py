@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 
 from tritonsmith.adapt.induce import induce
-from tritonsmith.evaluator.compile import match_rules
 from tritonsmith.evaluator.protocol import Result
 from tritonsmith.evaluator.reports import compile_file
-from tritonsmith.rules import Rule, Severity
+from tritonsmith.rules import Rule, Severity, match_rules
 from tritonsmith.rules.pack import write_pack_atomic
 from tritonsmith.state import FailureLog, active_learned, kernel_hash, record_compile
 from tritonsmith.state.learned import learned_path

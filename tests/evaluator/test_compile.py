@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from tritonsmith.evaluator.compile import handle_compile, match_rules, parse_target, target_limits
+from tritonsmith.evaluator.compile import handle_compile, parse_target, target_limits
 from tritonsmith.evaluator.extract import extract_kernel_module
+from tritonsmith.rules import match_rules
 
 pytestmark = [pytest.mark.compiler]
 

@@ -31,9 +31,8 @@ import tempfile
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +40,13 @@ from tree_sitter import Node
 
 from ..analysis import Document, index_module
 from ..analysis.argtypes import LaunchTyper
-from ..analysis.index import Kernel, LaunchSite, ModuleIndex
+from ..analysis.index import Kernel, ModuleIndex
 from ..analysis.syntax import call_args, text
-from ..analysis.values import UNKNOWN
+from ..rules.context import OPTION_KEYS, CompileScenario, KernelContext
+from ..rules.pack import match_rules
 from .extract import Extracted, ExtractionError, extract_kernel_module
 
-__all__ = ["TargetLimits", "handle_compile", "match_rules", "parse_target", "target_limits"]
+__all__ = ["TargetLimits", "handle_compile", "parse_target", "target_limits"]
 
 _MLIR_ERROR = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>.*)$",
                          re.MULTILINE)
@@ -56,7 +56,6 @@ _CUOBJDUMP_RES = re.compile(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)")
 _POINTER_CALLS = ("load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_cas",
                   "atomic_xchg", "atomic_and", "atomic_or", "atomic_xor", "make_block_ptr",
                   "make_tensor_descriptor")
-_OPTION_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 _MAX_TEXT = 8000
 
 
@@ -119,26 +118,6 @@ def target_limits(name: str) -> TargetLimits:
                         note="AMD estimate: waves per SIMD from the compiler's occupancy, 4 SIMDs/CU")
 
 
-# -- rules --------------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=1)
-def _builtin_rules() -> tuple[Any, ...]:
-    from ..rules import load_rules, pack_paths
-
-    return tuple(load_rules(pack_paths(None, include_user=False)).rules)
-
-
-def match_rules(error_text: str, version: tuple[int, int] | None = None, rules: Iterable[Any] | None = None) -> list[str]:
-    """Codes of the rules whose error signatures match a compiler message: the builtin rules, or
-    `rules` when given (a workspace's learned rules, matched on the server's side; only active
-    rules match)."""
-    return [
-        rule.code for rule in (_builtin_rules() if rules is None else rules)
-        if rule.signatures and rule.applies_to(version) and rule.matches_error(error_text)
-    ]
-
-
 # -- capture ------------------------------------------------------------------------------
 
 
@@ -177,87 +156,11 @@ def _chain_text(error: BaseException) -> str:
 # -- signatures ---------------------------------------------------------------------------
 
 
-@dataclass
-class _Scenario:
-    label: str
-    index: int | None
-    origin: Node | None
-    constexprs: dict[str, Any]
-    options: dict[str, int]
-    missing: list[str]
-    launch: LaunchSite | None  # the launch that types the runtime arguments, when there is one
-
-
 def _node_range(node: Node | None) -> dict[str, list[int]] | None:
     if node is None:
         return None
     return {"start": [node.start_point[0], node.start_point[1]],
             "end": [node.end_point[0], node.end_point[1]]}
-
-
-def _int_option(node: Node | None) -> int | None:
-    try:
-        return int(text(node), 0) if node is not None else None
-    except ValueError:
-        return None
-
-
-def _plain(value: Any) -> bool:
-    return value is None or isinstance(value, (bool, int, float, str))
-
-
-def _scenarios(kernel: Kernel, index: ModuleIndex, source: bytes) -> list[_Scenario]:
-    from ..rules.context import KernelContext
-
-    ctx = KernelContext(kernel, index, source, None)
-    all_scenarios = ctx.scenarios()
-    defaults = all_scenarios[0]
-    configs = [s for s in all_scenarios if s.label == "this triton.Config"]
-    launches = [s for s in all_scenarios if s.label == "this launch"]
-    constexpr_names = [p.name for p in kernel.params if p.is_constexpr]
-    fallback_launch = launches[0] if launches else None
-
-    def build(label: str, index_: int | None, scenario: Any, launch: Any | None) -> _Scenario:
-        values: dict[str, Any] = {}
-        missing: list[str] = []
-        for name in constexpr_names:
-            value = scenario.env.get(name, UNKNOWN)
-            if value is UNKNOWN and launch is not None and launch is not scenario:
-                value = launch.env.get(name, UNKNOWN)
-            if value is UNKNOWN or not _plain(value):
-                missing.append(name)
-            else:
-                values[name] = value
-        options: dict[str, int] = {}
-        for source_scenario in (launch, scenario):
-            if source_scenario is None or source_scenario.origin is None:
-                continue
-            for site in kernel.launches:
-                if site.node == source_scenario.origin:
-                    for key in _OPTION_KEYS:
-                        option = _int_option(site.keywords.get(key, (None, None))[1])
-                        if option is not None:
-                            options[key] = option
-            if kernel.autotune is not None:
-                for config in kernel.autotune.configs:
-                    if config.node == source_scenario.origin:
-                        for key in _OPTION_KEYS:
-                            option = _int_option(config.options.get(key))
-                            if option is not None:
-                                options[key] = option
-        typed_by: LaunchSite | None = None
-        if launch is not None:
-            typed_by = next((s for s in kernel.launches if s.node == launch.origin), None)
-        return _Scenario(label, index_, scenario.origin, values, options, missing, typed_by)
-
-    if configs:
-        return [
-            build(f"Config #{i + 1}", i, s, fallback_launch) for i, s in enumerate(configs)
-        ]
-    if launches:
-        return [build(f"launch at line {s.origin.start_point[0] + 1}" if s.origin else "launch",
-                      i, s, s) for i, s in enumerate(launches)]
-    return [build("defaults", None, defaults, None)]
 
 
 def _pointer_params(kernel: Kernel, index: ModuleIndex, _depth: int = 0) -> set[str]:
@@ -339,7 +242,7 @@ def _fallback_type(name: str, pointers: set[str]) -> str:
     return "*fp32" if name in pointers or name.endswith(("ptr", "_ptrs", "Ptr")) else "i32"
 
 
-def _settled(scenarios: list[_Scenario], recorded: dict[str, Any]) -> list[_Scenario]:
+def _settled(scenarios: list[CompileScenario], recorded: dict[str, Any]) -> list[CompileScenario]:
     """`scenarios` with the constexprs the source left unknown taken from the values recorded at
     a launch of the check run (`BLOCK=triton.next_power_of_2(n)` as it ran), said in the label."""
     out = []
@@ -353,8 +256,8 @@ def _settled(scenarios: list[_Scenario], recorded: dict[str, Any]) -> list[_Scen
     return out
 
 
-def _profiled(scenarios: list[_Scenario], launches: list[dict[str, Any]],
-              constexpr_flags: dict[str, bool]) -> list[_Scenario]:
+def _profiled(scenarios: list[CompileScenario], launches: list[dict[str, Any]],
+              constexpr_flags: dict[str, bool]) -> list[CompileScenario]:
     """One scenario per profiled launch: its constexprs and options as it ran, typed by the
     source's first launch (the caller passes the recorded types as `arg_types`)."""
     base = scenarios[0] if scenarios else None
@@ -362,13 +265,13 @@ def _profiled(scenarios: list[_Scenario], launches: list[dict[str, Any]],
     for launch in launches:
         values = {**(base.constexprs if base else {}), **dict(launch.get("constexprs") or {})}
         missing = [name for name, is_constexpr in constexpr_flags.items() if is_constexpr and name not in values]
-        options = {k: int(v) for k, v in dict(launch.get("options") or {}).items() if k in _OPTION_KEYS}
-        out.append(_Scenario(str(launch.get("key") or "as profiled"), None, base.origin if base else None,
+        options = {k: int(v) for k, v in dict(launch.get("options") or {}).items() if k in OPTION_KEYS}
+        out.append(CompileScenario(str(launch.get("key") or "as profiled"), None, base.origin if base else None,
                              values, options, missing, base.launch if base else None))
     return out
 
 
-def _typed(constexpr_flags: dict[str, bool], scenario: _Scenario, typer: LaunchTyper,
+def _typed(constexpr_flags: dict[str, bool], scenario: CompileScenario, typer: LaunchTyper,
            pointers: set[str], recorded: dict[str, str]) -> _Typed:
     """The runtime parameters' types for one scenario: as recorded at a launch of the check run
     when given, else as the launch site's arguments show (argtypes.py), else assumed (`*fp32`
@@ -904,7 +807,7 @@ def _compile_in(payload: dict[str, Any], scratch: Path) -> dict[str, Any]:
         index = index_module(document.root)
         kernel = index.kernel(kernel_name)
         assert kernel is not None  # extraction found it in the same text
-        scenarios = _scenarios(kernel, index, document.source)
+        scenarios = KernelContext(kernel, index, document.source, None).compile_scenarios()
         pointers = _pointer_params(kernel, index)
         source_lines = source.splitlines()
         constexpr_flags = {p.name: bool(p.is_constexpr) for p in fn.params}
@@ -975,7 +878,7 @@ def _frontend(triton: Any, gpu_target: Any, options: dict[str, Any]) -> Callable
     return run
 
 
-def _compile_one(fn: Any, triton: Any, gpu_target: Any, target: str, scenario: _Scenario,
+def _compile_one(fn: Any, triton: Any, gpu_target: Any, target: str, scenario: CompileScenario,
                  constexpr_flags: dict[str, bool], types: _Typed, where: _Where,
                  source_lines: list[str], version: tuple[int, int] | None,
                  report_dir: Path, frontend_only: bool = False) -> dict[str, Any]:

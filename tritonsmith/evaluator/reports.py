@@ -432,7 +432,7 @@ def _match_learned(results: list[dict[str, Any]], rules: list[Rule], version: st
     """Add the codes of the workspace's learned rules whose signatures match each error."""
     if not rules:
         return
-    from .compile import match_rules
+    from ..rules import match_rules
 
     parsed = None
     with contextlib.suppress(ValueError):

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from .findings import Finding, Fix, Related, Span, SpanEdit
 from .model import Rule, Severity, VersionRange, parse_version
-from .pack import RuleSet, import_adaexplore, load_pack, load_rules, pack_paths
+from .pack import RuleSet, import_adaexplore, load_pack, load_rules, match_rules, pack_paths
 
 if TYPE_CHECKING:
     from .matcher import Matcher, select_rules, suppressed_codes
@@ -38,6 +38,7 @@ __all__ = [
     "import_adaexplore",
     "load_pack",
     "load_rules",
+    "match_rules",
     "pack_paths",
     "parse_version",
     "select_rules",

@@ -32,7 +32,10 @@ from ..analysis.launch_memo import TypedLaunch
 from ..analysis.syntax import call_args, text, unparen
 from ..analysis.values import UNKNOWN, evaluate
 
-__all__ = ["KernelContext", "MAX_TYPED_SCENARIOS", "Scenario", "launch_param_types"]
+__all__ = ["OPTION_KEYS", "CompileScenario", "KernelContext", "MAX_TYPED_SCENARIOS", "Scenario", "launch_param_types"]
+
+OPTION_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+"""The launch options a `Config` or a launch site may set besides the constexprs."""
 
 MAX_TYPED_SCENARIOS = 2
 """The type checks interpret at most this many of a kernel's configurations (a 16-Config
@@ -60,6 +63,32 @@ class Scenario:
     label: str = "defaults"
     # For each name, the node that gave its value (a Config entry or a launch keyword).
     sources: dict[str, Node] = field(default_factory=dict)
+
+
+@dataclass
+class CompileScenario:
+    """A scenario as a compile takes it: plain constexpr values and launch options, labelled
+    for the report ("Config #2", "launch at line 40")."""
+
+
+    label: str
+    index: int | None
+    origin: Node | None
+    constexprs: dict[str, Any]
+    options: dict[str, int]
+    missing: list[str]
+    launch: LaunchSite | None  # the launch that types the runtime arguments, when there is one
+
+
+def _int_option(node: Node | None) -> int | None:
+    try:
+        return int(text(node), 0) if node is not None else None
+    except ValueError:
+        return None
+
+
+def _plain(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
 
 
 class _LocalEnv(dict):
@@ -465,6 +494,60 @@ class KernelContext:
 
     def scenarios(self) -> list[Scenario]:
         return self._scenarios
+
+    def compile_scenarios(self) -> list[CompileScenario]:
+        """What a compile specialises the kernel with: each autotune `Config` (any launch
+        filling in the rest), else each launch site, else the defaults; each with the launch
+        options it sets and the constexprs it leaves unknown (evaluator/compile.py)."""
+        kernel = self.kernel
+        all_scenarios = self.scenarios()
+        defaults = all_scenarios[0]
+        configs = [s for s in all_scenarios if s.label == "this triton.Config"]
+        launches = [s for s in all_scenarios if s.label == "this launch"]
+        constexpr_names = [p.name for p in kernel.params if p.is_constexpr]
+        fallback_launch = launches[0] if launches else None
+
+        def build(label: str, index_: int | None, scenario: Any, launch: Any | None) -> CompileScenario:
+            values: dict[str, Any] = {}
+            missing: list[str] = []
+            for name in constexpr_names:
+                value = scenario.env.get(name, UNKNOWN)
+                if value is UNKNOWN and launch is not None and launch is not scenario:
+                    value = launch.env.get(name, UNKNOWN)
+                if value is UNKNOWN or not _plain(value):
+                    missing.append(name)
+                else:
+                    values[name] = value
+            options: dict[str, int] = {}
+            for source_scenario in (launch, scenario):
+                if source_scenario is None or source_scenario.origin is None:
+                    continue
+                for site in kernel.launches:
+                    if site.node == source_scenario.origin:
+                        for key in OPTION_KEYS:
+                            option = _int_option(site.keywords.get(key, (None, None))[1])
+                            if option is not None:
+                                options[key] = option
+                if kernel.autotune is not None:
+                    for config in kernel.autotune.configs:
+                        if config.node == source_scenario.origin:
+                            for key in OPTION_KEYS:
+                                option = _int_option(config.options.get(key))
+                                if option is not None:
+                                    options[key] = option
+            typed_by: LaunchSite | None = None
+            if launch is not None:
+                typed_by = next((s for s in kernel.launches if s.node == launch.origin), None)
+            return CompileScenario(label, index_, scenario.origin, values, options, missing, typed_by)
+
+        if configs:
+            return [
+                build(f"Config #{i + 1}", i, s, fallback_launch) for i, s in enumerate(configs)
+            ]
+        if launches:
+            return [build(f"launch at line {s.origin.start_point[0] + 1}" if s.origin else "launch",
+                          i, s, s) for i, s in enumerate(launches)]
+        return [build("defaults", None, defaults, None)]
 
     # -- types and shapes --------------------------------------------------------------------
     def param_types(self, scenario: Scenario) -> dict[str, str]:

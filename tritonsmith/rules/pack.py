@@ -31,6 +31,7 @@ import sys
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ else:  # pragma: no cover
 
 __all__ = [
     "BUILTIN_DIR",
+    "match_rules",
     "FORMAT_VERSION",
     "RuleSet",
     "dump_pack",
@@ -401,3 +403,18 @@ def import_adaexplore(text: str, *, source: str, first_number: int = 1) -> list[
         )
         number += 1
     return rules
+
+
+@lru_cache(maxsize=1)
+def _builtin_rules() -> tuple[Rule, ...]:
+    return tuple(load_rules(pack_paths(None, include_user=False)).rules)
+
+
+def match_rules(error_text: str, version: tuple[int, int] | None = None, rules: Iterable[Rule] | None = None) -> list[str]:
+    """Codes of the rules whose error signatures match a compiler message: the builtin rules, or
+    `rules` when given (a workspace's learned rules, matched on the server's side; only active
+    rules match)."""
+    return [
+        rule.code for rule in (_builtin_rules() if rules is None else rules)
+        if rule.signatures and rule.applies_to(version) and rule.matches_error(error_text)
+    ]
