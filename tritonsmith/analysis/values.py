@@ -14,9 +14,9 @@ from typing import Any
 
 from tree_sitter import Node
 
-from .syntax import call_args, operator_of, text, unparen
+from .syntax import operator_of, text, unparen
 
-__all__ = ["BINARY", "FOLDABLE", "UNKNOWN", "Unknown", "evaluate", "is_power_of_two"]
+__all__ = ["BINARY", "FOLDABLE", "UNKNOWN", "Compiled", "Unknown", "compile_expression", "evaluate", "is_power_of_two"]
 
 
 class Unknown:
@@ -74,71 +74,155 @@ def is_power_of_two(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0 and value & (value - 1) == 0
 
 
-def evaluate(
-    node: Node | None,
-    env: Mapping[str, Any],
-    qualify: Callable[[Node], str | None] | None = None,
-    *,
-    _depth: int = 0,
-) -> Any:
+def evaluate(node: Node | None, env: Mapping[str, Any], qualify: Callable[[Node], str | None] | None = None) -> Any:
     """Fold `node` to a Python value using `env` for names, or return UNKNOWN."""
-    node = unparen(node)
-    if node is None or _depth > 50:
-        return UNKNOWN
-    kind = node.type
-    try:
-        if kind == "integer":
-            return int(text(node).replace("_", ""), 0)
-        if kind == "float":
-            return float(text(node).replace("_", ""))
-        if kind == "true":
-            return True
-        if kind == "false":
-            return False
-        if kind == "none":
-            return None
-        if kind == "string":
-            from .syntax import string_value
+    return compile_expression(node, qualify)(env)
 
-            value = string_value(node)
-            return UNKNOWN if value is None else value
-        if kind == "identifier":
-            return env.get(text(node), UNKNOWN)
-        if kind == "unary_operator":
-            operand = evaluate(node.child_by_field_name("argument"), env, qualify, _depth=_depth + 1)
-            if operand is UNKNOWN:
-                return UNKNOWN
-            op = operator_of(node)  # an operator's node type is its text: nothing to decode
-            unary: dict[str, Callable[[Any], Any]] = {"-": operator.neg, "+": operator.pos, "~": operator.invert}
-            return unary[op](operand)
-        if kind == "binary_operator":
-            op = operator_of(node)
-            if op not in BINARY:
-                return UNKNOWN
-            left = evaluate(node.child_by_field_name("left"), env, qualify, _depth=_depth + 1)
-            right = evaluate(node.child_by_field_name("right"), env, qualify, _depth=_depth + 1)
-            if left is UNKNOWN or right is UNKNOWN:
-                return UNKNOWN
-            if op == "**" and isinstance(right, int) and right > 64:
-                return UNKNOWN
-            if op == "<<" and isinstance(right, int) and right > 256:
-                return UNKNOWN
-            return BINARY[op](left, right)
-        if kind in ("tuple", "list"):
-            items = [evaluate(c, env, qualify, _depth=_depth + 1) for c in node.named_children if c.type != "comment"]
-            return tuple(items)
-        if kind == "call" and qualify is not None:
-            function = node.child_by_field_name("function")
-            name = qualify(function) if function is not None else None
-            if name not in FOLDABLE:
-                return UNKNOWN
-            positional, keywords = call_args(node)
-            if keywords:
-                return UNKNOWN
-            values = [evaluate(a, env, qualify, _depth=_depth + 1) for a in positional]
-            if any(v is UNKNOWN for v in values):
-                return UNKNOWN
-            return FOLDABLE[name](*values)
-    except (ArithmeticError, TypeError, ValueError, KeyError, OverflowError):
-        return UNKNOWN
+
+Compiled = Callable[[Mapping[str, Any]], Any]
+MAX_DEPTH = 50  # deeper expressions are not folded (nor is a stray literal allowed to hang us)
+MAX_REPEAT = 64  # `(1,) * n` is folded up to this n
+
+
+def compile_expression(node: Node | None, qualify: Callable[[Node], str | None] | None = None, *,
+                       calls: Mapping[str, Callable[..., Any]] = FOLDABLE) -> Compiled:
+    """`node` as a function of the names' values, UNKNOWN where it cannot tell: compiled once,
+    evaluated for each environment (the size planner, evaluator/sizes.py, tries many). A call
+    folds when `qualify` names its function and `calls` has it. A tuple keeps an element it
+    cannot fold as UNKNOWN (the checks read the others)."""
+    return _compiled(node, qualify, calls, 0)
+
+
+def _unknown(env: Mapping[str, Any]) -> Any:
     return UNKNOWN
+
+
+def _constant(value: Any) -> Compiled:
+    return lambda env: value
+
+
+def _compiled(node: Node | None, qualify: Callable[[Node], str | None] | None,
+              calls: Mapping[str, Callable[..., Any]], depth: int) -> Compiled:
+    node = unparen(node)
+    if node is None or depth > MAX_DEPTH:
+        return _unknown
+    kind = node.type
+    sub = lambda child: _compiled(child, qualify, calls, depth + 1)  # noqa: E731
+    if kind in ("integer", "float"):
+        try:
+            raw = text(node).replace("_", "")
+            return _constant(int(raw, 0) if kind == "integer" else float(raw))
+        except ValueError:
+            return _unknown
+    if kind in ("true", "false", "none"):
+        return _constant({"true": True, "false": False, "none": None}[kind])
+    if kind == "string":
+        from .syntax import string_value
+
+        value = string_value(node)
+        return _unknown if value is None else _constant(value)
+    if kind == "identifier":
+        name = text(node)
+        return lambda env: env.get(name, UNKNOWN)
+    if kind == "unary_operator":
+        return _unary(operator_of(node), sub(node.child_by_field_name("argument")))
+    if kind == "binary_operator":
+        op = operator_of(node)  # an operator's node type is its text: nothing to decode
+        if op not in BINARY:
+            return _unknown
+        return _binary(op, sub(node.child_by_field_name("left")), sub(node.child_by_field_name("right")))
+    if kind in ("tuple", "list", "expression_list"):
+        return _sequence([c for c in node.named_children if c.type != "comment"], sub)
+    if kind == "subscript":
+        return _subscript(sub(node.child_by_field_name("value")), sub(node.child_by_field_name("subscript")))
+    if kind == "call" and qualify is not None:
+        function = node.child_by_field_name("function")
+        called = qualify(function) if function is not None else None
+        args = node.child_by_field_name("arguments")
+        if called is None or called not in calls or args is None or args.type != "argument_list" or \
+                any(a.type in ("keyword_argument", "dictionary_splat") for a in args.named_children):
+            return _unknown
+        return _call(calls[called], _sequence([c for c in args.named_children if c.type != "comment"], sub))
+    return _unknown
+
+
+_UNARY: dict[str, Callable[[Any], Any]] = {"-": operator.neg, "+": operator.pos, "~": operator.invert}
+
+
+def _unary(op: str, operand: Compiled) -> Compiled:
+    function = _UNARY.get(op)
+    if function is None:
+        return _unknown
+
+    def unary(env: Mapping[str, Any]) -> Any:
+        value = operand(env)
+        if value is UNKNOWN:
+            return UNKNOWN
+        try:
+            return function(value)
+        except (ArithmeticError, TypeError, ValueError):
+            return UNKNOWN
+    return unary
+
+
+def _binary(op: str, left: Compiled, right: Compiled) -> Compiled:
+    function = BINARY[op]
+
+    def binary(env: Mapping[str, Any]) -> Any:
+        a, b = left(env), right(env)
+        if a is UNKNOWN or b is UNKNOWN:
+            return UNKNOWN
+        if isinstance(a, tuple) or isinstance(b, tuple):
+            if op == "+" and isinstance(a, tuple) and isinstance(b, tuple):
+                return a + b
+            if op == "*" and isinstance(a, tuple) and isinstance(b, int) and 0 <= b <= MAX_REPEAT:
+                return a * b
+            return UNKNOWN
+        if (op == "**" and isinstance(a, (int, float)) and isinstance(b, (int, float))
+                and (abs(b) > 64 or abs(a) > 1 << 20)) or (op == "<<" and isinstance(b, int) and abs(b) > 64):
+            return UNKNOWN  # nothing a size or a block is written with
+        try:
+            return function(a, b)
+        except (ArithmeticError, TypeError, ValueError):
+            return UNKNOWN
+    return binary
+
+
+def _sequence(items: list[Node], sub: Callable[[Node], Compiled]) -> Compiled:
+    """A tuple of the items' values; `*name` splices a tuple in (anything else: UNKNOWN)."""
+    parts = [(item.type == "list_splat", sub(item.named_children[0] if item.type == "list_splat" else item))
+             for item in items]
+
+    def sequence(env: Mapping[str, Any]) -> Any:
+        values: list[Any] = []
+        for splat, part in parts:
+            value = part(env)
+            if splat:
+                if not isinstance(value, tuple):
+                    return UNKNOWN
+                values.extend(value)
+            else:
+                values.append(value)
+        return tuple(values)
+    return sequence
+
+
+def _subscript(value: Compiled, index: Compiled) -> Compiled:
+    def subscript(env: Mapping[str, Any]) -> Any:
+        seq, i = value(env), index(env)
+        if isinstance(seq, tuple) and isinstance(i, int) and -len(seq) <= i < len(seq):
+            return seq[i]
+        return UNKNOWN
+    return subscript
+
+
+def _call(function: Callable[..., Any], arguments: Compiled) -> Compiled:
+    def call(env: Mapping[str, Any]) -> Any:
+        values = arguments(env)
+        if values is UNKNOWN or any(v is UNKNOWN for v in values):
+            return UNKNOWN
+        try:
+            return function(*values)
+        except (ArithmeticError, TypeError, ValueError):
+            return UNKNOWN
+    return call

@@ -39,7 +39,6 @@ Nothing here imports torch (the server imports it).
 from __future__ import annotations
 
 import math
-import operator
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -48,7 +47,8 @@ from typing import Any, Union
 from tree_sitter import Node
 
 from ..analysis import Document
-from ..analysis.syntax import dotted_name, operator_of, text, unparen, walk
+from ..analysis.syntax import dotted_name, text, unparen, walk
+from ..analysis.values import compile_expression
 from .specs import top_level
 
 __all__ = [
@@ -119,7 +119,7 @@ _CALLABLES: dict[str, Callable[..., object]] = {"int": int, "min": min, "max": m
 
 SizeValue = Union[int, float, tuple]  # noqa: UP007 - a runtime alias, evaluated on Python 3.10
 Env = dict[str, "SizeValue | None"]
-Compiled = Callable[[Env], "SizeValue | None"]
+SizeExpression = Callable[[Env], "SizeValue | None"]
 
 
 def _valuation(n: int) -> int:
@@ -134,123 +134,40 @@ def _power_of_two(n: int) -> bool:
 # -- expressions ------------------------------------------------------------------------------
 
 
-def _number(node: Node) -> SizeValue | None:
-    raw = text(node).replace("_", "")
-    try:
-        return int(raw, 0) if node.type == "integer" else float(raw)
-    except ValueError:
+def _known(value: Any) -> SizeValue | None:
+    """A size, or a tuple of sizes, that is known throughout; None for anything else."""
+    if isinstance(value, bool):
         return None
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, tuple) and all(_known(item) is not None for item in value):
+        return value
+    return None
 
 
-_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-    "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "<<": operator.lshift,
-    ">>": operator.rshift,
-}
+def _compile(node: Node | None) -> SizeExpression:
+    """`node` as a function of the module's constants (analysis/values.py's expressions, calling
+    `_CALLABLES` only); None where it cannot tell. SizeExpression once, evaluated for every size
+    assignment the planner tries."""
+    compiled = compile_expression(node, dotted_name, calls=_CALLABLES)
+    return lambda env: _known(compiled(env))
 
 
-def _binary(op: str, a: SizeValue, b: SizeValue) -> SizeValue | None:
-    if isinstance(a, tuple) or isinstance(b, tuple):
-        if op == "+" and isinstance(a, tuple) and isinstance(b, tuple):
-            return a + b
-        if op == "*" and isinstance(a, tuple) and isinstance(b, int) and 0 <= b <= 64:
-            return a * b
-        return None
-    if (op == "**" and (abs(b) > 64 or abs(a) > 1 << 20)) or (op == "<<" and abs(b) > 64):
-        return None  # nothing a size is written with; keeps a stray literal from hanging us
-    function = _OPERATORS.get(op)
-    try:
-        result = function(a, b) if function is not None else None
-    except (ArithmeticError, TypeError, ValueError):
-        return None
-    return result if isinstance(result, (int, float)) else None
-
-
-def _compile(node: Node | None) -> Compiled:
-    """`node` as a function of the module's constants; it returns None where it cannot tell.
-    Compiled once, evaluated for every size assignment the planner tries."""
-    node = unparen(node)
-    if node is None:
-        return lambda env: None
-    kind = node.type
-    if kind in ("integer", "float"):
-        number = _number(node)
-        return lambda env: number
-    if kind == "identifier":
-        name = text(node)
-        return lambda env: env.get(name)
-    if kind == "unary_operator":
-        inner = _compile(node.child_by_field_name("argument"))
-        sign = operator_of(node)
-
-        def unary(env: Env) -> SizeValue | None:
-            value = inner(env)
-            if not isinstance(value, (int, float)) or sign not in ("-", "+"):
-                return None
-            return -value if sign == "-" else value
-        return unary
-    if kind == "binary_operator":
-        left, right = _compile(node.child_by_field_name("left")), _compile(node.child_by_field_name("right"))
-        op = operator_of(node)
-
-        def binary(env: Env) -> SizeValue | None:
-            a, b = left(env), right(env)
-            return None if a is None or b is None else _binary(op, a, b)
-        return binary
-    if kind in ("tuple", "list", "expression_list"):
-        return _sequence(node.named_children)
-    if kind == "subscript":
-        return _subscript(node)
-    if kind == "call":
-        return _call(node)
-    return lambda env: None
-
-
-def _sequence(items: list[Node]) -> Compiled:
+def _sequence(items: list[Node]) -> SizeExpression:
     """A tuple of the items' values; `*name` splices a tuple in."""
-    parts = [(item.type == "list_splat", _compile(item.named_children[0] if item.type == "list_splat" else item))
-             for item in items if item.type != "comment"]
+    parts = [_compile(item.named_children[0] if item.type == "list_splat" else item) for item in items
+             if item.type != "comment"]
+    splats = [item.type == "list_splat" for item in items if item.type != "comment"]
 
     def sequence(env: Env) -> SizeValue | None:
         values: list[SizeValue] = []
-        for splat, part in parts:
+        for splat, part in zip(splats, parts):
             value = part(env)
             if value is None or (splat and not isinstance(value, tuple)):
                 return None
             values.extend(value if splat and isinstance(value, tuple) else [value])
         return tuple(values)
     return sequence
-
-
-def _subscript(node: Node) -> Compiled:
-    value = _compile(node.child_by_field_name("value"))
-    index = _compile(node.child_by_field_name("subscript"))
-
-    def subscript(env: Env) -> SizeValue | None:
-        seq, i = value(env), index(env)
-        if isinstance(seq, tuple) and isinstance(i, int) and -len(seq) <= i < len(seq):
-            return seq[i]
-        return None
-    return subscript
-
-
-def _call(node: Node) -> Compiled:
-    function = _CALLABLES.get(dotted_name(node.child_by_field_name("function")) or "")
-    args = node.child_by_field_name("arguments")
-    if function is None or args is None or any(a.type == "keyword_argument" for a in args.named_children):
-        return lambda env: None
-    arguments = _sequence(args.named_children)
-
-    def call(env: Env) -> SizeValue | None:
-        values = arguments(env)
-        if not isinstance(values, tuple):
-            return None
-        try:
-            result = function(*values)
-        except (TypeError, ValueError):
-            return None
-        return result if isinstance(result, (int, float)) else None
-    return call
 
 
 def _constant_int(node: Node) -> int | None:
@@ -281,8 +198,8 @@ class _Binding:
 
     name: str
     literal: _Literal | None = None
-    parts: tuple[_Literal | Compiled, ...] | None = None
-    expr: Compiled | None = None
+    parts: tuple[_Literal | SizeExpression, ...] | None = None
+    expr: SizeExpression | None = None
     reads: frozenset[str] = frozenset()  # the names its expression reads
 
 
@@ -313,7 +230,7 @@ def _bind_value(names: list[str], value: Node) -> list[_Binding]:
         return [_Binding(name, literal=literal) for name in names]
     if inner.type in ("tuple", "list") and all(c.type != "list_splat" for c in inner.named_children):
         items = [c for c in inner.named_children if c.type != "comment"]
-        parts: list[_Literal | Compiled] = []
+        parts: list[_Literal | SizeExpression] = []
         for i, item in enumerate(items):
             element = _constant_int(item)
             key = f"{names[0]}[{i}]"
@@ -394,7 +311,7 @@ def _used(bodies: list[Node], bindings: list[_Binding]) -> set[str]:
     return used
 
 
-def _creations(bodies: list[Node]) -> list[tuple[Compiled, frozenset[str]]]:
+def _creations(bodies: list[Node]) -> list[tuple[SizeExpression, frozenset[str]]]:
     """The shape of every tensor the bodies create (`torch.randn(B, *shape)`, `torch.randint(0,
     10, (B, N))`, `torch.zeros(size=(M, N))`), each as a function of the constants, with the
     names its arguments read."""
@@ -430,7 +347,7 @@ def _shape_arguments(function: str, args: Node) -> list[Node]:
     return positional
 
 
-def _flat_shape(arguments: Compiled) -> Compiled:
+def _flat_shape(arguments: SizeExpression) -> SizeExpression:
     """Integer dimensions, with tuple-valued arguments (`torch.rand(shape)`) spliced in."""
     def shape(env: Env) -> SizeValue | None:
         values = arguments(env)
@@ -903,7 +820,7 @@ def _blocks(source: str) -> list[int]:
     for node in walk(Document(source).root):
         if node.type != "integer":
             continue
-        value = _number(node)
+        value = _compile(node)({})
         if isinstance(value, int) and _power_of_two(value) and value <= 1 << MAX_BLOCK_EXPONENT \
                 and _block_position(node):
             found.append(value)
