@@ -157,9 +157,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "adapt_ablation.json")
     args = parser.parse_args(argv)
 
-    from tritonsmith.cli import _verify_mode
+    from tritonsmith.evaluator.verify import mode_for_device
 
-    options = RunOptions(tasks=None, workspace=Path("."), steps=args.steps, device=_verify_mode(args.device),
+    options = RunOptions(tasks=None, workspace=Path("."), steps=args.steps, device=mode_for_device(args.device),
                          proposer=args.proposer, allow_upload=args.allow_upload, model=args.model,
                          base_url=args.base_url, spending_cap_usd=args.spending_cap, seed=args.seed)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="tritonsmith-ablation-"))

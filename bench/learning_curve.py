@@ -390,9 +390,9 @@ class Step:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from tritonsmith.adapt.cli import _NearMissCompiler
     from tritonsmith.adapt.graduate import graduate
     from tritonsmith.adapt.induce import Thresholds, induce
+    from tritonsmith.cli.adapt import _NearMissCompiler
     from tritonsmith.evaluator.pool import WorkerPool
     from tritonsmith.evaluator.reports import compile_file
     from tritonsmith.rules import Matcher

@@ -359,7 +359,7 @@ def test_a_second_search_gets_the_first_ones_demonstrations(tmp_path: Path, monk
 
 def test_verified_kernels_are_known_good_code_for_graduation(tmp_path: Path) -> None:
     """`tritonsmith adapt graduate` refuses matchers that would flag a verified kernel."""
-    from tritonsmith.adapt.cli import _verified_kernels
+    from tritonsmith.cli.adapt import _verified_kernels
 
     memory = ExperienceMemory(tmp_path)
     memory.record_solution(_task(_harness(ADD)), _harness(ADD), 2.0, "interpreter")
@@ -369,7 +369,7 @@ def test_verified_kernels_are_known_good_code_for_graduation(tmp_path: Path) -> 
 
 
 def test_candidates_the_search_journal_saw_compile_are_known_good_code_too(tmp_path: Path) -> None:
-    from tritonsmith.adapt.cli import _verified_kernels
+    from tritonsmith.cli.adapt import _verified_kernels
     from tritonsmith.state.journal import NODE_COLUMNS, JournalStore
 
     journal = JournalStore(tmp_path)

@@ -84,7 +84,7 @@ def test_failures_a_builtin_rule_explains_and_numeric_mismatches_are_not_learned
 
 
 def test_reviewed_and_rejected_rules_keep_their_status_but_count(tmp_path: Path):
-    from tritonsmith.adapt.cli import _decide
+    from tritonsmith.cli.adapt import _decide
     from tritonsmith.state.learned import update_learned
 
     log = FailureLog(tmp_path)

@@ -184,12 +184,12 @@ def test_parallel_check_reports_and_fixes_exactly_as_one_process(project: Path, 
     assert one[0] == two[0] == 1
     assert json.loads(two[1]) == json.loads(one[1]) and two[2] == one[2]
     assert len(json.loads(one[1])) >= 7 * 2
-    from tritonsmith import cli
+    from tritonsmith.cli import check
 
-    monkeypatch.setattr(cli, "PARALLEL_MIN_BYTES", 0)  # the default picks processes by size
+    monkeypatch.setattr(check, "PARALLEL_MIN_BYTES", 0)  # the default picks processes by size
     cores = len(__import__("os").sched_getaffinity(0))
-    assert cli._jobs(None, sorted(kernels.glob("*.py"))) == (min(cores, 8), 1)
-    assert cli._jobs(None, [kernels / "bad.py"]) == (1, cores)  # one file: split by kernel
+    assert check._jobs(None, sorted(kernels.glob("*.py"))) == (min(cores, 8), 1)
+    assert check._jobs(None, [kernels / "bad.py"]) == (1, cores)  # one file: split by kernel
     assert run("check", "kernels", "--fix", "--jobs", "2")[0] == 0
     assert (kernels / "bad.py").read_text() == GOOD
     assert all((kernels / f"bad_{i}.py").read_text() == GOOD.replace("scale_kernel", f"scale_kernel_{i}") for i in range(6))

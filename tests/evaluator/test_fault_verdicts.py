@@ -188,20 +188,21 @@ def test_untouched_memory_meets_the_address_space_cap(
 
 
 def test_flags_override_the_pyproject_limits(tmp_path: Path) -> None:
-    from tritonsmith.cli import _settings, build_parser
+    from tritonsmith.cli import build_parser
+    from tritonsmith.cli.common import command_settings
 
     (tmp_path / "pyproject.toml").write_text(
         "[tool.tritonsmith]\nverify-timeout = 60\nmemory-limit-mb = 30000\n")
     parser = build_parser()
     warnings: list[str] = []
-    flagged = _settings(parser.parse_args(["verify", "k.py", "--timeout", "3", "--memory-mb", "1200"]),
-                        tmp_path, warnings)
+    flagged = command_settings(parser.parse_args(["verify", "k.py", "--timeout", "3", "--memory-mb", "1200"]),
+                               tmp_path, warnings)
     assert (flagged.verify_timeout, flagged.memory_limit_mb) == (3, 1200)
-    plain = _settings(parser.parse_args(["verify", "k.py"]), tmp_path, warnings)
+    plain = command_settings(parser.parse_args(["verify", "k.py"]), tmp_path, warnings)
     assert (plain.verify_timeout, plain.memory_limit_mb) == (60, 30000)
     assert warnings == []
     bad: list[str] = []
-    _settings(parser.parse_args(["verify", "k.py", "--timeout", "0"]), tmp_path, bad)
+    command_settings(parser.parse_args(["verify", "k.py", "--timeout", "0"]), tmp_path, bad)
     assert bad == ["setting 'verifyTimeout' must be a positive whole number, got 0"]
 
 

@@ -89,7 +89,7 @@ def _session() -> Any:
 
     if not _SERVER:
         _SERVER.append(create_server())
-    server = _SERVER[0]
+    server = _SERVER[0].session
     state = server.open(URI, 1, BASE)
     server.ensure_checked(state)
     return server, state
@@ -126,8 +126,8 @@ def _in_a_host_function(state: Any, pick: int, at: int) -> int:
 
 
 def _fresh(server: Any, text: str) -> list[Any]:
-    matcher = server.workspace_state.matcher
-    return Matcher(server.workspace_state.rules, version=matcher.version).check_source(text)
+    matcher = server.workspace.matcher
+    return Matcher(server.workspace.rules, version=matcher.version).check_source(text)
 
 
 @pytest.mark.slow  # over 3 s: outside the fast loop

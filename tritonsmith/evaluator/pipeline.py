@@ -1,8 +1,8 @@
 """The verification pipeline: the one place that decides what a check of a file says.
 
-`tritonsmith verify` (cli.py), the server's save job (server/jobs.py) and a search's evaluator
-(search/evaluate.py) all run `Pipeline.run`, and differ only in where the options come from and
-what they do with the answer:
+`tritonsmith verify` (cli/verify.py), the server's save job (server/jobs.py) and a search's
+evaluator (search/evaluate.py) all run `Pipeline.run`, and differ only in where the options come
+from and what they do with the answer:
 
 1. **compile** every kernel for the targets in the compile workers (learned rules label the
    errors they match);

@@ -37,6 +37,8 @@ from ..version import installed_triton_version
 from .compile_findings import anchor, compiled_on, kernel_texts
 
 if TYPE_CHECKING:
+    from pygls.lsp.server import LanguageServer
+
     from ..evaluator.pipeline import Checked, Pipeline
     from ..evaluator.pool import WorkerPool
     from ..evaluator.reports import KernelReport
@@ -44,7 +46,7 @@ if TYPE_CHECKING:
     from ..rules import Rule
     from ..state import FailureLog
     from .compile_findings import CompileFinding
-    from .server import OpenDocument, TritonsmithServer
+    from .session import OpenDocument, Session
 
 __all__ = ["SAVE_DEBOUNCE_S", "CompileJobs", "job_summary"]
 
@@ -68,8 +70,8 @@ def job_summary(name: str, reports: Sequence[KernelReport], verdicts: Sequence[V
 
 
 class CompileJobs:
-    def __init__(self, server: TritonsmithServer) -> None:
-        self.server = server
+    def __init__(self, session: Session, client: LanguageServer) -> None:
+        self.session, self.client = session, client
         self._pipeline: Pipeline | None = None
         self._pending: dict[str, asyncio.TimerHandle] = {}
         self._idle: dict[str, asyncio.TimerHandle] = {}  # verifications waiting for no edits after an autosave
@@ -95,7 +97,7 @@ class CompileJobs:
         from ..evaluator.pool import compile_workers
         from ..evaluator.verify import default_mode
 
-        state = self.server.workspace_state
+        state = self.session.workspace
         options = Options.from_settings(state.settings, state.root, mode=default_mode())
         if self._pipeline is None:
             self._pipeline = Pipeline(options, compile_size=compile_workers())
@@ -111,11 +113,11 @@ class CompileJobs:
     def failure_log(self) -> FailureLog | None:
         """The workspace's failure log (`.tritonsmith/state.db`); None outside a workspace or when
         it cannot be opened (compiling goes on, unlogged)."""
-        if self._failure_log is None and self.server.root is not None:
+        if self._failure_log is None and self.session.root is not None:
             from ..state import FailureLog  # the state database opens on the first save
 
             try:
-                self._failure_log = FailureLog(self.server.root)
+                self._failure_log = FailureLog(self.session.root)
             except Exception:
                 log.exception("cannot open the failure log")
         return self._failure_log
@@ -124,7 +126,7 @@ class CompileJobs:
         """The workspace's learned rules, whose codes label the compile errors they match."""
         from ..state import active_learned
 
-        root = self.server.workspace_state.root
+        root = self.session.workspace.root
         return active_learned(root) if root is not None else []
 
     def _record(self, checked: Checked) -> None:
@@ -137,7 +139,7 @@ class CompileJobs:
         from ..state import record_checked
 
         try:
-            record_checked(failure_log, checked, root=self.server.workspace_state.root)
+            record_checked(failure_log, checked, root=self.session.workspace.root)
         except Exception:  # a locked database or a malformed pack must not lose the diagnostics
             log.exception("what the check of %s found is not recorded", checked.path)
 
@@ -158,8 +160,8 @@ class CompileJobs:
         if (waiting := self._idle.pop(uri, None)) is not None:
             waiting.cancel()
         self._stop_typing_compile(uri)
-        settings = self.server.workspace_state.settings
-        state = self.server.documents.get(uri)
+        settings = self.session.workspace.settings
+        state = self.session.documents.get(uri)
         if (settings.compile_while_typing_ms <= 0 or settings.verify_on_save == "off" or state is None
                 or not state.compiled_texts or not self.available()):
             return  # nothing compiled yet: the first compile is a save's
@@ -187,11 +189,11 @@ class CompileJobs:
     def _compile_edited(self, uri: str) -> None:
         """After a pause in typing: compile the kernels edited since their last compile."""
         self._typing.pop(uri, None)
-        state = self.server.documents.get(uri)
+        state = self.session.documents.get(uri)
         task = self.running.get(uri)
         if state is None or (task is not None and not task.done()):
             return  # closed, or a save's job is compiling it anyway
-        index = self.server.current_index(state)
+        index = self.session.current_index(state)
         data = state.document.source
         edited = [k.name for k in index.kernels if k.name in state.compiled_texts
                   and compiled_on(data, k) != state.compiled_texts[k.name]]
@@ -207,7 +209,7 @@ class CompileJobs:
         """Compile `kernels` of the unsaved `source` for the first target: the reports, their
         findings tied to the text they were computed on, and that text per kernel. None when
         compiling failed here (logged: a bug must not take the editor down)."""
-        settings = self.server.workspace_state.settings
+        settings = self.session.workspace.settings
         target = (list(settings.targets) or ["sm_90"])[0]
         path = to_fs_path(uri) or uri
         began = time.monotonic()
@@ -231,7 +233,7 @@ class CompileJobs:
         passed: the backend's findings (shared memory over the limit, spills) and the lens's
         resources need a whole compile."""
         compiled = await self._compile_unsaved(uri, source, kernels, cancel, frontend_only=True)
-        state = self.server.documents.get(uri)
+        state = self.session.documents.get(uri)
         if compiled is None or cancel.is_set() or state is None or state.document.text != source:
             return  # typed on meanwhile: the next pause compiles again
         if self._typing_cancel.get(uri) is cancel:
@@ -249,7 +251,7 @@ class CompileJobs:
                  compiled.seconds)
         from .publish import publish
 
-        publish(self.server, state)
+        publish(self.session, self.client, state)
         self._start_backend(uri)
 
     def _start_backend(self, uri: str) -> None:
@@ -258,12 +260,12 @@ class CompileJobs:
         if uri in self._backend:
             self._backend_again.add(uri)
             return
-        state = self.server.documents.get(uri)
+        state = self.session.documents.get(uri)
         task = self.running.get(uri)
         if state is None or (task is not None and not task.done()):
             return
         data = state.document.source
-        now = {k.name: compiled_on(data, k) for k in self.server.current_index(state).kernels
+        now = {k.name: compiled_on(data, k) for k in self.session.current_index(state).kernels
                if k.name in state.full_texts and k.name not in state.typing_failures}
         stale = [name for name, text in now.items()
                  if text == state.compiled_texts.get(name) and text != state.full_texts[name]]  # its frontend ran on this text
@@ -279,7 +281,7 @@ class CompileJobs:
                 del self._backend[uri]
         again = uri in self._backend_again
         self._backend_again.discard(uri)
-        state = self.server.documents.get(uri)
+        state = self.session.documents.get(uri)
         if cancel.is_set() or state is None or compiled is None:
             return
         if state.document.text != source:
@@ -297,15 +299,15 @@ class CompileJobs:
                  compiled.seconds)
         from .publish import publish
 
-        publish(self.server, state)
-        if self.server.client_supports_code_lens_refresh:
-            self.server.workspace_code_lens_refresh(None)
+        publish(self.session, self.client, state)
+        if self.session.client_supports_code_lens_refresh:
+            self.client.workspace_code_lens_refresh(None)
 
     def on_save(self, uri: str, *, now: bool = False) -> None:
         """Schedule a compile of `uri`, replacing a pending or running one. An explicit save
         (or a client that never says why it saves) verifies too; an autosave compiles only, and
         verifies once the editor has been idle `verifyAfterAutosave` seconds since."""
-        settings = self.server.workspace_state.settings
+        settings = self.session.workspace.settings
         if not now and settings.verify_on_save == "off":
             return
         if not self.available():
@@ -321,7 +323,7 @@ class CompileJobs:
         self._stop_typing_compile(uri, backend=True)  # the save compiles everything
         self._pending[uri] = loop.call_later(0 if now else SAVE_DEBOUNCE_S, self._start, uri, not autosave)
         if autosave and settings.verify_after_autosave > 0:
-            state = self.server.documents.get(uri)
+            state = self.session.documents.get(uri)
             saved = state.document.text if state is not None else None
             self._idle[uri] = loop.call_later(settings.verify_after_autosave + SAVE_DEBOUNCE_S,
                                               self._verify_when_idle, uri, saved)
@@ -330,13 +332,13 @@ class CompileJobs:
 
     def _verify_when_idle(self, uri: str, saved: str | None) -> None:
         self._idle.pop(uri, None)
-        state = self.server.documents.get(uri)
+        state = self.session.documents.get(uri)
         if state is not None and state.document.text == saved:  # unchanged since the autosave
             self._start(uri, True)
 
     def _start(self, uri: str, verify: bool = True) -> None:
         self._pending.pop(uri, None)
-        state = self.server.documents.get(uri)
+        state = self.session.documents.get(uri)
         if state is None:
             return
         if state.compile_cancel is not None:
@@ -348,7 +350,7 @@ class CompileJobs:
     async def _run(self, uri: str, source: str, cancel: threading.Event, *, verify: bool = True) -> None:
         from ..evaluator.reports import verdict_findings
 
-        settings = self.server.workspace_state.settings
+        settings = self.session.workspace.settings
         verify = verify and settings.verify_on_save == "verify"
         pipeline = self.pipeline()
         targets = list(pipeline.options.targets)
@@ -360,7 +362,7 @@ class CompileJobs:
 
         def progress(message: str) -> None:  # called from the pipeline's thread
             if token is not None:
-                loop.call_soon_threadsafe(self.server.work_done_progress.report, token,
+                loop.call_soon_threadsafe(self.client.work_done_progress.report, token,
                                           types.WorkDoneProgressReport(message=message))
 
         checked: Checked | None = None
@@ -377,7 +379,7 @@ class CompileJobs:
             log.exception("compile job for %s failed", uri)
         finally:
             self._end_progress(token, "cancelled" if cancel.is_set() else "done")
-        state = self.server.documents.get(uri)
+        state = self.session.documents.get(uri)
         if checked is None or cancel.is_set() or state is None or state.compile_cancel is not cancel:
             if checked is not None:
                 log.info("%s: superseded or closed after %.1f s", Path(path).name, time.monotonic() - began)
@@ -397,25 +399,25 @@ class CompileJobs:
         state.full_texts = dict(state.compiled_texts)
         from .publish import publish, refresh
 
-        publish(self.server, state)
-        refresh(self.server)
-        if self.server.client_supports_code_lens_refresh:
-            self.server.workspace_code_lens_refresh(None)
+        publish(self.session, self.client, state)
+        refresh(self.session, self.client)
+        if self.session.client_supports_code_lens_refresh:
+            self.client.workspace_code_lens_refresh(None)
 
     async def _begin_progress(self, title: str) -> str | None:
-        if not get_capability(self.server.client_capabilities, "window.work_done_progress", False):
+        if not get_capability(self.client.client_capabilities, "window.work_done_progress", False):
             return None
         token = str(uuid.uuid4())
         try:
-            await self.server.work_done_progress.create_async(token)
-            self.server.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=False))
+            await self.client.work_done_progress.create_async(token)
+            self.client.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=False))
         except Exception:  # a client that refuses progress still gets the results
             return None
         return token
 
     def _end_progress(self, token: str | None, message: str) -> None:
         if token is not None:
-            self.server.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+            self.client.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
 
     def close(self) -> None:
         for handle in (*self._pending.values(), *self._idle.values(), *self._typing.values()):

@@ -17,21 +17,23 @@ from .compile_findings import COMPILE_SOURCE, live, merge
 from .convert import to_lsp_diagnostic
 
 if TYPE_CHECKING:
-    from .server import OpenDocument, TritonsmithServer
+    from pygls.lsp.server import LanguageServer
+
+    from .session import OpenDocument, Session
 
 __all__ = ["BOTH_SOURCES", "clear", "diagnostics_of", "publish", "refresh"]
 
 BOTH_SOURCES = f"tritonsmith, {COMPILE_SOURCE}"  # a rule's finding the compiler confirmed
 
 
-def diagnostics_of(server: TritonsmithServer, state: OpenDocument) -> list[types.Diagnostic]:
+def diagnostics_of(session: Session, state: OpenDocument) -> list[types.Diagnostic]:
     """Static findings and the last save's compile findings (source `tritonsmith-verify`) that
     are still true of the text (`compile_findings.live`); a compile finding a static one
     already reports (same rule, same line) is that one entry, naming both sources."""
-    settings = server.workspace_state.settings
+    settings = session.workspace.settings
     now = live(state.compile_findings, state.document.source, state.index)
     compiled, both = merge(state.findings, [f for f in now if wanted(f.code, f.name, settings.select, settings.ignore)])
-    href = server.rule_pages.href
+    href = session.rule_pages.href
     static = [to_lsp_diagnostic(state.uri, state.document, f, source=BOTH_SOURCES if i in both else "tritonsmith",
                                 href=href(f.code)) for i, f in enumerate(state.findings)]
     return static + [to_lsp_diagnostic(state.uri, state.document, f, source=COMPILE_SOURCE, href=href(f.code))
@@ -46,20 +48,20 @@ def wanted(code: str, name: str, select: tuple[str, ...], ignore: tuple[str, ...
     return (not select or picked(select)) and not (ignore and picked(ignore))
 
 
-def publish(server: TritonsmithServer, state: OpenDocument) -> None:
-    if server.pull_diagnostics:
+def publish(session: Session, client: LanguageServer, state: OpenDocument) -> None:
+    if session.pull_diagnostics:
         return
-    server.text_document_publish_diagnostics(
-        types.PublishDiagnosticsParams(uri=state.uri, version=state.version, diagnostics=diagnostics_of(server, state))
+    client.text_document_publish_diagnostics(
+        types.PublishDiagnosticsParams(uri=state.uri, version=state.version, diagnostics=diagnostics_of(session, state))
     )
 
 
-def clear(server: TritonsmithServer, uri: str) -> None:
-    if not server.pull_diagnostics:
-        server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+def clear(session: Session, client: LanguageServer, uri: str) -> None:
+    if not session.pull_diagnostics:
+        client.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
-def refresh(server: TritonsmithServer) -> None:
+def refresh(session: Session, client: LanguageServer) -> None:
     """After rules or settings changed: ask a pulling client to pull every document again."""
-    if server.pull_diagnostics and server.supports_refresh:
-        server.workspace_diagnostic_refresh(None)
+    if session.pull_diagnostics and session.supports_refresh:
+        client.workspace_diagnostic_refresh(None)

@@ -56,8 +56,10 @@ from ..analysis.document import to_lsp_col
 from ..settings import find_workspace_root
 
 if TYPE_CHECKING:
+    from pygls.lsp.server import LanguageServer
+
     from ..search.engine import Progress, SearchResult
-    from .server import TritonsmithServer
+    from .session import Session
 
 __all__ = [
     "CONSENT_ALLOW",
@@ -227,8 +229,8 @@ def _end_position(text: str, encoding: str) -> types.Position:
 class Searches:
     """The searches the editor started, by id (several at once, one per kernel)."""
 
-    def __init__(self, server: TritonsmithServer) -> None:
-        self.server = server
+    def __init__(self, session: Session, client: LanguageServer) -> None:
+        self.session, self.client = session, client
         self.running: dict[str, _Search] = {}
         self.finished: OrderedDict[str, _Finished] = OrderedDict()
         self._session_consent: set[tuple[str, str]] = set()  # (root, provider) outside a workspace file
@@ -251,7 +253,7 @@ class Searches:
         if proposer is not None and proposer not in PROPOSERS:
             self._show(types.MessageType.Error, f"unknown proposer {proposer!r} ({', '.join(PROPOSERS)})")
             return None
-        state = self.server.documents.get(uri)
+        state = self.session.documents.get(uri)
         if state is None:
             log.warning("optimize: the document is not open: %s", uri)
             return None
@@ -300,7 +302,7 @@ class Searches:
         from ..evaluator.verify import default_mode
         from ..search.setup import SearchRequest, SetupError
 
-        settings = self.server.workspace_state.settings
+        settings = self.session.workspace.settings
         path = Path(to_fs_path(search.uri) or search.uri)
         root = find_workspace_root(path.resolve())
         search.device = {"cpu": "interpreter", "cuda": "gpu"}.get(settings.device) or default_mode()
@@ -404,10 +406,10 @@ class Searches:
     # -- progress -----------------------------------------------------------------------------
 
     async def _begin_progress(self, search: _Search) -> str | None:
-        if not get_capability(self.server.client_capabilities, "window.work_done_progress", False):
+        if not get_capability(self.client.client_capabilities, "window.work_done_progress", False):
             return None
         token = str(uuid.uuid4())
-        progress = self.server.work_done_progress
+        progress = self.client.work_done_progress
         try:
             await progress.create_async(token)
             unit = "GPU" if search.device == "gpu" else "interpreter"
@@ -422,24 +424,24 @@ class Searches:
     def _report(self, search: _Search, update: Progress, node: dict[str, Any] | None = None) -> None:
         search.journal_id = update.search_id
         if node is not None:
-            self.server.protocol.notify(SEARCH_PROGRESS, {
+            self.client.protocol.notify(SEARCH_PROGRESS, {
                 "searchId": search.id, "journalId": update.search_id, "uri": search.uri, "kernel": search.kernel,
                 "step": update.step, "steps": update.steps, "node": node})
         if search.token is None:
             return
         percentage = min(100, int(100 * update.step / max(1, update.steps)))
-        self.server.work_done_progress.report(
+        self.client.work_done_progress.report(
             search.token, types.WorkDoneProgressReport(message=update.message(search.device), percentage=percentage))
 
     def _token_cancelled(self, token: str | None) -> bool:
-        future = self.server.work_done_progress.tokens.get(token) if token is not None else None
+        future = self.client.work_done_progress.tokens.get(token) if token is not None else None
         return bool(future is not None and future.cancelled())
 
     def _end_progress(self, search: _Search, message: str) -> None:
         if search.token is None:
             return
-        self.server.work_done_progress.end(search.token, types.WorkDoneProgressEnd(message=message))
-        self.server.work_done_progress.tokens.pop(search.token, None)
+        self.client.work_done_progress.end(search.token, types.WorkDoneProgressEnd(message=message))
+        self.client.work_done_progress.tokens.pop(search.token, None)
         search.token = None
 
     # -- the result ---------------------------------------------------------------------------
@@ -450,7 +452,7 @@ class Searches:
             if self._cancelled(search, result):
                 return
             # The tree of a search that found nothing better, for views; never an edit.
-            self.server.protocol.notify(SEARCH_RESULT, self._payload(search, result, None))
+            self.client.protocol.notify(SEARCH_RESULT, self._payload(search, result, None))
             if result.stopped.startswith("proposer stopped"):
                 self._show(types.MessageType.Warning, f"the search on {search.kernel} {result.stopped} "
                                                       f"(no faster verified variant: {result.outcome_text()}, "
@@ -471,13 +473,13 @@ class Searches:
         while len(self.finished) > _KEEP_FINISHED:
             self.finished.popitem(last=False)
         edit = self._edit(search.uri, search.version, search.original, best_source, confirm=True)
-        self.server.protocol.notify(SEARCH_RESULT, self._payload(search, result, edit))
+        self.client.protocol.notify(SEARCH_RESULT, self._payload(search, result, edit))
         if self._client_shows_results():
             return  # the client reviews it and calls applySearchResult
         patch = self._write_patch(search, result.diff)
-        if patch is not None and get_capability(self.server.client_capabilities, "window.show_document.support", False):
+        if patch is not None and get_capability(self.client.client_capabilities, "window.show_document.support", False):
             try:
-                await self.server.window_show_document_async(
+                await self.client.window_show_document_async(
                     types.ShowDocumentParams(uri=from_fs_path(str(patch)) or patch.as_uri(), take_focus=True))
             except Exception:
                 log.warning("window/showDocument of %s failed", patch)
@@ -504,11 +506,11 @@ class Searches:
             "diff": result.diff,
             "tree": tree_entries(result.tree),
             "improved": bool(result.improved and edit is not None),
-            "edit": self.server.protocol._converter.unstructure(edit) if edit is not None else None,
+            "edit": self.client.protocol._converter.unstructure(edit) if edit is not None else None,
         }
 
     def _client_shows_results(self) -> bool:
-        experimental = getattr(self.server.client_capabilities, "experimental", None)
+        experimental = getattr(self.client.client_capabilities, "experimental", None)
         if not isinstance(experimental, dict):
             return False
         ours = experimental.get("tritonsmith")
@@ -529,8 +531,8 @@ class Searches:
     def _edit(self, uri: str, version: int | None, before: str, after: str, *, confirm: bool) -> types.WorkspaceEdit:
         """Replace the whole document (`before`, at `version`) with `after`; annotated as
         needing confirmation when asked and the client supports change annotations."""
-        rng = types.Range(types.Position(0, 0), _end_position(before, self.server.encoding))
-        caps = self.server.client_capabilities.workspace
+        rng = types.Range(types.Position(0, 0), _end_position(before, self.session.encoding))
+        caps = self.client.client_capabilities.workspace
         workspace_edit = caps.workspace_edit if caps is not None else None
         document_changes = bool(workspace_edit and workspace_edit.document_changes)
         annotations = bool(workspace_edit and workspace_edit.change_annotation_support is not None)
@@ -556,7 +558,7 @@ class Searches:
             self._show(types.MessageType.Warning, f"no result of search {search_id} to apply")
             return False
         search = finished.search
-        state = self.server.documents.get(search.uri)
+        state = self.session.documents.get(search.uri)
         if state is None:
             log.warning("the document of search %s is closed", search_id)
             return False
@@ -575,7 +577,7 @@ class Searches:
                 return False
             if answer not in (APPLY_ANYWAY, REBASE):
                 return False
-            state = self.server.documents.get(search.uri)
+            state = self.session.documents.get(search.uri)
             if state is None:
                 return False
             current = state.document.text
@@ -588,7 +590,7 @@ class Searches:
                 after = rebased
         edit = self._edit(search.uri, state.version, current, after, confirm=confirm)
         try:
-            applied = await self.server.workspace_apply_edit_async(
+            applied = await self.client.workspace_apply_edit_async(
                 types.ApplyWorkspaceEditParams(edit=edit, label=f"Faster {search.kernel} (search {search.id})"))
         except Exception:
             log.exception("workspace/applyEdit failed for search %s", search_id)
@@ -600,11 +602,11 @@ class Searches:
     # -- messages -----------------------------------------------------------------------------
 
     def _show(self, kind: types.MessageType, message: str) -> None:
-        self.server.window_show_message(types.ShowMessageParams(kind, f"tritonsmith: {message}"))
+        self.client.window_show_message(types.ShowMessageParams(kind, f"tritonsmith: {message}"))
 
     async def _ask(self, kind: types.MessageType, message: str, choices: list[str]) -> str | None:
         try:
-            answer = await self.server.window_show_message_request_async(types.ShowMessageRequestParams(
+            answer = await self.client.window_show_message_request_async(types.ShowMessageRequestParams(
                 type=kind, message=f"tritonsmith: {message}", actions=[types.MessageActionItem(c) for c in choices]))
         except Exception:
             log.exception("window/showMessageRequest failed")

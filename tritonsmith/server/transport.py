@@ -215,7 +215,7 @@ def serve_stdio(make_server: Callable[[], Any]) -> Any | None:
         for body in early.bodies:
             dispatch(body, server.protocol, out.write)
         if early.answered:  # the client has early answers and may act on them now
-            server.check_open_documents()
+            server.session.check_open_documents()
         await read_messages(reader.attach(), stop, server.protocol, out.write, framer)
 
     _run(main, server)

@@ -17,7 +17,8 @@ from ...analysis import Document
 from ...rules import Finding, Span, SpanEdit
 from ...rules.fixes import fix_edits
 from ..convert import to_lsp_diagnostic, to_lsp_text_edit
-from ..server import OpenDocument, TritonsmithServer
+from ..server import TritonsmithServer
+from ..session import OpenDocument
 from .optimize import OPTIMIZE_KIND, optimize_actions
 
 if TYPE_CHECKING:
@@ -127,17 +128,17 @@ def register(server: TritonsmithServer) -> None:
         ),
     )
     def code_action(ls: TritonsmithServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
-        state = ls.documents.get(params.text_document.uri)
+        state = ls.session.documents.get(params.text_document.uri)
         if state is None:
             return None
-        ls.current_index(state)
+        ls.session.current_index(state)
         only = params.context.only
         actions: list[types.CodeAction] = []
         if _wanted(only, types.CodeActionKind.QuickFix):
             start = state.document.lsp_to_point(params.range.start.line, params.range.start.character)
             end = state.document.lsp_to_point(params.range.end.line, params.range.end.character)
-            for finding in ls.findings_near(state, start, end):
-                diagnostic = to_lsp_diagnostic(state.uri, state.document, finding, href=ls.rule_pages.href(finding.code))
+            for finding in ls.session.findings_near(state, start, end):
+                diagnostic = to_lsp_diagnostic(state.uri, state.document, finding, href=ls.session.rule_pages.href(finding.code))
                 if finding.fix is not None:
                     actions.append(
                         types.CodeAction(
@@ -168,7 +169,7 @@ def register(server: TritonsmithServer) -> None:
                     )
                 )
         if only and _wanted(only, FIX_ALL_KIND) and any(k.startswith("source") for k in only):
-            ls.ensure_checked(state)  # asked for by name: every finding of the file
+            ls.session.ensure_checked(state)  # asked for by name: every finding of the file
             edits = fix_edits(state.findings)
             if edits:
                 actions.append(

@@ -20,10 +20,10 @@ VERIFY_COMMAND = "tritonsmith.server.verify"
 def register(server: TritonsmithServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
     def code_lens(ls: TritonsmithServer, params: types.CodeLensParams) -> list[types.CodeLens] | None:
-        state = ls.documents.get(params.text_document.uri)
+        state = ls.session.documents.get(params.text_document.uri)
         if state is None:
             return None
-        ls.current_index(state)  # kernels and types only: no need to wait for the rules
+        ls.session.current_index(state)  # kernels and types only: no need to wait for the rules
         if state.index is None or not ls.jobs.available():
             return []
         reports = {r.kernel: r for r in state.compile_reports} | state.typing_failures

@@ -25,8 +25,8 @@ async def _pull_settings(ls: TritonsmithServer) -> dict | None:
     if not get_capability(ls.client_capabilities, "workspace.configuration", False):
         return None
     scope = None
-    if ls.root is not None:
-        scope = ls.root.as_uri()
+    if ls.session.root is not None:
+        scope = ls.session.root.as_uri()
     try:
         result = await ls.workspace_configuration_async(
             types.ConfigurationParams(items=[types.ConfigurationItem(scope_uri=scope, section="tritonsmith")])
@@ -46,10 +46,10 @@ def register(server: TritonsmithServer) -> None:
         ls.set_root(root)
         caps = params.capabilities
         if get_capability(caps, "text_document.diagnostic", None) is not None:
-            ls.pull_diagnostics = True
+            ls.session.pull_diagnostics = True
             register_pull(ls)
-        ls.supports_refresh = bool(get_capability(caps, "workspace.diagnostics.refresh_support", False))
-        ls.client_supports_code_lens_refresh = bool(get_capability(caps, "workspace.code_lens.refresh_support", False))
+        ls.session.supports_refresh = bool(get_capability(caps, "workspace.diagnostics.refresh_support", False))
+        ls.session.client_supports_code_lens_refresh = bool(get_capability(caps, "workspace.code_lens.refresh_support", False))
         ls.reload(editor_settings=settings_from(params.initialization_options))
 
     @server.feature(types.INITIALIZED)

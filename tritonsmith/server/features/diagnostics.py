@@ -18,11 +18,11 @@ def register_pull(server: TritonsmithServer) -> None:
         types.DiagnosticOptions(identifier="tritonsmith", inter_file_dependencies=False, workspace_diagnostics=False),
     )
     def diagnostic(ls: TritonsmithServer, params: types.DocumentDiagnosticParams):
-        state = ls.documents.get(params.text_document.uri)
+        state = ls.session.documents.get(params.text_document.uri)
         if state is None:
             return types.FullDocumentDiagnosticReport(items=[])
-        ls.ensure_checked(state)
-        items = diagnostics_of(ls, state)
+        ls.session.ensure_checked(state)
+        items = diagnostics_of(ls.session, state)
         # Every field counts: a compile confirming a static finding changes only its source
         # ("tritonsmith, tritonsmith-verify"), and the client must see that as a change.
         digest = hashlib.blake2b(digest_size=8)

@@ -18,13 +18,13 @@ def register(server: TritonsmithServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TritonsmithServer, params: types.DidOpenTextDocumentParams) -> None:
         doc = params.text_document
-        ls.open(doc.uri, doc.version, doc.text)
+        ls.session.open(doc.uri, doc.version, doc.text)
         ls.schedule_check(doc.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TritonsmithServer, params: types.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
-        ls.change(uri, params.text_document.version, list(params.content_changes))
+        ls.session.change(uri, params.text_document.version, list(params.content_changes))
         ls.schedule_check(uri)
         ls.jobs.on_change(uri)
 
@@ -32,7 +32,7 @@ def register(server: TritonsmithServer) -> None:
     def did_close(ls: TritonsmithServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.close(params.text_document.uri)
         ls.jobs.on_close(params.text_document.uri)
-        clear(ls, params.text_document.uri)
+        clear(ls.session, ls, params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_WILL_SAVE)
     def will_save(ls: TritonsmithServer, params: types.WillSaveTextDocumentParams) -> None:

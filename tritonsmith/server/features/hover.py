@@ -22,18 +22,18 @@ __all__ = ["register"]
 def register(server: TritonsmithServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(ls: TritonsmithServer, params: types.HoverParams) -> types.Hover | None:
-        state = ls.documents.get(params.text_document.uri)
+        state = ls.session.documents.get(params.text_document.uri)
         if state is None:
             return None
         point = state.document.lsp_to_point(params.position.line, params.position.character)
-        index = ls.current_index(state)
+        index = ls.session.current_index(state)
         # One card per rule reported here (TS101 and TS102 can cover the same name). The
         # finding's own message is not repeated: editors show the diagnostic next to the hover.
         cards: dict[str, str] = {}
         first = None
-        for finding in ls.findings_near(state, point, point):
+        for finding in ls.session.findings_near(state, point, point):
             if finding.code not in cards:
-                rule = ls.workspace_state.rules.get(finding.code)
+                rule = ls.session.workspace.rules.get(finding.code)
                 if rule is not None:
                     cards[finding.code] = f"### {rule.code} `{rule.name}`\n" + rule_markdown(rule).split("\n", 1)[1]
                     first = first or finding
@@ -56,7 +56,7 @@ def register(server: TritonsmithServer) -> None:
                                             recorded_launch_constexprs(state.verdicts))
             try:
                 typed = name_types(state.document.root, state.document.source, index, point,
-                                   ls.workspace_state.version, recorded)
+                                   ls.session.workspace.version, recorded)
             except Exception:  # noqa: BLE001 - a hover never takes the server down
                 typed = None
             if typed is not None:

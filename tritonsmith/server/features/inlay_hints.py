@@ -17,18 +17,18 @@ __all__ = ["register"]
 def register(server: TritonsmithServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))
     def inlay_hints(ls: TritonsmithServer, params: types.InlayHintParams) -> list[types.InlayHint]:
-        if not ls.workspace_state.settings.inlay_hints:
+        if not ls.session.workspace.settings.inlay_hints:
             return []
-        state = ls.documents.get(params.text_document.uri)
+        state = ls.session.documents.get(params.text_document.uri)
         if state is None:
             return []
-        ls.current_index(state)  # kernels and types only: no need to wait for the rules
+        ls.session.current_index(state)  # kernels and types only: no need to wait for the rules
         if state.index is None:
             return []
         rows = (params.range.start.line, params.range.end.line)
         try:
             found = assignment_types(state.document.root, state.document.source, state.index, rows,
-                                     ls.workspace_state.version)
+                                     ls.session.workspace.version)
         except Exception:  # noqa: BLE001 - hints never take the server down
             return []
         return [types.InlayHint(position=to_lsp_range(state.document, span).end, label=f": {render}",

@@ -25,7 +25,8 @@ from pygls.uris import to_fs_path
 
 from ...settings import find_workspace_root
 from ..searches import MODES, list_searches, search_node, search_tree
-from ..server import OpenDocument, TritonsmithServer
+from ..server import TritonsmithServer
+from ..session import OpenDocument
 
 __all__ = [
     "APPLY_RESULT_COMMAND",
@@ -143,10 +144,10 @@ def _roots(ls: TritonsmithServer, uri: str | None = None) -> list[Path]:
     server's, each open document's, and each workspace folder's."""
     if uri:
         return [find_workspace_root(_path(uri).resolve())]
-    roots: list[Path] = [ls.root] if ls.root is not None else []
+    roots: list[Path] = [ls.session.root] if ls.session.root is not None else []
     for folder in (getattr(ls.workspace, "folders", None) or {}).values():
         roots.append(find_workspace_root(_path(folder.uri).resolve()))
-    for open_uri in list(ls.documents):
+    for open_uri in list(ls.session.documents):
         roots.append(find_workspace_root(_path(open_uri).resolve()))
     return list(dict.fromkeys(roots))
 

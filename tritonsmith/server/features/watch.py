@@ -54,13 +54,13 @@ class PackWatcher:
 
     def folders(self, server: TritonsmithServer) -> set[Path]:
         folders: set[Path] = set()
-        if server.root is not None:
-            folders |= {server.root, server.root / ".tritonsmith"}
+        if server.session.root is not None:
+            folders |= {server.session.root, server.session.root / ".tritonsmith"}
         folders.add(user_rules_dir())
-        for entry in server.workspace_state.settings.rule_packs:
+        for entry in server.session.workspace.settings.rule_packs:
             path = Path(entry)
-            if server.root is not None and not path.is_absolute():
-                path = server.root / path
+            if server.session.root is not None and not path.is_absolute():
+                path = server.session.root / path
             folders.add(path if path.is_dir() else path.parent)
         return {f for f in folders if f.is_dir()}
 

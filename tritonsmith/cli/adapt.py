@@ -10,13 +10,13 @@
 `adapt induce` runs offline induction over the workspace's failure log now and prints the rules
 it learned or updated; with `--llm` (and consent to send failing snippets and messages to
 Anthropic, `--allow-upload`; the key from ANTHROPIC_API_KEY) it runs LLM induction instead
-(`llm_induce.py`). `adapt graduate` finds a matcher for a learned rule and stores it, so the rule
-becomes a live check (`graduate.py`). `rules review` lists the pending learned rules with their
-provenance; `--accept` makes a rule active (and a graduated rule an error, no longer a warning),
-`--reject` keeps it as rejected (so it is not learned again). `adapt run` is the adapt stage:
-search a folder of tasks (or LLM-synthesised ones) with the memory updated after each, and report
-what was learned and pass@1 / fast_1 before and after (`run.py`). `register` adds these to the
-main parser (`tritonsmith/cli.py`).
+(`adapt/llm_induce.py`). `adapt graduate` finds a matcher for a learned rule and stores it, so
+the rule becomes a live check (`adapt/graduate.py`). `rules review` lists the pending learned
+rules with their provenance; `--accept` makes a rule active (and a graduated rule an error, no
+longer a warning), `--reject` keeps it as rejected (so it is not learned again). `adapt run` is
+the adapt stage: search a folder of tasks (or LLM-synthesised ones) with the memory updated after
+each, and report what was learned and pass@1 / fast_1 before and after (`adapt/run.py`).
+`register` adds these to the main parser (`tritonsmith/cli/__init__.py`).
 """
 
 from __future__ import annotations
@@ -29,15 +29,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..adapt.defaults import COMPARE_MODES, DEFAULT_STEPS, MIN_FAILURES, MIN_KERNELS
 from ..errors import UsageError
 from ..settings import Settings, find_workspace_root, read_pyproject
-from .defaults import COMPARE_MODES, DEFAULT_STEPS, MIN_FAILURES, MIN_KERNELS
 
 # Induction, the rules and the state are imported by the commands that use them: `register`
 # runs on every `tritonsmith` command, `check` included.
 if TYPE_CHECKING:
+    from ..adapt.induce import Learned
     from ..rules import Rule
-    from .induce import Learned
 
 __all__ = ["cmd_adapt", "cmd_rules_review", "cmd_run", "register"]
 
@@ -94,7 +94,7 @@ def _text_model(args: argparse.Namespace) -> Any:
     if not args.allow_upload:
         raise UsageError("--llm sends failing kernel snippets and error messages to Anthropic: "
                          "consent with --allow-upload")
-    from .llm_induce import anthropic_model
+    from ..adapt.llm_induce import anthropic_model
 
     return anthropic_model(model=args.model, spending_cap_usd=args.spending_cap)
 
@@ -165,13 +165,13 @@ def cmd_adapt(args: argparse.Namespace) -> int:
     root = _root(args)
     if args.min_count < 1 or args.min_kernels < 1:
         raise UsageError("--min-count and --min-kernels must be at least 1")
+    from ..adapt.induce import Thresholds, induce
     from ..state.learned import learned_path
-    from .induce import Thresholds, induce
 
     thresholds = Thresholds(count=args.min_count, kernels=args.min_kernels)
     model = _text_model(args)
     if model is not None:
-        from .llm_induce import induce_with_llm
+        from ..adapt.llm_induce import induce_with_llm
 
         report = induce_with_llm(root, model, thresholds=thresholds, limit=args.limit)
         learned = report.learned
@@ -266,7 +266,7 @@ class _NearMissCompiler:
 
 
 def cmd_graduate(args: argparse.Namespace) -> int:
-    from .graduate import graduate
+    from ..adapt.graduate import graduate
 
     root = _root(args)
     from ..version import installed_triton_version
@@ -426,9 +426,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     import os
     import sys
 
+    from ..adapt.run import RunOptions, adapt_run, default_tasks_folder
     from ..evaluator.verify import mode_for_device
     from ..search.setup import SetupError
-    from .run import RunOptions, adapt_run, default_tasks_folder
 
     tasks = Path(args.tasks) if args.tasks else default_tasks_folder()
     if tasks is None:
