@@ -244,3 +244,27 @@ def test_a_failure_in_the_early_phase_leaves_everything_to_the_full_server(tmp_p
     written: list[bytes] = []
     early = answer_early(next_chunk, Framer(), written.append, cache, wait_s=0.01)
     assert early.answered == {1} and len(early.bodies) == 1 and len(written) == 1
+
+
+def test_a_large_files_syntax_level_findings_come_first_then_all_of_them(tmp_path: Path) -> None:
+    """Past `SYNTAX_FIRST_BYTES`, the checks that need no types publish first (a subset of the
+    full server's diagnostics, each the same), then the full set, which is the full server's."""
+    from tritonsmith.server.early import SYNTAX_FIRST_BYTES
+
+    typed = (ROOT / "bench" / "type_probes" / "math_on_int__sqrt_i32.py").read_text().split("import triton.language as tl", 1)[1]
+    text = (ROOT / "examples" / "mistakes" / "softmax.py").read_text() + typed
+    text += "\n" + "# padding\n" * (SYNTAX_FIRST_BYTES // 10)
+    path = tmp_path / "large.py"
+    path.write_text(text, encoding="utf-8")
+    initialize = _initialize(tmp_path)
+    cache, full = _primed(tmp_path, initialize, _opened(path))
+    written: list[bytes] = []
+    opened = {"method": "textDocument/didOpen", "params": {"textDocument": _opened(path)}}
+    answer_early(_chunks(initialize, {"method": "initialized", "params": {}}, opened), Framer(), written.append,
+                 cache, wait_s=0.01)
+    published = [m["params"] for m in (json.loads(w.split(b"\r\n\r\n", 1)[1]) for w in written)
+                 if m.get("method") == "textDocument/publishDiagnostics"]
+    assert len(published) == 2 and published[-1] == full
+    first, last = ([d["code"] for d in p["diagnostics"]] for p in published)
+    assert sorted(first) == ["TS101", "TS101", "TS102"] and sorted(last) == ["TS101", "TS101", "TS102", "TS704"]
+    assert all(d in published[-1]["diagnostics"] for d in published[0]["diagnostics"])

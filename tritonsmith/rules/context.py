@@ -32,7 +32,9 @@ from ..analysis.launch_memo import TypedLaunch
 from ..analysis.syntax import call_args, text, unparen
 from ..analysis.values import UNKNOWN, evaluate
 
-__all__ = ["OPTION_KEYS", "CompileScenario", "KernelContext", "MAX_TYPED_SCENARIOS", "Scenario", "launch_param_types"]
+__all__ = [
+    "OPTION_KEYS", "CompileScenario", "KernelContext", "MAX_TYPED_SCENARIOS", "NeedsTypes", "Scenario", "launch_param_types",
+]
 
 OPTION_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 """The launch options a `Config` or a launch site may set besides the constexprs."""
@@ -52,6 +54,12 @@ _REDUCTIONS = frozenset(
     {"sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum", "prod", "reduce_or", "reduce_and",
      "item"}
 )
+
+
+class NeedsTypes(BaseException):
+    """Raised by a `KernelContext` made without types when a check asks for them. A
+    BaseException, so that no check's own `except Exception` can swallow it and go on as if the
+    answer were "nothing known": the check is left to the typed pass, whole."""
 
 
 @dataclass(frozen=True)
@@ -274,8 +282,12 @@ class _JitNodes(Mapping[str, Node]):
 
 
 class KernelContext:
-    def __init__(self, kernel: Kernel, module: ModuleIndex, source: bytes, version: tuple[int, int] | None) -> None:
+    def __init__(self, kernel: Kernel, module: ModuleIndex, source: bytes, version: tuple[int, int] | None,
+                 *, typed: bool = True) -> None:
         self.kernel = kernel
+        # Without types (`typed=False`), a question that needs the type inference or the launch
+        # arguments' types raises `NeedsTypes`: what the matcher's syntax-level pass is.
+        self.typed = typed
         self.module = module
         self.source = source
         self.version = version
@@ -553,6 +565,8 @@ class KernelContext:
     def param_types(self, scenario: Scenario) -> dict[str, str]:
         """The runtime parameters' signature types (`*fp16`, `i32`) that the scenario's launch
         site shows (the first launch for defaults and Configs); unknown ones are left out."""
+        if not self.typed:
+            raise NeedsTypes
         launches = self.kernel.launches
         launch = next((site for site in launches if site.node == scenario.origin), launches[0] if launches else None)
         if launch is None:
@@ -611,6 +625,8 @@ class KernelContext:
         return out
 
     def _interpret(self, scenario: Scenario, *, keep_values: bool, params: list[Any] | None = None) -> KernelTypes:
+        if not self.typed:
+            raise NeedsTypes
         body = self.kernel.body
         if body is None:
             return KernelTypes()

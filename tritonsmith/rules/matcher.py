@@ -26,7 +26,7 @@ from ..analysis.syntax import enclosing
 if TYPE_CHECKING:
     from tree_sitter import Node
 from .checks import CHECKS, NEEDLES, RULE_CHECKS, Check, Hit
-from .context import KernelContext, launch_param_types
+from .context import KernelContext, NeedsTypes, launch_param_types
 from .findings import Finding, Fix, Related, Span, SpanEdit
 from .forked import map_forked
 from .model import Rule
@@ -221,6 +221,20 @@ class Matcher:
         findings = [f for kernel in kernels for f in self._kernel_findings(kernel, module_key, index, source, jit)[0]]
         return self._finish(findings, source)
 
+    def check_syntax(self, source: bytes, index: ModuleIndex) -> list[Finding]:
+        """The findings of the checks that need no type inference and no launch argument types
+        (a check that asks for them is skipped whole, `NeedsTypes`): a subset of `check_module`'s,
+        each finding the same, for a first answer sooner (the server's first diagnostics,
+        server/early.py). Nothing is cached."""
+        findings: list[Finding] = []
+        for kernel in index.kernels:
+            context = KernelContext(kernel, index, source, self.version, typed=False)
+            try:
+                findings.extend(self._run_checks(context, self._haystack(kernel, index)))
+            finally:
+                context.close()
+        return self._finish(findings, source)
+
     # -- internals -------------------------------------------------------------------------
 
     def _check_forked(self, source: bytes, index: ModuleIndex, jobs: int) -> list[Finding]:
@@ -309,14 +323,18 @@ class Matcher:
 
     def _check_kernel(self, kernel: Kernel, index: ModuleIndex, source: bytes) -> list[Finding]:
         context = KernelContext(kernel, index, source, self.version)
-        haystack = b"\n".join(
+        try:
+            return self._run_checks(context, self._haystack(kernel, index))
+        finally:
+            context.close()
+
+    @staticmethod
+    def _haystack(kernel: Kernel, index: ModuleIndex) -> bytes:
+        """The text the rules' needles are looked for in: the kernel, the imports, its launches."""
+        return b"\n".join(
             [kernel.outer.text or b"", index.imports.text]
             + [site.node.text or b"" for site in kernel.launches + kernel.direct_calls]
         )
-        try:
-            return self._run_checks(context, haystack)
-        finally:
-            context.close()
 
     def _run_checks(self, context: KernelContext, haystack: bytes) -> list[Finding]:
         findings: list[Finding] = []
@@ -327,6 +345,8 @@ class Matcher:
                 continue
             try:
                 hits = list(check(context))
+            except NeedsTypes:  # a syntax-level pass (`check_syntax`): left to the typed one
+                continue
             except Exception:  # a bug in one check must not hide the others
                 log.exception("check %s failed on kernel %s", rule.check, context.kernel.name)
                 continue

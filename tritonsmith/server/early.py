@@ -12,7 +12,9 @@ index and the type inference are plain Python. So `serve_stdio` (transport.py) f
 - on the first `textDocument/didOpen` (or, for a client that pulls diagnostics, its first
   `textDocument/diagnostic` of an opened file), checks the file with the workspace's rules and
   settings exactly as the full server will (same `Workspace`, same matcher, same positions) and
-  publishes them (or answers the pull with them).
+  publishes them (or answers the pull with them). A large file's syntax-level findings (the
+  checks that need no type inference: `Matcher.check_syntax`, a subset of the full check's, each
+  the same) are published first, then all of them.
 
 Then the full server is built and every message read so far is handed to it in order, its own
 answers to the requests answered early dropped; it checks the open files at once and publishes
@@ -28,14 +30,14 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .framing import Framer, error_response
 
-__all__ = ["Early", "InitializeCache", "answer_early", "diagnostics_json"]
+__all__ = ["Early", "InitializeCache", "answer_early", "diagnostics_json", "early_diagnostics"]
 
 log = logging.getLogger(__name__)
 
@@ -137,10 +139,17 @@ def _root(params: dict[str, Any]) -> Path | None:
     return find_workspace_root(Path(path)) if path else None
 
 
-def diagnostics_json(params: dict[str, Any], opened: dict[str, Any], encoding: str) -> dict[str, Any] | None:
+SYNTAX_FIRST_BYTES = 16 * 1024
+"""From this size on, the first file's syntax-level findings are published before its full check
+(below it the whole check takes a few milliseconds, and one publish is better than two)."""
+
+
+def early_diagnostics(params: dict[str, Any], opened: dict[str, Any], encoding: str) -> Iterator[dict[str, Any]]:
     """`textDocument/publishDiagnostics` params for the document `opened` (a didOpen's
     `textDocument`) as the full server computes them at start (publish.py, convert.py): the
-    workspace's rules and settings from `params` (initialize's), no compile findings yet. None
+    workspace's rules and settings from `params` (initialize's), no compile findings yet. For a
+    large file, first those of the checks that need no types (`Matcher.check_syntax`: a subset,
+    each the same), then all of them when they differ; the last is the full server's. Nothing
     when the workspace has a rule pack error (the full server reports it first)."""
     from ..analysis import Document, index_module
     from ..settings import Settings, read_pyproject, settings_from
@@ -151,9 +160,9 @@ def diagnostics_json(params: dict[str, Any], opened: dict[str, Any], encoding: s
     settings = Settings.merged(read_pyproject(root) if root else {}, settings_from(params.get("initializationOptions")))
     workspace = Workspace(root, settings)
     if workspace.pack_errors:
-        return None
+        return
     document = Document(opened["text"], encoding=encoding)
-    findings = workspace.matcher.check_module(document.source, index_module(document.root))
+    index = index_module(document.root)
     pages = RulePages(workspace.rules, root)
     uri = opened["uri"]
 
@@ -161,27 +170,41 @@ def diagnostics_json(params: dict[str, Any], opened: dict[str, Any], encoding: s
         (sl, sc), (el, ec) = document.point_to_lsp(*span.start), document.point_to_lsp(*span.end)
         return {"start": {"line": sl, "character": sc}, "end": {"line": el, "character": ec}}
 
-    diagnostics = []
-    for finding in findings:
-        diagnostic: dict[str, Any] = {
-            "range": where(finding.span),
-            "severity": _SEVERITY["hint"] if finding.secondary else _SEVERITY[str(finding.severity.value)],
-            "code": finding.code,
-        }
-        if (href := pages.href(finding.code)) is not None:
-            diagnostic["codeDescription"] = {"href": href}
-        diagnostic["source"] = "tritonsmith"
-        diagnostic["message"] = finding.message
-        if finding.related:
-            diagnostic["relatedInformation"] = [
-                {"location": {"uri": uri, "range": where(r.span)}, "message": r.message} for r in finding.related]
-        diagnostic["data"] = {"name": finding.name, "fixable": finding.fix is not None}
-        diagnostics.append(diagnostic)
-    published: dict[str, Any] = {"uri": uri}
-    if opened.get("version") is not None:
-        published["version"] = opened["version"]
-    published["diagnostics"] = diagnostics
-    return published
+    def published(findings: list[Any]) -> dict[str, Any]:
+        diagnostics = []
+        for finding in findings:
+            diagnostic: dict[str, Any] = {
+                "range": where(finding.span),
+                "severity": _SEVERITY["hint"] if finding.secondary else _SEVERITY[str(finding.severity.value)],
+                "code": finding.code,
+            }
+            if (href := pages.href(finding.code)) is not None:
+                diagnostic["codeDescription"] = {"href": href}
+            diagnostic["source"] = "tritonsmith"
+            diagnostic["message"] = finding.message
+            if finding.related:
+                diagnostic["relatedInformation"] = [
+                    {"location": {"uri": uri, "range": where(r.span)}, "message": r.message} for r in finding.related]
+            diagnostic["data"] = {"name": finding.name, "fixable": finding.fix is not None}
+            diagnostics.append(diagnostic)
+        out: dict[str, Any] = {"uri": uri}
+        if opened.get("version") is not None:
+            out["version"] = opened["version"]
+        out["diagnostics"] = diagnostics
+        return out
+
+    first = None
+    if len(document.source) >= SYNTAX_FIRST_BYTES:
+        first = published(workspace.matcher.check_syntax(document.source, index))
+        yield first
+    full = published(workspace.matcher.check_module(document.source, index))
+    if full != first:
+        yield full
+
+
+def diagnostics_json(params: dict[str, Any], opened: dict[str, Any], encoding: str) -> dict[str, Any] | None:
+    """The full server's first diagnostics for `opened` (`early_diagnostics`' last)."""
+    return next(iter(reversed(list(early_diagnostics(params, opened, encoding)))), None)
 
 
 @dataclass
@@ -259,17 +282,16 @@ def _answer(early: Early, next_chunk: Callable[[float | None], bytes | None], fr
                 if pulls:
                     opened[document["uri"]] = document
                     continue
-                published = diagnostics_json(params, document, encoding)
-                if published is not None:
+                for published in early_diagnostics(params, document, encoding):
                     write(_frame({"method": "textDocument/publishDiagnostics", "params": published}))
                 return
             if method == "textDocument/diagnostic" and "id" in message:
                 document = opened.get(message["params"]["textDocument"]["uri"])
-                if document is not None and (published := diagnostics_json(params, document, encoding)) is not None:
+                if document is not None and (pulled := diagnostics_json(params, document, encoding)) is not None:
                     # Any result id will do: the full server's next answer to this client's
                     # next pull is then a full report (its ids are its own).
                     report = {"kind": "full", "resultId": f"early-{document['version']}",
-                              "items": published["diagnostics"]}
+                              "items": pulled["diagnostics"]}
                     write(_frame({"id": message["id"], "result": report}))
                     early.answered.add(message["id"])
                 return
