@@ -387,13 +387,14 @@ def test_the_cold_start_before_and_after_re_derive_from_their_json(run: str) -> 
 
 
 @pytest.mark.parametrize("run", ["1", "2"])
-def test_the_early_answers_before_and_after_re_derive_from_their_json(run: str) -> None:
-    """docs/benchmarks.md, "The first answers before pygls loads": the cold-start rows (as in
-    the table before it) and each edit run's p95 and maximum."""
+@pytest.mark.parametrize("name", ["lsp-early", "lsp-syntax-first"])
+def test_the_early_answers_before_and_after_re_derive_from_their_json(name: str, run: str) -> None:
+    """docs/benchmarks.md, "The first answers before pygls loads" and "The syntax-level findings
+    first": the cold-start rows (as in the table before them) and each edit run's p95 and maximum."""
     percentile = load("lsp_latency").percentile
     files = {"causal_conv1d.py", "fused_neighborhood_attention.py"}
     for tree, servers in (("before", ("tritonsmith",)), ("after", ("tritonsmith", "pylsp"))):
-        data = _load(f"lsp-early-{tree}-{run}.json")
+        data = _load(f"{name}-{tree}-{run}.json")
         assert {(r["server"], r["file"]) for r in data["results"]} == {(s, f) for s in servers for f in files}
         for result in data["results"]:
             assert len(result["starts"]) == 8 and len(result["latencies_ms"]) == 40
