@@ -268,3 +268,5 @@ def test_a_large_files_syntax_level_findings_come_first_then_all_of_them(tmp_pat
     first, last = ([d["code"] for d in p["diagnostics"]] for p in published)
     assert sorted(first) == ["TS101", "TS101", "TS102"] and sorted(last) == ["TS101", "TS101", "TS102", "TS704"]
     assert all(d in published[-1]["diagnostics"] for d in published[0]["diagnostics"])
+    # One answer (a pull's) is the full set at once.
+    assert diagnostics_json(initialize["params"], _opened(path), "utf-16") == full

@@ -144,11 +144,12 @@ SYNTAX_FIRST_BYTES = 16 * 1024
 (below it the whole check takes a few milliseconds, and one publish is better than two)."""
 
 
-def early_diagnostics(params: dict[str, Any], opened: dict[str, Any], encoding: str) -> Iterator[dict[str, Any]]:
+def early_diagnostics(params: dict[str, Any], opened: dict[str, Any], encoding: str, *,
+                      syntax_first: bool = True) -> Iterator[dict[str, Any]]:
     """`textDocument/publishDiagnostics` params for the document `opened` (a didOpen's
     `textDocument`) as the full server computes them at start (publish.py, convert.py): the
     workspace's rules and settings from `params` (initialize's), no compile findings yet. For a
-    large file, first those of the checks that need no types (`Matcher.check_syntax`: a subset,
+    large file (and `syntax_first`), first those of the checks that need no types (`Matcher.check_syntax`: a subset,
     each the same), then all of them when they differ; the last is the full server's. Nothing
     when the workspace has a rule pack error (the full server reports it first)."""
     from ..analysis import Document, index_module
@@ -194,7 +195,7 @@ def early_diagnostics(params: dict[str, Any], opened: dict[str, Any], encoding: 
         return out
 
     first = None
-    if len(document.source) >= SYNTAX_FIRST_BYTES:
+    if syntax_first and len(document.source) >= SYNTAX_FIRST_BYTES:
         first = published(workspace.matcher.check_syntax(document.source, index))
         yield first
     full = published(workspace.matcher.check_module(document.source, index))
@@ -203,8 +204,9 @@ def early_diagnostics(params: dict[str, Any], opened: dict[str, Any], encoding: 
 
 
 def diagnostics_json(params: dict[str, Any], opened: dict[str, Any], encoding: str) -> dict[str, Any] | None:
-    """The full server's first diagnostics for `opened` (`early_diagnostics`' last)."""
-    return next(iter(reversed(list(early_diagnostics(params, opened, encoding)))), None)
+    """The full server's first diagnostics for `opened` (`early_diagnostics`' last), in one
+    answer (a pull's), without the syntax-level ones first."""
+    return next(early_diagnostics(params, opened, encoding, syntax_first=False), None)
 
 
 @dataclass
