@@ -16,7 +16,7 @@ from tree_sitter import Node
 
 from .syntax import operator_of, text, unparen
 
-__all__ = ["BINARY", "FOLDABLE", "UNKNOWN", "Compiled", "Unknown", "compile_expression", "evaluate", "is_power_of_two"]
+__all__ = ["BINARY", "FOLDABLE", "UNKNOWN", "Compiled", "Unknown", "compile_expression", "compile_sequence", "evaluate", "is_power_of_two"]
 
 
 class Unknown:
@@ -91,6 +91,13 @@ def compile_expression(node: Node | None, qualify: Callable[[Node], str | None] 
     folds when `qualify` names its function and `calls` has it. A tuple keeps an element it
     cannot fold as UNKNOWN (the checks read the others)."""
     return _compiled(node, qualify, calls, 0)
+
+
+def compile_sequence(items: list[Node], qualify: Callable[[Node], str | None] | None = None, *,
+                     calls: Mapping[str, Callable[..., Any]] = FOLDABLE) -> Compiled:
+    """The tuple of `items` (a call's arguments, say: `*name` splices a tuple in), compiled as
+    `compile_expression` compiles one."""
+    return _sequence([c for c in items if c.type != "comment"], lambda child: _compiled(child, qualify, calls, 1))
 
 
 def _unknown(env: Mapping[str, Any]) -> Any:

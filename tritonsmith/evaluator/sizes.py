@@ -48,7 +48,7 @@ from tree_sitter import Node
 
 from ..analysis import Document
 from ..analysis.syntax import dotted_name, text, unparen, walk
-from ..analysis.values import compile_expression
+from ..analysis.values import compile_expression, compile_sequence
 from .specs import top_level
 
 __all__ = [
@@ -147,27 +147,16 @@ def _known(value: Any) -> SizeValue | None:
 
 def _compile(node: Node | None) -> SizeExpression:
     """`node` as a function of the module's constants (analysis/values.py's expressions, calling
-    `_CALLABLES` only); None where it cannot tell. SizeExpression once, evaluated for every size
+    `_CALLABLES` only); None where it cannot tell. Compiled once, evaluated for every size
     assignment the planner tries."""
     compiled = compile_expression(node, dotted_name, calls=_CALLABLES)
     return lambda env: _known(compiled(env))
 
 
 def _sequence(items: list[Node]) -> SizeExpression:
-    """A tuple of the items' values; `*name` splices a tuple in."""
-    parts = [_compile(item.named_children[0] if item.type == "list_splat" else item) for item in items
-             if item.type != "comment"]
-    splats = [item.type == "list_splat" for item in items if item.type != "comment"]
-
-    def sequence(env: Env) -> SizeValue | None:
-        values: list[SizeValue] = []
-        for splat, part in zip(splats, parts):
-            value = part(env)
-            if value is None or (splat and not isinstance(value, tuple)):
-                return None
-            values.extend(value if splat and isinstance(value, tuple) else [value])
-        return tuple(values)
-    return sequence
+    """A tuple of the items' values (`*name` splices a tuple in), known throughout or None."""
+    compiled = compile_sequence(items, dotted_name, calls=_CALLABLES)
+    return lambda env: _known(compiled(env))
 
 
 def _constant_int(node: Node) -> int | None:

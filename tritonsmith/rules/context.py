@@ -78,7 +78,6 @@ class CompileScenario:
     """A scenario as a compile takes it: plain constexpr values and launch options, labelled
     for the report ("Config #2", "launch at line 40")."""
 
-
     label: str
     index: int | None
     origin: Node | None

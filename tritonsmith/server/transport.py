@@ -43,6 +43,7 @@ __all__ = ["serve_stdio", "serve_tcp"]
 log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 1 << 16
+QUEUED_CHUNKS = 16  # stdin read ahead of the loop: at most 1 MiB, then the reading thread waits
 
 
 async def read_messages(read: Callable[[], Awaitable[bytes]], stop: threading.Event, protocol: Any,
@@ -101,15 +102,18 @@ class _StdinReader:
     def attach(self) -> Callable[[], Awaitable[bytes]]:
         """From now on the chunks go to the running loop: what `read_messages` awaits."""
         loop = asyncio.get_running_loop()
-        chunks: asyncio.Queue[bytes] = asyncio.Queue()
         with self._lock:
-            if self._ended:
-                chunks.put_nowait(b"")
+            # What the early phase left unread goes first, whatever its size (it is read
+            # already); past it, a client sending faster than the loop reads waits on the pipe.
+            backlog = [b""] if self._ended else []
             while True:
                 try:
-                    chunks.put_nowait(self._sync.get_nowait())
+                    backlog.append(self._sync.get_nowait())
                 except queue.Empty:
                     break
+            chunks: asyncio.Queue[bytes] = asyncio.Queue(max(QUEUED_CHUNKS, len(backlog)))
+            for data in backlog:
+                chunks.put_nowait(data)
             self._deliver = lambda data: asyncio.run_coroutine_threadsafe(chunks.put(data), loop).result()
         return chunks.get
 
@@ -164,7 +168,7 @@ class _HandOver:
     WATCHED = 64
 
     def __init__(self, out: _StdoutWriter, early: Early, cache: InitializeCache) -> None:
-        self._out, self._early, self._cache = out, early, cache
+        self._out, self._cache = out, cache
         self._drop = set(early.answered)
         self._record = early.initialize if early.initialize is not None and not early.answered else None
         self._left = self.WATCHED
