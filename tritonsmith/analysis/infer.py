@@ -29,6 +29,7 @@ from typing import Any
 from tree_sitter import Node, Query, QueryCursor
 
 from .document import PY_LANGUAGE
+from .statement_memo import StatementMemo
 from .syntax import call_args, operator_of, text, unparen, walk
 from .values import BINARY, FOLDABLE, UNKNOWN
 
@@ -369,8 +370,12 @@ class Interpreter:
 
     def __init__(self, qualify: Callable[[Node], str | None], helpers: Mapping[str, Node], out: KernelTypes,
                  *, depth: int = 0, record: bool = True, keep_values: bool = True,
-                 arguments: Callable[[Node], tuple[list[Node], dict[str, tuple[Node, Node]]]] = call_args) -> None:
+                 arguments: Callable[[Node], tuple[list[Node], dict[str, tuple[Node, Node]]]] = call_args,
+                 memo: StatementMemo | None = None) -> None:
         self.qualify = qualify
+        # Replays the top level's expression statements that read what they read before
+        # (statement_memo.py); issues only: the values hover asks for are not remembered.
+        self.memo = memo if depth == 0 and record and not keep_values else None
         self.arguments = arguments  # a call's (positional, keywords); the checks' context caches them
         self.helpers = helpers
         self.out = out
@@ -412,13 +417,10 @@ class Interpreter:
             raise _OverBudget
         kind = node.type
         if kind == "expression_statement":
-            for child in node.named_children:
-                if child.type == "assignment":
-                    self.assignment(child)
-                elif child.type == "augmented_assignment":
-                    self.augmented(child)
-                else:
-                    self.expr(child)
+            if self.memo is not None:
+                self.memo.run(self, node, self.expression_statement)
+            else:
+                self.expression_statement(node)
         elif kind == "if_statement":
             self.if_statement(node)
         elif kind in ("for_statement", "while_statement"):
@@ -435,6 +437,15 @@ class Interpreter:
         elif kind == "block":
             self.block(node)
         # pass, assert, raise, function definitions, imports: nothing to type
+
+    def expression_statement(self, node: Node) -> None:
+        for child in node.named_children:
+            if child.type == "assignment":
+                self.assignment(child)
+            elif child.type == "augmented_assignment":
+                self.augmented(child)
+            else:
+                self.expr(child)
 
     def assignment(self, node: Node) -> None:
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
@@ -497,7 +508,7 @@ class Interpreter:
             elif alternative:
                 self._alternative(alternative)
             return
-        before = dict(self.env)
+        before = self.env  # each branch runs on a copy of it
         results: list[dict[str, Value] | None] = []
         returned = False
         for which in ("then", "else"):
@@ -517,19 +528,22 @@ class Interpreter:
             if returned:
                 raise _Stop
             return
-        merged = dict(live[0])
+        merged = live[0]  # a branch's own copy: merged in place
         if len(live) == 2:
             then, other = live
-            for name in set(then) | set(other):
-                a, b = then.get(name), other.get(name)
-                if a is None or b is None:
-                    if _maybe_static(condition):  # maybe one branch is compiled; which one is not known
-                        merged[name] = UNKNOWN_VALUE
-                    else:
-                        merged.pop(name, None)  # defined on one path only: not defined after the if
-                    continue
-                if a is not b and a != b:  # most names no branch touched: the same Value, not compared field by field
+            static = _maybe_static(condition)
+            one_path = [name for name in other if name not in then]
+            for name, a in list(then.items()):
+                b = other.get(name)
+                if b is None:
+                    one_path.append(name)
+                elif a is not b and a != b:  # most names no branch touched: the same Value, not compared field by field
                     merged[name] = self._join(a, b, name, node.child_by_field_name("condition") or node)
+            for name in one_path:
+                if static:  # maybe one branch is compiled; which one is not known
+                    merged[name] = UNKNOWN_VALUE
+                else:
+                    merged.pop(name, None)  # defined on one path only: not defined after the if
         self.env = merged
 
     def _alternative(self, clauses: list[Node]) -> None:
@@ -1357,19 +1371,31 @@ def _maybe_static(condition: Value) -> bool:
     return condition.constexpr or not condition.known or condition.dtype is None
 
 
+_ASSIGNED_BY_TEXT: dict[bytes, dict[str, int]] = {}
+
+
 def _last_assignments(body: Node) -> dict[str, int]:
     """Each name the body assigns (`x = ...`, `x += ...`, unpacking, a `for` target) -> the end
     byte of its last assignment (of the `for` target for a loop). One tree-sitter query (C, not
-    a Python walk); assignments inside nested function bodies (TS213's business) count too."""
-    out: dict[str, int] = {}
-    for _, captures in QueryCursor(_assigned_query()).matches(body):
-        statement = captures["statement"][0]
-        for name in captures.get("name", ()):
-            end = name.end_byte if statement.type == "for_statement" else statement.end_byte
-            key = text(name)
-            if out.get(key, 0) < end:
-                out[key] = end
-    return out
+    a Python walk); assignments inside nested function bodies (TS213's business) count too.
+    Kept by the body's text, relative to its start: every scenario of a kernel and every call of
+    a helper asks again, and an edit elsewhere leaves the text as it was."""
+    base = body.start_byte
+    raw = body.text or b""
+    relative = _ASSIGNED_BY_TEXT.get(raw)
+    if relative is None:
+        relative = {}
+        for _, captures in QueryCursor(_assigned_query()).matches(body):
+            statement = captures["statement"][0]
+            for name in captures.get("name", ()):
+                end = (name.end_byte if statement.type == "for_statement" else statement.end_byte) - base
+                key = text(name)
+                if relative.get(key, -1) < end:
+                    relative[key] = end
+        if len(_ASSIGNED_BY_TEXT) >= 256:
+            _ASSIGNED_BY_TEXT.clear()
+        _ASSIGNED_BY_TEXT[raw] = relative
+    return {name: end + base for name, end in relative.items()}
 
 
 _ASSIGNED_SOURCE = """
@@ -1515,11 +1541,13 @@ def _param_value(constexpr_value: Any, is_constexpr: bool, pointer_dtype: str | 
 
 def infer_kernel(body: Node, params: list[tuple[str, Value]], qualify: Callable[[Node], str | None],
                  helpers: Mapping[str, Node], *, keep_values: bool = True,
-                 arguments: Callable[[Node], tuple[list[Node], dict[str, tuple[Node, Node]]]] = call_args) -> KernelTypes:
+                 arguments: Callable[[Node], tuple[list[Node], dict[str, tuple[Node, Node]]]] = call_args,
+                 memo: StatementMemo | None = None) -> KernelTypes:
     """Interpret `body` with the parameters bound to `params` (name, value); `keep_values`
-    False records the issues only (what the checks need)."""
+    False records the issues only (what the checks need). `memo`: what the body's statements did
+    in an earlier interpretation of this kernel with the same imports and helpers."""
     out = KernelTypes()
-    interpreter = Interpreter(qualify, helpers, out, keep_values=keep_values, arguments=arguments)
+    interpreter = Interpreter(qualify, helpers, out, keep_values=keep_values, arguments=arguments, memo=memo)
     interpreter.env = dict(params)
     try:
         interpreter.run(body)

@@ -24,6 +24,7 @@ old tree: tree-sitter may rewrite, in place, the nodes around an edit, never the
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -278,7 +279,12 @@ def _rebase_kernel(old: ModuleIndex, old_source: bytes, root: Node, source: byte
     index = _carried(old, source, window, root, functions, globals_, {position: fresh})
     called_before = callee_names(old_source[body_start:end])
     called_now = callee_names(source[body_start:end + window.shift])
-    relaunched = _carry_launch_types(old, index, window, outer, old_source[start:end], source[start:end + window.shift])
+    # A kernel's body binds no module-level name (but through `global`) and holds no host
+    # caller (the typer leaves calls in kernels out): only a launch whose typing read the
+    # kernel's own statement is typed again.
+    old_text, new_text = old_source[start:end], source[start:end + window.shift]
+    binds = _GLOBAL.search(old_text) is not None or _GLOBAL.search(new_text) is not None
+    relaunched = _carry_launch_types(old, index, window, outer, old_text if binds else b"", new_text if binds else b"")
     return Rebased(index, old, window, position, called_before, called_now, frozenset(relaunched))
 
 
@@ -374,6 +380,9 @@ def _moved_spans(spans: list[tuple[int, int, int]], window: Window) -> list[tupl
     shift, after = window.shift, window.old_end
     return spans[:first] + [(a + shift if a >= after else a, b + shift if b >= after else b,
                              c + shift if c >= after else c) for a, b, c in spans[first:]]
+
+
+_GLOBAL = re.compile(rb"\b(?:global|nonlocal)\b")
 
 
 def _carry_launch_types(old: ModuleIndex, index: ModuleIndex, window: Window, edited: Node, old_text: bytes,

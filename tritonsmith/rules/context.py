@@ -29,6 +29,7 @@ from ..analysis.document import PY_LANGUAGE
 from ..analysis.index import Kernel, LaunchSite, ModuleIndex
 from ..analysis.infer import KernelTypes, Value, infer_kernel, parameter_values
 from ..analysis.launch_memo import TypedLaunch
+from ..analysis.statement_memo import StatementMemo
 from ..analysis.syntax import call_args, text, unparen
 from ..analysis.values import UNKNOWN, evaluate
 
@@ -282,8 +283,9 @@ class _JitNodes(Mapping[str, Node]):
 
 class KernelContext:
     def __init__(self, kernel: Kernel, module: ModuleIndex, source: bytes, version: tuple[int, int] | None,
-                 *, typed: bool = True) -> None:
+                 *, typed: bool = True, memo: StatementMemo | None = None) -> None:
         self.kernel = kernel
+        self.memo = memo  # what the inference may replay of this kernel's last check
         # Without types (`typed=False`), a question that needs the type inference or the launch
         # arguments' types raises `NeedsTypes`: what the matcher's syntax-level pass is.
         self.typed = typed
@@ -636,7 +638,7 @@ class KernelContext:
         if helpers is None:
             helpers = self.module.__dict__["_jit_helpers"] = _JitNodes(self.module.kernels)
         return infer_kernel(body, params, self.qualify, _AllBut(helpers, self.kernel.name),
-                            keep_values=keep_values, arguments=self.args)
+                            keep_values=keep_values, arguments=self.args, memo=self.memo)
 
     def local_env(self, scenario: Scenario) -> dict[str, Any]:
         """The scenario's values extended with locals assigned once from foldable expressions

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from ..analysis.document import Window
 from ..analysis.index import Kernel, ModuleIndex, index_module
 from ..analysis.rebase import Rebased
+from ..analysis.statement_memo import StatementMemo
 from ..analysis.syntax import enclosing
 
 if TYPE_CHECKING:
@@ -58,6 +59,9 @@ here`): its bytes, start point and text, which must all still hold for the findi
 _Cached = tuple[tuple[int, int] | int | None, list[Finding], tuple[_Anchor, ...]]
 """A kernel's findings relative to its start; the row, or (row, byte), they are pinned to, or
 None; and the anchors they point at (`_Anchor`)."""
+
+MEMOS_KEPT = 64
+"""Kernels whose statement memos are kept (the most recently checked): the ones being edited."""
 
 FORK_MIN_KERNELS = 64
 """A forked process checks at least this many kernels: fewer would not pay for the fork."""
@@ -135,6 +139,7 @@ class Matcher:
         self.rules = [r for r, _, _ in self._plan]
         self._needles = sorted({n for _, _, needles in self._plan for n in needles or ()})
         self._cache: dict[KernelKey, _Cached] = {}
+        self._statement_memos: dict[tuple[str, bytes, tuple[bytes, ...]], StatementMemo] = {}
         self._identity = repr((version, [(r.code, r.severity.value, r.title, r.query, r.targets)
                                          for r in self.rules])).encode()
 
@@ -264,7 +269,7 @@ class Matcher:
         base_row, base_byte = kernel.outer.start_point[0], kernel.outer.start_byte
         cached = self._cache.get(key)
         if cached is None or not _still_holds(cached, base_row, base_byte, source):
-            found = self._check_kernel(kernel, index, source)
+            found = self._check_kernel(kernel, index, source, self._statement_memo(kernel, key))
             # Findings are kept relative to the kernel, so they move with it. A message that
             # names a line ("with the values of this launch, line 21") cannot move: it is kept
             # for this row only. A span elsewhere in the file (a global's definition) moves
@@ -321,8 +326,20 @@ class Matcher:
         helpers = tuple(jit[name].outer.text or b"" for name in sorted(n for n in called if n in jit and n != kernel.name))
         return (module_key, outer_text, sites, launchers, types, helpers)
 
-    def _check_kernel(self, kernel: Kernel, index: ModuleIndex, source: bytes) -> list[Finding]:
-        context = KernelContext(kernel, index, source, self.version)
+    def _statement_memo(self, kernel: Kernel, key: KernelKey) -> StatementMemo:
+        """What the kernel's statements did when its last version was checked, for the type
+        inference to replay those an edit left alone (`analysis/statement_memo.py`). One per
+        kernel name, module key and helper texts: what a memo takes as fixed."""
+        memo_key = (kernel.name, key[0], key[5])
+        memo = self._statement_memos.pop(memo_key, None) or StatementMemo()
+        self._statement_memos[memo_key] = memo  # the most recently used last
+        while len(self._statement_memos) > MEMOS_KEPT:
+            del self._statement_memos[next(iter(self._statement_memos))]
+        return memo
+
+    def _check_kernel(self, kernel: Kernel, index: ModuleIndex, source: bytes,
+                      memo: StatementMemo | None = None) -> list[Finding]:
+        context = KernelContext(kernel, index, source, self.version, memo=memo)
         try:
             return self._run_checks(context, self._haystack(kernel, index))
         finally:
