@@ -362,3 +362,21 @@ def test_a_global_statement_in_a_kernels_body_types_its_names_launches_again(mon
     server.ensure_checked(state)
     assert state.index.rebases == 1 and typed
     assert state.findings == _fresh(server, state.document.text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab_(). \n=1", max_size=30), st.integers(0, 40), st.integers(0, 6),
+       st.text(alphabet="ab_(). \n", max_size=6))
+def test_the_calls_an_edit_reaches_hold_every_call_it_adds_or_removes(before: str, at: int, cut: int, typed: str) -> None:
+    """`rebase._calls_reached` scans only around the edit: every name whose calls the edit
+    made appear or disappear in the whole body is among the names it finds there."""
+    from tritonsmith.analysis.index import callee_names
+    from tritonsmith.analysis.rebase import _calls_reached
+
+    old = before.encode()
+    at = min(at, len(old))
+    removed = min(cut, len(old) - at)
+    new = old[:at] + typed.encode() + old[at + removed:]
+    changed = callee_names(old) ^ callee_names(new)
+    reached = _calls_reached(old, 0, len(old), at, at + removed) ^ _calls_reached(new, 0, len(new), at, at + len(typed))
+    assert changed <= reached

@@ -155,7 +155,7 @@ _COMMON_TYPES = (
     "assignment", "augmented_assignment", "binary_operator", "boolean_operator", "call", "class_definition",
     "conditional_expression", "dictionary", "dictionary_comprehension", "elif_clause", "for_statement",
     "function_definition", "generator_expression", "if_statement", "integer", "lambda", "list_comprehension",
-    "return_statement", "set", "set_comprehension", "string", "subscript", "while_statement",
+    "return_statement", "set", "set_comprehension", "string", "subscript", "while_statement", "with_item",
 )
 
 
