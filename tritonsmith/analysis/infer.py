@@ -353,6 +353,10 @@ class _OverBudget(Exception):
     """The interpretation ran past STATEMENT_BUDGET (nested loops each run twice: 2^depth)."""
 
 
+_MEMO_NESTING = 8
+"""Statements nested deeper than this are interpreted, not remembered: each level the memo adds
+costs stack frames, and a deeply nested body must not run out of them sooner than without it."""
+
 STATEMENT_BUDGET = 20_000
 """Statements one kernel's interpretation may execute, helpers included; past it the outcome is
 discarded (unknown, no issues), so a hostile file cannot stall the server."""
@@ -376,6 +380,7 @@ class Interpreter:
         # Replays the top level's expression statements that read what they read before
         # (statement_memo.py); issues only: the values hover asks for are not remembered.
         self.memo = memo if depth == 0 and record and not keep_values else None
+        self._nesting = 0  # statements being replayed or remembered, one inside another
         self.arguments = arguments  # a call's (positional, keywords); the checks' context caches them
         self.helpers = helpers
         self.out = out
@@ -416,15 +421,16 @@ class Interpreter:
         if self.budget[0] < 0:
             raise _OverBudget
         kind = node.type
-        if kind == "expression_statement":
-            if self.memo is not None:
-                self.memo.run(self, node, self.expression_statement)
+        step = self._STEPS.get(kind)
+        if step is not None:  # replayed from the memo when it reads what it read before
+            if self.memo is not None and self._nesting < _MEMO_NESTING:
+                self._nesting += 1  # the memo's frames come on top of the interpreter's own
+                try:
+                    self.memo.run(self, node, step.__get__(self))
+                finally:
+                    self._nesting -= 1
             else:
-                self.expression_statement(node)
-        elif kind == "if_statement":
-            self.if_statement(node)
-        elif kind in ("for_statement", "while_statement"):
-            self.loop(node)
+                step(self, node)
         elif kind == "return_statement":
             values = [c for c in node.named_children if c.type != "comment"]
             value = self.expr(values[0]) if values else _NONE
@@ -437,6 +443,8 @@ class Interpreter:
         elif kind == "block":
             self.block(node)
         # pass, assert, raise, function definitions, imports: nothing to type
+
+    _STEPS: dict[str, Callable[[Interpreter, Node], None]] = {}  # filled below the class
 
     def expression_statement(self, node: Node) -> None:
         for child in node.named_children:
@@ -1363,6 +1371,10 @@ class Interpreter:
         else:
             dtype = "fp32" if a.dtype else None
         return Value("tensor", dtype, result)
+
+
+Interpreter._STEPS.update({"expression_statement": Interpreter.expression_statement, "if_statement": Interpreter.if_statement,
+                           "for_statement": Interpreter.loop, "while_statement": Interpreter.loop})
 
 
 def _maybe_static(condition: Value) -> bool:

@@ -1,20 +1,24 @@
-"""What each simple statement of a kernel did when interpreted, kept across edits.
+"""What each statement of a kernel did when interpreted, kept across edits.
 
 A keystroke in a kernel's body changes one statement, but the type inference (infer.py) runs
 the whole body again: on a 300-line persistent kernel with 51 `if`s, 7.5 ms of a 15 ms check.
-Most statements read the same values as before and so do the same thing. An expression
-statement (`x = ...`, `acc += ...`, `tl.store(...)`) at a kernel's top level depends only on:
+Most statements read the same values as before and so do the same thing. A statement of the
+kernel's own body (not a helper's) that cannot stop it, an expression statement (`x = ...`,
+`acc += ...`, `tl.store(...)`) or an `if`, `for` or `while` with no `return` inside, depends
+only on:
 
 - its text;
-- the values it reads from the environment: the names written in it (every name it can read
-  or bind is one of its identifiers; a helper's body runs with an environment of its own);
+- the values it reads from the environment: the names written in it (every name it can read,
+  bind or drop is one of its identifiers; a helper's body runs with an environment of its own);
 - for a name not bound yet, where the body last assigns it (`Interpreter.assigned`): before the
   statement, after it, or at which byte inside (what decides "is not defined here");
 - what stays fixed for one memo: the module's imports (names' resolution) and the jit helpers'
   texts (a call interprets the helper), the interpreter's mode (issues only, top level).
 
-So the memo keeps, per statement text, what it read (those values, compared as values: a new
-parse gives equal, not identical, ones), what it bound, the issues it raised (each node as a
+(An `if` pushes and pops its own entry of the interpreter's constexpr-condition stack, and only a
+`return` reads the entries below: hence no `return` inside.) So the memo keeps, per statement
+text, what it read (those values, compared as values: a new parse gives equal, not identical,
+ones), what it bound or dropped, the issues it raised (each node as a
 path of child positions from the statement, found again in the new tree) and the statements it
 cost the budget. A statement whose inputs all match is replayed instead of interpreted; any
 other is interpreted and remembered. The owner (`rules/matcher.py`) keeps one memo per kernel,
@@ -35,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["StatementMemo"]
 
 _IDENTIFIER = re.compile(rb"[A-Za-z_\x80-\xff][\w\x80-\xff]*")
+_RETURN = re.compile(rb"\breturn\b")
 _ABSENT = object()  # a name not bound
 # Where a name not bound yet is last assigned, relative to the statement (see `_unbound`).
 _NEVER, _BEFORE, _AFTER = -1, -2, -3
@@ -54,7 +59,7 @@ class _Remembered:
 
 
 class StatementMemo:
-    """Replays the expression statements of one kernel that read what they read before."""
+    """Replays the statements of one kernel that read what they read before."""
 
     def __init__(self) -> None:
         self._names: dict[bytes, tuple[str, ...]] = {}
@@ -66,6 +71,9 @@ class StatementMemo:
         """Do what `execute(node)` would do to `interpreter` (its environment, its issues, its
         budget), from memory when the statement reads what it read before."""
         raw = node.text or b""
+        if _RETURN.search(raw) is not None:  # an `if` or loop holding a `return`: it may stop the body
+            execute(node)
+            return
         names = self._names.get(raw)
         if names is None:
             names = self._names[raw] = tuple(dict.fromkeys(m.decode("utf-8", "replace") for m in _IDENTIFIER.findall(raw)))
@@ -80,7 +88,10 @@ class StatementMemo:
                     self.hits += 1
                     interpreter.budget[0] -= entry.cost
                     for name, value in entry.outputs:
-                        env[name] = value
+                        if value is _ABSENT:
+                            env.pop(name, None)
+                        else:
+                            env[name] = value
                     for kind, path, message, since in entry.issues:
                         interpreter.issue(kind, _node_at(node, path), message, since)
                     return
@@ -90,14 +101,15 @@ class StatementMemo:
         execute(node)  # an exception (over budget) leaves nothing remembered
         env = interpreter.env
         outputs = tuple((name, now) for name in names if (now := env.get(name, _ABSENT)) is not before[name])
-        if len(env) - bound_before != sum(1 for name, _ in outputs if before[name] is _ABSENT):
-            return  # it bound a name it does not spell (assignments cannot): not one to replay
+        added = sum(1 for name, _ in outputs if before[name] is _ABSENT) - sum(1 for _, now in outputs if now is _ABSENT)
+        if len(env) - bound_before != added:
+            return  # it bound or dropped a name it does not spell (Python cannot): not one to replay
         paths = []
         for issue in interpreter.out.issues[issues_before:]:
-            path = _path(node, issue.node)
-            if path is None:
+            where = _path(node, issue.node)
+            if where is None:
                 return  # an issue outside the statement: not one to replay
-            paths.append((issue.kind, path, issue.message, issue.since))
+            paths.append((issue.kind, where, issue.message, issue.since))
         if self._size >= LIMIT:
             self._entries.clear()
             self._names.clear()
