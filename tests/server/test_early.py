@@ -270,3 +270,21 @@ def test_a_large_files_syntax_level_findings_come_first_then_all_of_them(tmp_pat
     assert all(d in published[-1]["diagnostics"] for d in published[0]["diagnostics"])
     # One answer (a pull's) is the full set at once.
     assert diagnostics_json(initialize["params"], _opened(path), "utf-16") == full
+
+
+def test_a_client_sending_only_what_the_early_phase_passes_over_is_handed_over(tmp_path: Path) -> None:
+    """Thousands of `$/setTrace` after `initialize`: the early phase stops reading at
+    `EARLY_MESSAGES` and hands every message it read to the full server, in order."""
+    from tritonsmith.server.early import EARLY_MESSAGES
+
+    path = MISTAKES[0]
+    initialize = _initialize(path.parent)
+    cache, _ = _primed(tmp_path, initialize, _opened(path))
+    traces = [{"method": "$/setTrace", "params": {"value": "off"}} for _ in range(5000)]
+    next_chunk = _chunks(initialize, *traces)
+    written: list[bytes] = []
+    early = answer_early(next_chunk, Framer(), written.append, cache, wait_s=10.0)
+    assert early.answered == {1}
+    assert EARLY_MESSAGES < len(early.bodies) <= EARLY_MESSAGES + 40  # what the last chunk held too
+    assert [json.loads(b) for b in early.bodies] == [{"jsonrpc": "2.0", **m} for m in [initialize, *traces]][:len(early.bodies)]
+    assert next_chunk(0)  # the rest is still unread: the full server reads it

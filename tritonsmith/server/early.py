@@ -43,6 +43,10 @@ log = logging.getLogger(__name__)
 
 WAIT_S = 0.5
 """How long the early phase waits for the next message before handing over to the full server."""
+EARLY_MESSAGES = 64
+"""Messages the early phase reads before it hands over whatever they are: it keeps each one for the
+full server, so a client that only sends what it passes over (`$/setTrace`, a pulling client's
+`didOpen`s) must not make it read, and keep, without end."""
 
 _SEVERITY = {"error": 1, "warning": 2, "information": 3, "hint": 4}
 
@@ -275,7 +279,7 @@ def _answer(early: Early, next_chunk: Callable[[float | None], bytes | None], fr
             if not more(wait_s):
                 return
         message = pending.pop(0)
-        if message is None:
+        if message is None or len(early.bodies) > EARLY_MESSAGES:
             return
         method = message.get("method")
         try:
