@@ -22,10 +22,15 @@ __all__ = ["Workspace"]
 
 
 class Workspace:
-    def __init__(self, root: Path | None, settings: Settings, *, include_user_packs: bool = True) -> None:
+    def __init__(self, root: Path | None, settings: Settings, *, include_user_packs: bool = True,
+                 editing: bool = False) -> None:
         self.root = root
         self.settings = settings
         self.include_user_packs = include_user_packs
+        # For an editor (the language server): the matcher remembers what each kernel's
+        # statements did, so that the check after an edit interprets only what it changed. A
+        # check of files from disk checks each kernel once, and would only pay for the memory.
+        self.editing = editing
         self.rules: RuleSet = RuleSet()
         self._matcher: Matcher | None = None
         self.reload()
@@ -56,7 +61,7 @@ class Workspace:
 
             self._matcher = Matcher(
                 self.rules, version=self.version, select=self.settings.select, ignore=self.settings.ignore,
-                targets=self.settings.targets,
+                targets=self.settings.targets, remember_statements=self.editing,
             )
         return self._matcher
 

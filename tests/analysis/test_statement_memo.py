@@ -83,7 +83,7 @@ def test_findings_with_the_memo_after_edits_are_those_without_it(edits: list[tup
     """One matcher checks each version of the text (its memos warm, the findings cache out of
     the way): the findings are those of a matcher that interprets every statement."""
     rules = _rules()
-    remembering = Matcher(rules, version=(3, 9))
+    remembering = Matcher(rules, version=(3, 9), remember_statements=True)
     text = BASE
     remembering.check_source(text)
     for at, typed in edits:
@@ -96,8 +96,7 @@ def test_findings_with_the_memo_after_edits_are_those_without_it(edits: list[tup
         text = data.decode("utf-8", "replace")
         remembering._cache.clear()
         with_memo = remembering.check_source(text)
-        plain = Matcher(rules, version=(3, 9))
-        plain._statement_memo = lambda kernel, key: None  # type: ignore[method-assign]
+        plain = Matcher(rules, version=(3, 9))  # interprets every statement
         assert with_memo == plain.check_source(text), text
 
 
@@ -133,3 +132,60 @@ def test_a_name_assigned_before_or_nowhere_is_told_apart() -> None:
     assert [i[1] for i in first[0]] == ["undefined-name"]
     assert _issues(renamed, memo) == _issues(renamed, None) == [[]]
     assert _issues(defined, memo) == first
+
+
+def test_a_long_session_in_one_kernel_keeps_the_memo_within_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each edit inside a loop makes the loop a new text: the memo starts afresh at `LIMIT`
+    names read (its size goes by them, not by entries, since a loop's entry reads many), and a
+    long loop's text is kept as a digest, not in full."""
+    from tritonsmith.analysis import statement_memo
+
+    monkeypatch.setattr(statement_memo, "LIMIT", 400)
+    memo = StatementMemo()
+    for version in range(60):
+        lines = ["import triton", "import triton.language as tl", "", "@triton.jit",
+                 "def k(x_ptr, n, BLOCK: tl.constexpr):", "    offs = tl.arange(0, BLOCK)",
+                 "    acc = tl.zeros((BLOCK,), dtype=tl.float32)", "    for i in range(n):"]
+        lines += [f"        v{j} = tl.load(x_ptr + offs + i * {j + version})" for j in range(30)]
+        lines += ["        acc += v0", "    tl.store(x_ptr + offs, acc)", ""]
+        source = "\n".join(lines).encode()
+        assert _issues(source, memo) == _issues(source, None)
+        assert memo.size <= 400 + 64 and memo.ledger == [memo.size]
+        assert all(len(key) <= statement_memo._TEXT_KEPT for key in memo._entries)
+
+
+def test_an_edits_old_texts_stay_one_check_then_go() -> None:
+    """What a check no longer meets is kept for one more check (typing then undoing replays the
+    old text), then dropped: a long session keeps about the kernel's statements, not its history."""
+    lines = ["import triton", "import triton.language as tl", "", "@triton.jit",
+             "def k(x_ptr, n, BLOCK: tl.constexpr):", "    offs = tl.arange(0, BLOCK)",
+             "    v = tl.load(x_ptr + offs)", "    tl.store(x_ptr + offs, v)", ""]
+    source = "\n".join(lines).encode()
+    memo = StatementMemo()
+    _issues(source, memo)
+    memo.end_check()
+    first = memo.size
+    for i in range(20):
+        _issues(source.replace(b"v = tl.load(x_ptr + offs)", f"v = tl.load(x_ptr + offs + {i})".encode()), memo)
+        memo.end_check()
+    assert memo.size <= 2 * first and memo.ledger == [memo.size]
+    hits = memo.hits
+    _issues(source.replace(b"v = tl.load(x_ptr + offs)", b"v = tl.load(x_ptr + offs + 18)"), memo)  # undo
+    memo.end_check()
+    assert memo.hits - hits == 3  # every statement replayed, the one before the last edit too
+
+
+def test_only_an_editors_matcher_remembers_statements() -> None:
+    """The language server's checks remember (`Workspace(editing=True)`); a check of files
+    checks each kernel once, where remembering would cost 15% and replay little."""
+    from tritonsmith.server.session import Session
+    from tritonsmith.settings import Settings
+    from tritonsmith.workspace import Workspace
+
+    assert Session().workspace.matcher.remember_statements
+    assert not Workspace(None, Settings(), include_user_packs=False).matcher.remember_statements
+    source = (ROOT / "examples" / "softmax.py").read_text()
+    session = Session()
+    state = session.open("file:///softmax.py", 1, source)
+    session.ensure_checked(state)
+    assert session.workspace.matcher._statement_memos

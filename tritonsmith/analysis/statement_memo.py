@@ -27,7 +27,9 @@ module key and helper texts, so a memo never sees a change of what it takes as f
 
 from __future__ import annotations
 
+import hashlib
 import re
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +46,8 @@ _ABSENT = object()  # a name not bound
 # Where a name not bound yet is last assigned, relative to the statement (see `_unbound`).
 _NEVER, _BEFORE, _AFTER = -1, -2, -3
 _PER_TEXT = 8  # entries kept for one statement text (scenarios, branches reading other values)
-LIMIT = 20_000  # entries in one memo before it starts afresh
+LIMIT = 20_000  # names read, summed over the entries, before a memo starts afresh (about 1 MB)
+_TEXT_KEPT = 256  # a longer statement's text is kept as its digest
 
 
 class _Remembered:
@@ -61,9 +64,15 @@ class _Remembered:
 class StatementMemo:
     """Replays the statements of one kernel that read what they read before."""
 
-    def __init__(self) -> None:
+    def __init__(self, ledger: list[int] | None = None) -> None:
+        # The size of every memo sharing the ledger, summed (their owner evicts by it).
+        self.ledger = ledger if ledger is not None else [0]
         self._names: dict[bytes, tuple[str, ...]] = {}
         self._entries: dict[bytes, list[_Remembered]] = {}
+        # The texts met in this check of the kernel and in the one before: at the end of a check
+        # the others go (an edit's old texts stay one check longer, for the undo that follows).
+        self._met: set[bytes] = set()
+        self._met_before: set[bytes] = set()
         self._size = 0
         self.hits = self.misses = 0
 
@@ -74,14 +83,27 @@ class StatementMemo:
         if _RETURN.search(raw) is not None:  # an `if` or loop holding a `return`: it may stop the body
             execute(node)
             return
-        names = self._names.get(raw)
+        # A loop around a whole body is kilobytes, and each edit inside it is a new text: kept
+        # by digest, so that a long session's memo stays small.
+        key = raw if len(raw) <= _TEXT_KEPT else hashlib.blake2b(raw, digest_size=20).digest()
+        self._met.add(key)
+        names = self._names.get(key)
         if names is None:
-            names = self._names[raw] = tuple(dict.fromkeys(m.decode("utf-8", "replace") for m in _IDENTIFIER.findall(raw)))
+            names = self._names[key] = tuple(dict.fromkeys(sys.intern(m.decode("utf-8", "replace"))
+                                                           for m in _IDENTIFIER.findall(raw)))
         env, assigned = interpreter.env, interpreter.assigned
         start, end = node.start_byte, node.end_byte
-        inputs = tuple(_bound(env[name]) if name in env else _unbound(assigned.get(name), start, end)
-                       for name in names)
-        entries = self._entries.get(raw)
+        # Flat: a bound name's value and its constant's type (values compare field by field, and
+        # Python has 1 == 1.0 == True), an unbound one's `_unbound` (an int, never equal to either).
+        read: list[Any] = []
+        for name in names:
+            value = env.get(name)
+            if value is not None:
+                read += (value, type(value.const))
+            else:
+                read.append(_unbound(assigned.get(name), start, end))
+        inputs = tuple(read)
+        entries = self._entries.get(key)
         if entries is not None:
             for entry in entries:
                 if entry.inputs == inputs and interpreter.budget[0] - entry.cost >= 0:
@@ -111,21 +133,37 @@ class StatementMemo:
                 return  # an issue outside the statement: not one to replay
             paths.append((issue.kind, where, issue.message, issue.since))
         if self._size >= LIMIT:
-            self._entries.clear()
-            self._names.clear()
-            self._size = 0
-            self._names[raw] = names
-        kept = self._entries.setdefault(raw, [])
+            self.clear()
+            self._names[key] = names
+        kept = self._entries.setdefault(key, [])
+        weight = len(inputs) + 1
         if len(kept) >= _PER_TEXT:
-            del kept[0]
-            self._size -= 1
+            weight -= len(kept.pop(0).inputs) + 1
         kept.append(_Remembered(inputs, outputs, tuple(paths), budget_before - interpreter.budget[0]))
-        self._size += 1
+        self._size += weight
+        self.ledger[0] += weight
 
+    @property
+    def size(self) -> int:
+        """The names the entries read, summed: what a memo's size goes by."""
+        return self._size
 
-def _bound(value: Any) -> tuple[Any, type]:
-    # Values compare field by field, and Python has 1 == 1.0 == True: the constant's type too.
-    return value, type(value.const)
+    def end_check(self) -> None:
+        """One check of the kernel is over: forget the texts neither it nor the one before met."""
+        keep = self._met | self._met_before
+        for key in [key for key in self._entries if key not in keep]:
+            dropped = sum(len(entry.inputs) + 1 for entry in self._entries.pop(key))
+            self._size -= dropped
+            self.ledger[0] -= dropped
+        for key in [key for key in self._names if key not in keep]:
+            del self._names[key]
+        self._met_before, self._met = self._met, set()
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._names.clear()
+        self.ledger[0] -= self._size
+        self._size = 0
 
 
 def _unbound(last: int | None, start: int, end: int) -> int:

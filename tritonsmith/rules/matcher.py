@@ -60,8 +60,9 @@ _Cached = tuple[tuple[int, int] | int | None, list[Finding], tuple[_Anchor, ...]
 """A kernel's findings relative to its start; the row, or (row, byte), they are pinned to, or
 None; and the anchors they point at (`_Anchor`)."""
 
-MEMOS_KEPT = 64
-"""Kernels whose statement memos are kept (the most recently checked): the ones being edited."""
+MEMO_BUDGET = 120_000
+"""The statement memos' sizes (`StatementMemo.size`), summed, past which the least recently
+checked kernels' memos go: about 9 MB, the memos of some 25,000 lines of kernels."""
 
 FORK_MIN_KERNELS = 64
 """A forked process checks at least this many kernels: fewer would not pay for the fork."""
@@ -111,6 +112,7 @@ class Matcher:
         select: Sequence[str] = (),
         ignore: Sequence[str] = (),
         targets: Sequence[str] | None = None,
+        remember_statements: bool = False,
     ) -> None:
         # A new matcher starts cold: the memos kept across edits (per file text) start empty.
         _CALLED_BY_TEXT.clear()
@@ -139,7 +141,11 @@ class Matcher:
         self.rules = [r for r, _, _ in self._plan]
         self._needles = sorted({n for _, _, needles in self._plan for n in needles or ()})
         self._cache: dict[KernelKey, _Cached] = {}
+        # What each kernel's statements did (`analysis/statement_memo.py`), for an editor's
+        # checks after an edit; off for a check of files, where it costs 15% and replays little.
+        self.remember_statements = remember_statements
         self._statement_memos: dict[tuple[str, bytes, tuple[bytes, ...]], StatementMemo] = {}
+        self._memo_ledger = [0]  # their sizes, summed
         self._identity = repr((version, [(r.code, r.severity.value, r.title, r.query, r.targets)
                                          for r in self.rules])).encode()
 
@@ -269,7 +275,8 @@ class Matcher:
         base_row, base_byte = kernel.outer.start_point[0], kernel.outer.start_byte
         cached = self._cache.get(key)
         if cached is None or not _still_holds(cached, base_row, base_byte, source):
-            found = self._check_kernel(kernel, index, source, self._statement_memo(kernel, key))
+            memo = self._statement_memo(kernel, key) if self.remember_statements else None
+            found = self._check_kernel(kernel, index, source, memo)
             # Findings are kept relative to the kernel, so they move with it. A message that
             # names a line ("with the values of this launch, line 21") cannot move: it is kept
             # for this row only. A span elsewhere in the file (a global's definition) moves
@@ -331,10 +338,10 @@ class Matcher:
         inference to replay those an edit left alone (`analysis/statement_memo.py`). One per
         kernel name, module key and helper texts: what a memo takes as fixed."""
         memo_key = (kernel.name, key[0], key[5])
-        memo = self._statement_memos.pop(memo_key, None) or StatementMemo()
+        memo = self._statement_memos.pop(memo_key, None) or StatementMemo(self._memo_ledger)
         self._statement_memos[memo_key] = memo  # the most recently used last
-        while len(self._statement_memos) > MEMOS_KEPT:
-            del self._statement_memos[next(iter(self._statement_memos))]
+        while self._memo_ledger[0] > MEMO_BUDGET and len(self._statement_memos) > 1:
+            self._statement_memos.pop(next(iter(self._statement_memos))).clear()  # the least recently used
         return memo
 
     def _check_kernel(self, kernel: Kernel, index: ModuleIndex, source: bytes,
@@ -344,6 +351,8 @@ class Matcher:
             return self._run_checks(context, self._haystack(kernel, index))
         finally:
             context.close()
+            if memo is not None:
+                memo.end_check()
 
     @staticmethod
     def _haystack(kernel: Kernel, index: ModuleIndex) -> bytes:

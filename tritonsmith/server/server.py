@@ -149,7 +149,7 @@ class TritonsmithServer(LanguageServer):
         if editor_settings is not None:
             self.editor_settings = editor_settings
         session = self.session
-        session.use_workspace(Workspace(session.root, self.compute_settings()))
+        session.use_workspace(Workspace(session.root, self.compute_settings(), editing=True))
         # tritonsmith.logLevel: the server's own loggers (pygls stays at warnings).
         logging.getLogger("tritonsmith").setLevel(session.workspace.settings.log_level.upper())
         self.framer.max_bytes = session.workspace.settings.max_message_mb * 1024 * 1024

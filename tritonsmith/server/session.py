@@ -128,7 +128,7 @@ class Session:
         """The workspace's settings and rules; the defaults until `initialize` (a server a test
         drives without one)."""
         if self._workspace is None:
-            self._workspace = Workspace(None, Settings())
+            self._workspace = Workspace(None, Settings(), editing=True)
         return self._workspace
 
     @property
