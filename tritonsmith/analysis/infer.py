@@ -353,6 +353,10 @@ class _OverBudget(Exception):
     """The interpretation ran past STATEMENT_BUDGET (nested loops each run twice: 2^depth)."""
 
 
+_REPLAYABLE = {"expression_statement": "expression_statement", "if_statement": "if_statement",
+               "for_statement": "loop", "while_statement": "loop"}
+"""The statements the memo may replay (`statement_memo.py`), and the method interpreting each."""
+
 _MEMO_NESTING = 8
 """Statements nested deeper than this are interpreted, not remembered: each level the memo adds
 costs stack frames, and a deeply nested body must not run out of them sooner than without it."""
@@ -377,8 +381,8 @@ class Interpreter:
                  arguments: Callable[[Node], tuple[list[Node], dict[str, tuple[Node, Node]]]] = call_args,
                  memo: StatementMemo | None = None) -> None:
         self.qualify = qualify
-        # Replays the top level's expression statements that read what they read before
-        # (statement_memo.py); issues only: the values hover asks for are not remembered.
+        # Replays the kernel body's statements that read what they read before (statement_memo.py);
+        # issues only: the values hover asks for are not remembered.
         self.memo = memo if depth == 0 and record and not keep_values else None
         self._nesting = 0  # statements being replayed or remembered, one inside another
         self.arguments = arguments  # a call's (positional, keywords); the checks' context caches them
@@ -421,16 +425,17 @@ class Interpreter:
         if self.budget[0] < 0:
             raise _OverBudget
         kind = node.type
-        step = self._STEPS.get(kind)
-        if step is not None:  # replayed from the memo when it reads what it read before
+        method = _REPLAYABLE.get(kind)
+        if method is not None:  # replayed from the memo when it reads what it read before
+            step = getattr(self, method)
             if self.memo is not None and self._nesting < _MEMO_NESTING:
                 self._nesting += 1  # the memo's frames come on top of the interpreter's own
                 try:
-                    self.memo.run(self, node, step.__get__(self))
+                    self.memo.run(self, node, step)
                 finally:
                     self._nesting -= 1
             else:
-                step(self, node)
+                step(node)
         elif kind == "return_statement":
             values = [c for c in node.named_children if c.type != "comment"]
             value = self.expr(values[0]) if values else _NONE
@@ -443,8 +448,6 @@ class Interpreter:
         elif kind == "block":
             self.block(node)
         # pass, assert, raise, function definitions, imports: nothing to type
-
-    _STEPS: dict[str, Callable[[Interpreter, Node], None]] = {}  # filled below the class
 
     def expression_statement(self, node: Node) -> None:
         for child in node.named_children:
@@ -1371,10 +1374,6 @@ class Interpreter:
         else:
             dtype = "fp32" if a.dtype else None
         return Value("tensor", dtype, result)
-
-
-Interpreter._STEPS.update({"expression_statement": Interpreter.expression_statement, "if_statement": Interpreter.if_statement,
-                           "for_statement": Interpreter.loop, "while_statement": Interpreter.loop})
 
 
 def _maybe_static(condition: Value) -> bool:
