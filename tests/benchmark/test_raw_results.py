@@ -427,3 +427,19 @@ def test_the_edit_latencies_before_and_after_re_derive_from_their_json(name: str
             assert len(result["latencies_ms"]) == 40
             row = _edit_row(run, tree, result)
             assert row in PAGE, row
+
+
+@pytest.mark.parametrize("name", [f"{which}-{run}" for which in ("before", "after") for run in ("1", "2")])
+def test_the_soak_with_the_statement_memo_re_derives_from_its_json(name: str) -> None:
+    """docs/benchmarks.md, "With the statement memo": each run's row, from its samples."""
+    data = _load(f"soak-memo-{name}.json")
+    which, run = name.split("-")
+    commit = {"before": "e9e500d", "after": "a50d30e"}[which]
+    assert data["lines"] == 5000 and data["edits"] == 10000 and data["sites"] == "kernel"
+    after = [mb for n, mb in data["rss_mb"] if n >= 1000]
+    assert data["spread_after_1000_mb"] == pytest.approx(max(after) - min(after), abs=0.011)
+    at_3000 = next(mb for n, mb in data["rss_mb"] if n >= 3000)
+    row = (f"| {commit}, {run} | kernel | {data['rss_at_1000_mb']:.2f} | {at_3000:.2f} | {data['rss_end_mb']:.2f} | "
+           f"{data['spread_after_1000_mb']:.2f} | {data['seconds']:.1f} |")
+    assert row in PAGE, row
+    assert data["spread_after_1000_mb"] <= 5  # issue 17's target, as the page says
