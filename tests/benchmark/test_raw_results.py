@@ -231,17 +231,21 @@ def test_the_55k_line_edit_latencies_after_the_typing_changes_re_derive_from_the
                                   for run in ("1", "2")] + ["host-final-1", "host-final-2"])
 def test_the_5k_line_soak_re_derives_from_its_json(name: str) -> None:
     """docs/benchmarks.md, "Host edits' growth found and fixed": each run's row, from its samples."""
-    data = _load(f"soak-5k-{name}.json")
     sites, which, run = name.split("-")
     commit = {"before": "aabc723", "fix": "c6b5959", "final": "027f369"}[which]
+    _assert_soak_row(_load(f"soak-5k-{name}.json"), f"{commit}, {run}", sites, target=which != "before")
+
+
+def _assert_soak_row(data: dict[str, Any], label: str, sites: str, *, target: bool) -> None:
+    """A 5,000-line soak's row (`label`, e.g. "c6b5959, 1"), from its samples, is on the page."""
     assert data["lines"] == 5000 and data["edits"] == 10000 and data["sites"] == sites
     after = [mb for n, mb in data["rss_mb"] if n >= 1000]
     assert data["spread_after_1000_mb"] == pytest.approx(max(after) - min(after), abs=0.011)
     at_3000 = next(mb for n, mb in data["rss_mb"] if n >= 3000)
-    row = (f"| {commit}, {run} | {sites} | {data['rss_at_1000_mb']:.2f} | {at_3000:.2f} | {data['rss_end_mb']:.2f} | "
+    row = (f"| {label} | {sites} | {data['rss_at_1000_mb']:.2f} | {at_3000:.2f} | {data['rss_end_mb']:.2f} | "
            f"{data['spread_after_1000_mb']:.2f} | {data['seconds']:.1f} |")
     assert row in PAGE, row
-    if which != "before":
+    if target:
         assert data["spread_after_1000_mb"] <= 5  # issue 17's target, as the page says
 
 
@@ -376,14 +380,10 @@ def _cold_start_row(run: str, tree: str, result: dict[str, Any]) -> str:
 def test_the_cold_start_before_and_after_re_derive_from_their_json(run: str) -> None:
     """docs/benchmarks.md, "Cold start without the evaluator": each row's median and range of
     eight starts, to first diagnostics and to the `initialize` answer, and the first start's CPU."""
-    files = {"causal_conv1d.py", "fused_neighborhood_attention.py"}
-    for tree, servers in (("before", ("tritonsmith",)), ("after", ("tritonsmith", "pylsp"))):
-        data = _load(f"lsp-cold-start-{tree}-{run}.json")
-        assert {(r["server"], r["file"]) for r in data["results"]} == {(s, f) for s in servers for f in files}
-        for result in data["results"]:
-            assert len(result["starts"]) == 8
-            row = _cold_start_row(run, tree, result)
-            assert row in PAGE, row
+    for tree, result in _before_and_after("lsp-cold-start", run):
+        assert len(result["starts"]) == 8
+        row = _cold_start_row(run, tree, result)
+        assert row in PAGE, row
 
 
 @pytest.mark.parametrize("run", ["1", "2"])
@@ -392,16 +392,12 @@ def test_the_early_answers_before_and_after_re_derive_from_their_json(name: str,
     """docs/benchmarks.md, "The first answers before pygls loads" and "The syntax-level findings
     first": the cold-start rows (as in the table before them) and each edit run's p95 and maximum."""
     percentile = load("lsp_latency").percentile
-    files = {"causal_conv1d.py", "fused_neighborhood_attention.py"}
-    for tree, servers in (("before", ("tritonsmith",)), ("after", ("tritonsmith", "pylsp"))):
-        data = _load(f"{name}-{tree}-{run}.json")
-        assert {(r["server"], r["file"]) for r in data["results"]} == {(s, f) for s in servers for f in files}
-        for result in data["results"]:
-            assert len(result["starts"]) == 8 and len(result["latencies_ms"]) == 40
-            latencies = result["latencies_ms"]
-            row = (_cold_start_row(run, tree, result)
-                   + f" {percentile(latencies, 0.95):.1f} | {max(latencies):.1f} |")
-            assert row in PAGE, row
+    for tree, result in _before_and_after(name, run):
+        assert len(result["starts"]) == 8 and len(result["latencies_ms"]) == 40
+        latencies = result["latencies_ms"]
+        row = (_cold_start_row(run, tree, result)
+               + f" {percentile(latencies, 0.95):.1f} | {max(latencies):.1f} |")
+        assert row in PAGE, row
 
 
 def _edit_row(run: str, tree: str, result: dict[str, Any]) -> str:
@@ -419,27 +415,26 @@ def _edit_row(run: str, tree: str, result: dict[str, Any]) -> str:
 def test_the_edit_latencies_before_and_after_re_derive_from_their_json(name: str, run: str) -> None:
     """docs/benchmarks.md, "Typing in a kernel re-checks what the edit can change" and the
     paragraph after it: each row's p50, p95, edits over 10 ms and maximum (the first edit apart)."""
+    for tree, result in _before_and_after(name, run):
+        assert len(result["latencies_ms"]) == 40
+        row = _edit_row(run, tree, result)
+        assert row in PAGE, row
+
+
+def _before_and_after(name: str, run: str) -> Any:
+    """(tree, result) of each row of `{name}-{before,after}-{run}.json`: the two real files,
+    tritonsmith before, tritonsmith and pylsp after."""
     files = {"causal_conv1d.py", "fused_neighborhood_attention.py"}
     for tree, servers in (("before", ("tritonsmith",)), ("after", ("tritonsmith", "pylsp"))):
         data = _load(f"{name}-{tree}-{run}.json")
         assert {(r["server"], r["file"]) for r in data["results"]} == {(s, f) for s in servers for f in files}
         for result in data["results"]:
-            assert len(result["latencies_ms"]) == 40
-            row = _edit_row(run, tree, result)
-            assert row in PAGE, row
+            yield tree, result
 
 
 @pytest.mark.parametrize("name", [f"{which}-{run}" for which in ("before", "after") for run in ("1", "2")])
 def test_the_soak_with_the_statement_memo_re_derives_from_its_json(name: str) -> None:
     """docs/benchmarks.md, "With the statement memo": each run's row, from its samples."""
-    data = _load(f"soak-memo-{name}.json")
     which, run = name.split("-")
     commit = {"before": "e9e500d", "after": "a50d30e"}[which]
-    assert data["lines"] == 5000 and data["edits"] == 10000 and data["sites"] == "kernel"
-    after = [mb for n, mb in data["rss_mb"] if n >= 1000]
-    assert data["spread_after_1000_mb"] == pytest.approx(max(after) - min(after), abs=0.011)
-    at_3000 = next(mb for n, mb in data["rss_mb"] if n >= 3000)
-    row = (f"| {commit}, {run} | kernel | {data['rss_at_1000_mb']:.2f} | {at_3000:.2f} | {data['rss_end_mb']:.2f} | "
-           f"{data['spread_after_1000_mb']:.2f} | {data['seconds']:.1f} |")
-    assert row in PAGE, row
-    assert data["spread_after_1000_mb"] <= 5  # issue 17's target, as the page says
+    _assert_soak_row(_load(f"soak-memo-{name}.json"), f"{commit}, {run}", "kernel", target=True)

@@ -326,17 +326,23 @@ def test_an_edit_in_a_helper_reads_only_the_kernels_it_may_change() -> None:
     _assert_few_kernels_read_again(state)
 
 
+def _launch_typings(monkeypatch: Any) -> list[Any]:
+    """Each launch the launch typer types from now on (its arguments)."""
+    from tritonsmith.analysis.argtypes import LaunchTyper
+
+    typed: list[Any] = []
+    original = LaunchTyper.launch_types_read
+    monkeypatch.setattr(LaunchTyper, "launch_types_read", lambda self, *a: typed.append(a) or original(self, *a))
+    return typed
+
+
 def test_an_edit_in_a_kernels_body_types_no_launch_again(monkeypatch) -> None:
     """A kernel's body binds no module-level name and holds no host caller (the launch typer
     leaves calls in kernels out), so typing in it re-types no launch, even where the body uses
     the names the launchers' typing looked up (`launch_bits`, whose callers type `x`): on a real 2,300-line file,
     re-typing them was most of a keystroke's cost (9 ms of 11)."""
-    from tritonsmith.analysis.argtypes import LaunchTyper
-
     server, state = _session()
-    typed: list[Any] = []
-    original = LaunchTyper.launch_types_read
-    monkeypatch.setattr(LaunchTyper, "launch_types_read", lambda self, *a: typed.append(a) or original(self, *a))
+    typed = _launch_typings(monkeypatch)
     source = state.document.source
     body = source.index(b"x = tl.load(x_ptr", source.index(b"def bits_kernel"))
     for version, (at, text) in enumerate([(body, "x2 = x\n    "), (body, "out = n + 1  # as launch_bits and launch_twice pass them\n    ")], start=2):
@@ -350,12 +356,8 @@ def test_an_edit_in_a_kernels_body_types_no_launch_again(monkeypatch) -> None:
 def test_a_global_statement_in_a_kernels_body_types_its_names_launches_again(monkeypatch) -> None:
     """`global n` would let the body bind a module-level name: then the launches whose typing
     looked up a name written there are typed again."""
-    from tritonsmith.analysis.argtypes import LaunchTyper
-
     server, state = _session()
-    typed: list[Any] = []
-    original = LaunchTyper.launch_types_read
-    monkeypatch.setattr(LaunchTyper, "launch_types_read", lambda self, *a: typed.append(a) or original(self, *a))
+    typed = _launch_typings(monkeypatch)
     source = state.document.source
     body = source.index(b"x = tl.load(x_ptr", source.index(b"def bits_kernel"))
     _edit_range(server, state, body, body, "global x, out, n, launch_bits\n    ", 2)
