@@ -338,6 +338,19 @@ def test_the_check_cache_rows_re_derive_from_their_json(run: str) -> None:
     assert data["mismatches"] == [] and data["files"] == _load("check-corpus.json")["files"]
 
 
+@pytest.mark.parametrize("name", ["check-cache-before-5-1", "check-cache-5-1", "check-cache-before-5-2", "check-cache-5-2"])
+def test_the_check_cache_rows_without_kernelbench_re_derive_from_their_json(name: str) -> None:
+    """docs/benchmarks.md, "Again on 2026-12-07": the corpus without its kernelbench/ folder."""
+    data = _load(f"{name}.json")
+    assert load("check_cache").table(data["rows"]) == data["table"]
+    for line in data["table"]:
+        assert line in PAGE, line
+    corpus = _load("check-corpus.json")
+    kernelbench = next(r for r in corpus["repositories"] if r["folder"] == "kernelbench")
+    assert data["mismatches"] == [] and data["files"] == corpus["files"] - kernelbench["files_with_triton"]
+    assert data["lines"] == corpus["lines"] - kernelbench["lines"]
+
+
 @pytest.mark.parametrize("run", ["1", "2", "3", "4"])
 def test_the_check_cost_parts_re_derive_from_their_json(run: str) -> None:
     """docs/benchmarks.md, "check's result cache": where a cold check's time goes."""
