@@ -286,7 +286,7 @@ def _rebase_kernel(old: ModuleIndex, old_source: bytes, root: Node, source: byte
     # kernel's own statement is typed again.
     old_text, new_text = old_source[start:end], source[start:end + window.shift]
     binds = _GLOBAL.search(old_text) is not None or _GLOBAL.search(new_text) is not None
-    relaunched = _carry_launch_types(old, index, window, outer, old_text if binds else b"", new_text if binds else b"")
+    relaunched = _carry_launch_types(old, index, window, outer, _names_in(old_text, new_text) if binds else set())
     return Rebased(index, old, window, position, called_before, called_now, frozenset(relaunched))
 
 
@@ -329,7 +329,8 @@ def _rebase_host(old: ModuleIndex, old_source: bytes, root: Node, source: bytes,
         kernel.launches.sort(key=lambda site: site.node.start_byte)
         kernel.direct_calls.sort(key=lambda site: site.node.start_byte)
     index = _carried(old, source, window, root, functions, globals_, fresh)
-    relaunched = set(launched) | _carry_launch_types(old, index, window, node, old_text, new_text)
+    # A host function's body may gain or lose a call of any function: every name in it counts.
+    relaunched = set(launched) | _carry_launch_types(old, index, window, node, _names_in(old_text, new_text))
     return Rebased(index, old, window, None, relaunched=frozenset(relaunched))
 
 
@@ -403,13 +404,17 @@ def _calls_reached(source: bytes, low: int, high: int, start: int, end: int) -> 
     return callee_names(source[start:end])
 
 
-def _carry_launch_types(old: ModuleIndex, index: ModuleIndex, window: Window, edited: Node, old_text: bytes,
-                        new_text: bytes) -> set[int]:
+def _names_in(old_text: bytes, new_text: bytes) -> set[str]:
+    return {m.decode("utf-8", "replace") for m in IDENTIFIER.findall(old_text + b"\n" + new_text)}
+
+
+def _carry_launch_types(old: ModuleIndex, index: ModuleIndex, window: Window, edited: Node,
+                        written: set[str]) -> set[int]:
     """Carry the launch types `old` read (`rules.context.launch_param_types`, by launch and
     kernel start byte as `launch << 32 | kernel`) into `index`, moved with the text, but for
-    those whose typing read the edited function's top-level statement (`edited`, whose text
-    was `old_text` and is `new_text`) or a name written in it (a caller, a helper, a constant):
-    those are typed again. Returns the positions of their kernels."""
+    those whose typing read the edited function's top-level statement (`edited`) or looked up a
+    name the edit may have written (`written`: a caller, a helper, a constant): those are typed
+    again. Returns the positions of their kernels."""
     types: dict[int, TypedLaunch] | None = old.__dict__.get("_param_types")
     if not types:
         return set()
@@ -418,7 +423,6 @@ def _carry_launch_types(old: ModuleIndex, index: ModuleIndex, window: Window, ed
     for earlier in reversed(old.windows):
         tops.append(tops[-1] - earlier.shift if tops[-1] >= earlier.new_end else tops[-1])
     tops.reverse()
-    written = {m.decode("utf-8", "replace") for m in IDENTIFIER.findall(old_text + b"\n" + new_text)}
     shift, after, low = window.shift, window.old_end, (1 << 32) - 1
     moved: dict[int, TypedLaunch] = {}
     retyped: set[int] = set()
