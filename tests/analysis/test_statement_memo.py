@@ -179,7 +179,7 @@ def test_an_edits_old_texts_stay_one_check_then_go() -> None:
 
 def test_only_an_editors_matcher_remembers_statements() -> None:
     """The language server's checks remember (`Workspace(editing=True)`); a check of files
-    checks each kernel once, where remembering would cost 15% and replay little."""
+    checks each kernel once, where remembering would cost more than it replays."""
     from tritonsmith.server.session import Session
     from tritonsmith.settings import Settings
     from tritonsmith.workspace import Workspace

@@ -340,7 +340,7 @@ def test_an_edit_in_a_kernels_body_types_no_launch_again(monkeypatch) -> None:
     """A kernel's body binds no module-level name and holds no host caller (the launch typer
     leaves calls in kernels out), so typing in it re-types no launch, even where the body uses
     the names the launchers' typing looked up (`launch_bits`, whose callers type `x`): on a real 2,300-line file,
-    re-typing them was most of a keystroke's cost (9 ms of 11)."""
+    re-typing them was most of a keystroke's cost."""
     server, state = _session()
     typed = _launch_typings(monkeypatch)
     source = state.document.source

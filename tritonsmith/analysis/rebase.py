@@ -278,7 +278,7 @@ def _rebase_kernel(old: ModuleIndex, old_source: bytes, root: Node, source: byte
         functions.replace(kernel.name, outer)
     index = _carried(old, source, window, root, functions, globals_, {position: fresh})
     # What the edit may have made the body start or stop calling: the calls it reaches, a scan
-    # of its lines, not of the whole body (0.5 ms a scan of a 300-line kernel, twice a keystroke).
+    # of its lines, not of the whole body (twice a keystroke, over a body that may be 300 lines).
     called_before = _calls_reached(old_source, body_start, end, window.start, window.old_end)
     called_now = _calls_reached(source, body_start, end + window.shift, window.start, window.new_end)
     # A kernel's body binds no module-level name (but through `global`) and holds no host

@@ -62,7 +62,7 @@ None; and the anchors they point at (`_Anchor`)."""
 
 MEMO_BUDGET = 120_000
 """The statement memos' sizes (`StatementMemo.size`), summed, past which the least recently
-checked kernels' memos go: about 9 MB, the memos of some 25,000 lines of kernels."""
+checked kernels' memos go: a few MB, the memos of tens of thousands of lines of kernels."""
 
 FORK_MIN_KERNELS = 64
 """A forked process checks at least this many kernels: fewer would not pay for the fork."""
@@ -142,7 +142,7 @@ class Matcher:
         self._needles = sorted({n for _, _, needles in self._plan for n in needles or ()})
         self._cache: dict[KernelKey, _Cached] = {}
         # What each kernel's statements did (`analysis/statement_memo.py`), for an editor's
-        # checks after an edit; off for a check of files, where it costs 15% and replays little.
+        # checks after an edit; off for a check of files, where it costs more than it replays.
         self.remember_statements = remember_statements
         self._statement_memos: dict[tuple[str, bytes, tuple[bytes, ...]], StatementMemo] = {}
         self._memo_ledger = [0]  # their sizes, summed
