@@ -20,6 +20,8 @@ queries must answer as a GPU would while every allocation and move lands on the 
   when compiled, but the interpreter types it int32 and its loads and stores refuse it ("mask
   has unsupported dtype"); masks reach them as booleans, as on the GPU (a kernel whose mask
   really is an integer fails to compile, and the compile step says so);
+- a load, store or atomic outside every tensor the launch was given raises `OutOfBounds`
+  (bounds.py) instead of reading or writing the worker's heap;
 - an autotuner cannot time its Configs (its benchmarker needs a GPU driver), so it keeps its
   first Config after pruning: that is the one verified.
 
@@ -33,6 +35,8 @@ import contextlib
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
+
+from .bounds import check_bounds
 
 __all__ = ["DEVICE", "cpu_shim"]
 
@@ -77,6 +81,7 @@ def cpu_shim() -> None:
     _triton_driver()
     _untimed_autotuning()
     _boolean_masks()
+    check_bounds()
     _shimmed = True
 
 
