@@ -189,7 +189,10 @@ def _check(ptrs: Any, mask: Any, operation: str) -> None:
     addresses = data.astype(np.uint64, copy=False).ravel()
     lanes = addresses.size
     if mask is not None:
-        allowed = np.broadcast_to(np.asarray(mask.data, dtype=bool), data.shape).ravel()
+        try:
+            allowed = np.broadcast_to(np.asarray(mask.data, dtype=bool), data.shape).ravel()
+        except (TypeError, ValueError):
+            return  # a mask of another shape: the interpreter's own error says so
         addresses = addresses[allowed]
     if not addresses.size:
         return
