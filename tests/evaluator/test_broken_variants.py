@@ -97,6 +97,18 @@ def test_an_out_of_bounds_access_is_caught_before_it_touches_the_workers_memory(
     assert [(f.code, f.span.start[0]) for f in static] == [("TS508", 12)]
 
 
+def test_a_crash_in_native_code_is_not_blamed_on_the_masks(
+        interpreter_pools: tuple[WorkerPool, WorkerPool]) -> None:
+    """With every load and store bounds-checked, a crashed worker under the interpreter is native
+    code the candidate reached (here NumPy's as_strided), and the verdict says that instead."""
+    _needs_interpreter()
+    verdict, _ = _verify("native_crash.py", interpreter_pools)
+    assert not verdict.ok and verdict.stage == "candidate", verdict.summary()
+    assert re.fullmatch(r"worker killed by SIG(SEGV|BUS|ABRT) while running verify_candidate job \(the interpreter's "
+                        r"loads and stores are bounds-checked, so the crash came from native code the candidate "
+                        r"reached: NumPy, ctypes, an extension\)", verdict.message), verdict.message
+
+
 def test_a_compile_error_in_a_helper_is_reported_at_the_helpers_line(compile_pool: WorkerPool) -> None:
     pytest.importorskip("triton")
     report = _compile("helper_error.py", compile_pool, "sm_90")

@@ -499,9 +499,10 @@ class _Run:
             elif self.mode == "interpreter" and (cuda_only := cuda_only_failure(verdict.message)) is not None:
                 verdict.stage, verdict.message = Stage.CUDA_ONLY, cuda_only
             if candidate.failure == "crashed" and self.mode == "interpreter":
-                # The interpreter has no bounds checks: a load or store outside its tensor
-                # writes over the worker's own memory.
-                verdict.message += " (under the interpreter this is usually a load or store out of bounds: check the masks)"
+                # A kernel's loads and stores cannot crash the worker any more (bounds.py stops
+                # them first); what is left is native code reached some other way.
+                verdict.message += (" (the interpreter's loads and stores are bounds-checked, so the crash came from "
+                                    "native code the candidate reached: NumPy, ctypes, an extension)")
             return False, folder, paths
         compared = self.reference_pool.run(self.job(
             "verify_reference", folder, reference=str(paths["reference"]), trial_seeds=manifest["trial_seeds"],
