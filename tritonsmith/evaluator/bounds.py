@@ -41,7 +41,7 @@ class OutOfBounds(Exception):
 
 
 @dataclass
-class _Launch:
+class _Storages:
     """The storages one launch may touch, sorted by start address."""
 
     starts: Any = None  # numpy uint64 arrays
@@ -51,7 +51,7 @@ class _Launch:
     searched_live: bool = False  # the process's live tensors were added after a miss
 
 
-_launch = _Launch()
+_launch = _Storages()
 _installed = False
 
 
