@@ -167,6 +167,37 @@ def test_addresses_passed_as_integers_or_kept_in_a_tensor_of_pointers_are_follow
     assert result["error"] == "OutOfBounds" and "16 of its 16 lanes" in str(result["message"]), result
 
 
+def test_the_process_is_scanned_for_tensors_once_while_the_ones_found_are_alive(tmp_path: Path) -> None:
+    """A scan of every object costs tens of milliseconds: a launch through a table of addresses
+    looks among the tensors the last scan found first, and scans again only when it misses."""
+    result = _run(tmp_path, '''
+        import tritonsmith.evaluator.bounds as bounds
+
+        scans = []
+        scan = bounds._scan
+        bounds._scan = lambda: (scans.append(1), scan())[1]
+
+        @triton.jit
+        def first(table_ptr, out_ptr, BLOCK: tl.constexpr):
+            base = tl.load(table_ptr).to(tl.pointer_type(tl.float32))
+            tl.store(out_ptr + tl.arange(0, BLOCK), tl.load(base + tl.arange(0, BLOCK)))
+
+        def launch(operand):
+            table = torch.tensor([operand.data_ptr()], dtype=torch.int64)
+            out = torch.empty(8)
+            first[(1,)](table, out, BLOCK=8)
+            return out.tolist() == operand.tolist()
+
+        def run():
+            kept = torch.arange(8, dtype=torch.float32)
+            same = [launch(kept) for _ in range(3)]
+            scanned = len(scans)
+            fresh = launch(torch.arange(8, 16, dtype=torch.float32))
+            return [all(same), scanned, fresh, len(scans)]
+    ''')
+    assert result == {"value": [True, 1, True, 2]}, result
+
+
 def test_a_tensor_descriptor_pads_its_edge_instead_of_reading_past_it(tmp_path: Path) -> None:
     result = _run(tmp_path, '''
         @triton.jit

@@ -13,7 +13,8 @@ address its mask lets through must lie, whole element included, inside the stora
 the launch was given (positional, keyword, in a tuple, or a TensorDescriptor's base). An
 address outside all of them is looked up once more among every tensor alive in the process
 (a grouped GEMM passes a tensor of other tensors' addresses; a launcher may pass
-`x.data_ptr()` as an integer); outside those too, the access raises `OutOfBounds` naming the
+`x.data_ptr()` as an integer): first among those the last scan of the process found that are
+still alive, then by a new scan; outside those too, the access raises `OutOfBounds` naming the
 operation, the program, how many lanes were outside and where the first one lies relative to
 the nearest argument, before any byte is read or written.
 
@@ -48,11 +49,15 @@ class _Storages:
     ends: Any = None
     names: list[str] = field(default_factory=list)
     program: tuple[int, int, int] = (0, 0, 0)
-    searched_live: bool = False  # the process's live tensors were added after a miss
+    widened: int = 0  # after a miss: 1, tensors the last scan found still alive added; 2, a new scan's
 
 
 _launch = _Storages()
 _installed = False
+# The tensors the last scan of the process found (weak references: alive, their storage is
+# valid). A launch that reads through a table of addresses misses once per launch; most of
+# the time the tensors it reaches are still these, and a scan costs tens of milliseconds.
+_remembered: list[Any] = []
 
 
 def check_bounds() -> None:
@@ -124,7 +129,7 @@ def _storages(named: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, int, int]
 
 def _start_launch(ranges: Iterable[tuple[str, int, int]]) -> None:
     _launch.names, _launch.starts, _launch.ends = [], None, None
-    _launch.searched_live, _launch.program = False, (0, 0, 0)
+    _launch.widened, _launch.program = 0, (0, 0, 0)
     _set_ranges(list(ranges))
 
 
@@ -137,17 +142,38 @@ def _set_ranges(ranges: list[tuple[str, int, int]]) -> None:
     _launch.names = [r[2] for r in by_start]
 
 
-def _live_tensors() -> Iterator[tuple[str, int, int]]:
+def _remembered_tensors() -> Iterator[tuple[str, int, int]]:
+    for reference in _remembered:
+        tensor = reference()
+        if tensor is not None:
+            try:
+                yield from _storages([("", tensor)])
+            except RuntimeError:  # a sparse or otherwise storage-less tensor
+                continue
+
+
+def _scan() -> Iterator[tuple[str, int, int]]:
+    """Every tensor alive in the process, remembered for the next launches."""
     import gc
+    import weakref
 
     import torch
 
+    global _remembered
+    found: list[Any] = []
+    is_tensor: dict[type, bool] = {}
     for obj in gc.get_objects():
-        if isinstance(obj, torch.Tensor) and not obj.is_meta:
+        kind = type(obj)  # not isinstance: that reads `__class__`, which some objects warn on
+        known = is_tensor.get(kind)
+        if known is None:
+            known = is_tensor[kind] = issubclass(kind, torch.Tensor)
+        if known and not obj.is_meta:
             try:
-                yield from _storages([("", obj)])
-            except RuntimeError:  # a sparse or otherwise storage-less tensor
+                found.append(weakref.ref(obj))
+            except TypeError:
                 continue
+    _remembered = found
+    return _remembered_tensors()
 
 
 def _outside(addresses: Any, size: int) -> Any:
@@ -202,13 +228,13 @@ def _check(ptrs: Any, mask: Any, operation: str) -> None:
     outside = _outside(addresses, size)
     if not outside.any():
         return
-    if not _launch.searched_live:
-        _launch.searched_live = True
+    while outside.any() and _launch.widened < 2:
+        _launch.widened += 1
         ranges = [(n, int(s), int(e)) for n, s, e in zip(_launch.names, _launch.starts, _launch.ends)]
-        _set_ranges(ranges + list(_live_tensors()))
+        _set_ranges(ranges + list(_remembered_tensors() if _launch.widened == 1 else _scan()))
         outside = _outside(addresses, size)
-        if not outside.any():
-            return
+    if not outside.any():
+        return
     raise OutOfBounds(_message(operation, addresses[outside], lanes, size))
 
 
