@@ -81,6 +81,9 @@ PYLSP_SETTINGS = {
     }
 }
 
+# `ruff server` with the rules `check`'s comparison runs (`bench/check_cache.py`: E, F, W).
+RUFF_SETTINGS = {"settings": {"lint": {"select": ["E", "F", "W"]}}}
+
 
 def server_command(name: str) -> tuple[list[str], dict | None]:
     """The command line and the settings (sent as initializationOptions and
@@ -89,6 +92,8 @@ def server_command(name: str) -> tuple[list[str], dict | None]:
         return [sys.executable, "-m", "tritonsmith", "serve"], None
     if name == "pylsp":
         return [sys.executable, "-m", "pylsp"], PYLSP_SETTINGS
+    if name == "ruff":
+        return [str(Path(sys.executable).parent / "ruff"), "server"], RUFF_SETTINGS
     raise SystemExit(f"unknown server {name!r}")
 
 

@@ -7,6 +7,7 @@ they launch or tune, so these are kernel checks whose hits may point outside the
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections.abc import Iterable, Iterator
 
@@ -111,11 +112,17 @@ def _may_bind(source: bytes, name: str) -> bool:
         binding = (rb"\b" + escaped + rb"\s*(?:=(?!=)|,|:|\))|\b(?:def|class|as|import)\s+[\w., ]*\b"
                    + escaped + rb"\b|\b" + escaped + rb"\s+in\b")
         return re.search(binding, source) is not None
-    if word not in source:
-        return False
-    if word in _WORD_BEFORE_BINDING.findall(source):
-        return True
-    return any(word in _WORD.findall(words) for words in _WORDS_AFTER_KEYWORD.findall(source))
+    return word in source and word in _binding_words(source)
+
+
+@functools.lru_cache(maxsize=64)
+def _binding_words(source: bytes) -> frozenset[bytes]:
+    """Every word of `source` in a shape that could bind it: read once per host function, which
+    a file's launches ask about name after name (the scans were 2% of a cold check)."""
+    words = set(_WORD_BEFORE_BINDING.findall(source))
+    for after in _WORDS_AFTER_KEYWORD.findall(source):
+        words.update(_WORD.findall(after))
+    return frozenset(words)
 
 
 def _local_bindings(function: Node, name: str, tables: dict[tuple[int, int], dict[str, list[Node]]]) -> list[Node]:
