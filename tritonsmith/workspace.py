@@ -46,6 +46,14 @@ class Workspace:
     def pack_paths(self) -> list[Path]:
         return pack_paths(self.root, self.settings.rule_packs, include_user=self.include_user_packs)
 
+    def same_as(self, other: Workspace) -> bool:
+        """Whether `other` checks exactly as this one does (root, settings, rules; no pack
+        errors in either): the language server then keeps this one, with its caches."""
+        return (self.root == other.root and self.settings == other.settings and self.version == other.version
+                and self.editing == other.editing
+                and self.include_user_packs == other.include_user_packs
+                and not self.rules.errors and not other.rules.errors and self.rules.rules == other.rules.rules)
+
     def reload(self, settings: Settings | None = None) -> None:
         """Re-read every pack and rebuild the matcher (its cache starts empty)."""
         if settings is not None:

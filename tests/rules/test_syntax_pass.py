@@ -55,3 +55,41 @@ def test_no_check_can_take_missing_types_for_an_answer() -> None:
                 lambda: context.inferred(index.kernels[0].node)):
         with pytest.raises(NeedsTypes):
             ask()
+
+
+def test_a_check_after_the_syntax_pass_runs_only_the_checks_it_left_out() -> None:
+    """The server's early phase checks a large file twice over (server/early.py): the checks the
+    syntax pass ran are not run again, and the findings are a fresh check's, whole."""
+    left_out: set[tuple[int, str]] = set()
+    ran: list[tuple[int, str]] = []
+    syntax_pass = [True]
+
+    def counted(check, name):  # noqa: ANN001, ANN202
+        def run(context):  # noqa: ANN001, ANN202
+            where = (context.kernel.outer.start_byte, name)
+            if not syntax_pass[0]:
+                ran.append(where)
+            try:
+                return list(check(context))
+            except NeedsTypes:
+                left_out.add(where)
+                raise
+        return run
+
+    reran = 0
+    for path in FILES:
+        matcher = Workspace(None, Settings(), editing=True).matcher
+        matcher._plan = [(rule, counted(check, rule.check), needles) for rule, check, needles in matcher._plan]
+        document = Document(path.read_text(encoding="utf-8", errors="replace"))
+        index = index_module(document.root)
+        left_out.clear()
+        ran.clear()
+        syntax_pass[0] = True
+        matcher.check_syntax(document.source, index)
+        syntax_pass[0] = False
+        both = matcher.check_module(document.source, index)
+        alone = Workspace(None, Settings(), editing=True).matcher.check_module(document.source, index)
+        assert [_whole(f) for f in both] == [_whole(f) for f in alone], path
+        assert sorted(ran) == sorted(left_out), path  # each left-out check once, and nothing else
+        reran += len(ran)
+    assert reran > 100  # the typed checks did run in the second pass

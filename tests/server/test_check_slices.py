@@ -138,3 +138,33 @@ def test_a_hover_does_not_wait_for_the_whole_file(monkeypatch: pytest.MonkeyPatc
         asyncio.run(run())
     finally:
         session.server.shutdown()
+
+
+def test_the_same_settings_again_check_nothing_and_other_settings_check_everything(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A configuration change that changes nothing (the settings a client sends or the server
+    pulls right after `initialize`, most often the ones it had) keeps the workspace and its
+    results; one that changes the rules checks every kernel again."""
+    session = Session(monkeypatch)
+
+    async def run() -> None:
+        await session.start()
+        await session.open()
+        await session.until_published(1)
+        workspace = session.server.session.workspace
+        session.checked.clear()
+        session.send({"method": "workspace/didChangeConfiguration", "params": {"settings": {"tritonsmith": {}}}})
+        await asyncio.sleep(0.3)
+        assert session.checked == [] and session.server.session.workspace is workspace
+        session.send({"method": "workspace/didChangeConfiguration",
+                      "params": {"settings": {"tritonsmith": {"ignore": ["TS101"]}}}})
+        for _ in range(1000):
+            if len(session.checked) == KERNELS:
+                break
+            await asyncio.sleep(0.01)
+        assert len(session.checked) == KERNELS and session.server.session.workspace is not workspace
+
+    try:
+        asyncio.run(run())
+    finally:
+        session.server.shutdown()

@@ -288,3 +288,92 @@ def test_a_client_sending_only_what_the_early_phase_passes_over_is_handed_over(t
     assert EARLY_MESSAGES < len(early.bodies) <= EARLY_MESSAGES + 40  # what the last chunk held too
     assert [json.loads(b) for b in early.bodies] == [{"jsonrpc": "2.0", **m} for m in [initialize, *traces]][:len(early.bodies)]
     assert next_chunk(0)  # the rest is still unread: the full server reads it
+
+
+def _handed_over(early: Any) -> tuple[Any, list[dict[str, Any]], int]:
+    """A full server given what the early phase read and built, as `serve_stdio` gives it: the
+    server, what it sent, and how many kernels it checked itself."""
+    from tritonsmith.rules.matcher import Matcher
+    from tritonsmith.server import create_server
+    from tritonsmith.server.framing import dispatch
+
+    server = create_server()
+    server.session.adopt_early(early.checked)
+    sent: list[dict[str, Any]] = []
+
+    class Writer:
+        def write(self, data: bytes) -> None:
+            sent.append(json.loads(data.split(b"\r\n\r\n", 1)[1]))
+
+        def close(self) -> None:
+            pass
+
+    checked = [0]
+    check_kernel = Matcher._check_kernel
+
+    def counted(self: Matcher, *args: Any, **kwargs: Any) -> Any:
+        checked[0] += 1
+        return check_kernel(self, *args, **kwargs)
+
+    async def run() -> None:
+        server.protocol.set_writer(Writer())
+        for body in early.bodies:
+            dispatch(body, server.protocol, Writer().write)
+        server.session.check_open_documents()
+        for _ in range(400):
+            if any(m.get("method") == "textDocument/publishDiagnostics" for m in sent):
+                return
+            await asyncio.sleep(0.005)
+
+    Matcher._check_kernel = counted  # type: ignore[method-assign]
+    try:
+        asyncio.run(run())
+    finally:
+        Matcher._check_kernel = check_kernel  # type: ignore[method-assign]
+    return server, sent, checked[0]
+
+
+def test_the_full_server_takes_up_the_early_check_instead_of_checking_again(tmp_path: Path) -> None:
+    """The document, its index, its findings and the workspace the early phase built are the
+    full server's: no kernel is checked twice, and it publishes what the early phase did."""
+    path = ROOT / "examples" / "mistakes" / "softmax.py"
+    initialize = _initialize(path.parent)
+    cache, full = _primed(tmp_path, initialize, _opened(path))
+    opened = {"method": "textDocument/didOpen", "params": {"textDocument": _opened(path)}}
+    early = answer_early(_chunks(initialize, {"method": "initialized", "params": {}}, opened), Framer(),
+                         [].append, cache, wait_s=0.01)
+    assert early.checked is not None and early.checked.findings
+    server, sent, checked = _handed_over(early)
+    state = server.session.documents[path.as_uri()]
+    assert checked == 0 and not state.dirty
+    assert state.document is early.checked.document and server.session.workspace is early.checked.workspace
+    assert [m["params"] for m in sent if m.get("method") == "textDocument/publishDiagnostics"] == [full]
+    # The next edit starts from the early check too: only the edited kernel is checked again.
+    from lsprotocol import types
+
+    row = next(i for i, line in enumerate(_opened(path)["text"].splitlines()) if "tl.load" in line)
+    server.session.change(path.as_uri(), 4, [types.TextDocumentContentChangePartial(
+        range=types.Range(types.Position(row, 0), types.Position(row, 0)), text=" ")])
+    server.session.change(path.as_uri(), 5, [types.TextDocumentContentChangePartial(
+        range=types.Range(types.Position(row, 0), types.Position(row, 1)), text="")])
+    server.session.ensure_checked(state)
+    assert state.rebased is not None and [f.code for f in state.findings] == [d["code"] for d in full["diagnostics"]]
+
+
+def test_other_settings_in_the_full_server_check_the_document_again(tmp_path: Path) -> None:
+    """What the early check built with other rules is not taken up: here the editor's options
+    `initialize` sends select one rule, and the early phase answered with a cached result for
+    the same options, so the two can only differ if the workspace's pyproject changed between."""
+    path = tmp_path / "softmax.py"
+    path.write_text((ROOT / "examples" / "mistakes" / "softmax.py").read_text(), encoding="utf-8")
+    initialize = _initialize(tmp_path)
+    cache, _ = _primed(tmp_path, initialize, _opened(path))
+    opened = {"method": "textDocument/didOpen", "params": {"textDocument": _opened(path)}}
+    early = answer_early(_chunks(initialize, {"method": "initialized", "params": {}}, opened), Framer(),
+                         [].append, cache, wait_s=0.01)
+    assert early.checked is not None
+    (tmp_path / "pyproject.toml").write_text('[tool.tritonsmith]\nselect = ["TS102"]\n', encoding="utf-8")
+    server, sent, checked = _handed_over(early)
+    assert checked > 0 and server.session.workspace is not early.checked.workspace
+    published = [m["params"] for m in sent if m.get("method") == "textDocument/publishDiagnostics"]
+    assert published and {d["code"] for d in published[-1]["diagnostics"]} == {"TS102"}

@@ -56,6 +56,8 @@ KernelKey = tuple[bytes, bytes, tuple[tuple[int, int, int, bytes], ...], tuple[b
 _Anchor = tuple[int, int, tuple[int, int], bytes]
 """A span outside a kernel and its launch sites that a finding points at (`'z' is defined
 here`): its bytes, start point and text, which must all still hold for the finding to be reused."""
+# One kernel's findings by check (its position in the plan), from a syntax-level pass.
+_SyntaxDone = dict[int, list[Finding]]
 _Cached = tuple[tuple[int, int] | int | None, list[Finding], tuple[_Anchor, ...]]
 """A kernel's findings relative to its start; the row, or (row, byte), they are pinned to, or
 None; and the anchors they point at (`_Anchor`)."""
@@ -146,6 +148,10 @@ class Matcher:
         self.remember_statements = remember_statements
         self._statement_memos: dict[tuple[str, bytes, tuple[bytes, ...]], StatementMemo] = {}
         self._memo_ledger = [0]  # their sizes, summed
+        # The last syntax-level pass (`check_syntax`): its index, text and, per kernel (by start
+        # byte), each check's findings that needed no types. A check of that same index and text
+        # runs only the checks the pass left out (`_SyntaxDone`).
+        self._syntax_done: tuple[ModuleIndex, bytes, dict[int, _SyntaxDone]] | None = None
         self._identity = repr((version, [(r.code, r.severity.value, r.title, r.query, r.targets)
                                          for r in self.rules])).encode()
 
@@ -190,6 +196,8 @@ class Matcher:
             yield
         if record is not None:
             record.fill(self, index, module_key, source, per_kernel)
+        if self._syntax_done is not None and self._syntax_done[0] is index:
+            self._syntax_done = None  # what a kernel found in the cache left there
         # Forget kernels that no longer exist, so the cache stays the size of the file.
         if len(self._cache) > 2 * len(live) + 64:
             self._cache = {k: v for k, v in self._cache.items() if k in live}
@@ -236,14 +244,18 @@ class Matcher:
         """The findings of the checks that need no type inference and no launch argument types
         (a check that asks for them is skipped whole, `NeedsTypes`): a subset of `check_module`'s,
         each finding the same, for a first answer sooner (the server's first diagnostics,
-        server/early.py). Nothing is cached."""
+        server/early.py). What each check found is kept for the next check of this same index
+        and text, which then runs only the checks left out here: the two passes cost one check."""
         findings: list[Finding] = []
+        done: dict[int, _SyntaxDone] = {}
         for kernel in index.kernels:
             context = KernelContext(kernel, index, source, self.version, typed=False)
+            kept = done[kernel.outer.start_byte] = {}
             try:
-                findings.extend(self._run_checks(context, self._haystack(kernel, index)))
+                findings.extend(self._run_checks(context, self._haystack(kernel, index), keep=kept))
             finally:
                 context.close()
+        self._syntax_done = (index, source, done)
         return self._finish(findings, source)
 
     # -- internals -------------------------------------------------------------------------
@@ -347,8 +359,11 @@ class Matcher:
     def _check_kernel(self, kernel: Kernel, index: ModuleIndex, source: bytes,
                       memo: StatementMemo | None = None) -> list[Finding]:
         context = KernelContext(kernel, index, source, self.version, memo=memo)
+        done = None
+        if self._syntax_done is not None and self._syntax_done[0] is index and self._syntax_done[1] == source:
+            done = self._syntax_done[2].pop(kernel.outer.start_byte, None)
         try:
-            return self._run_checks(context, self._haystack(kernel, index))
+            return self._run_checks(context, self._haystack(kernel, index), done=done)
         finally:
             context.close()
             if memo is not None:
@@ -362,22 +377,29 @@ class Matcher:
             + [site.node.text or b"" for site in kernel.launches + kernel.direct_calls]
         )
 
-    def _run_checks(self, context: KernelContext, haystack: bytes) -> list[Finding]:
+    def _run_checks(self, context: KernelContext, haystack: bytes, *, keep: _SyntaxDone | None = None,
+                    done: _SyntaxDone | None = None) -> list[Finding]:
+        """Every check of the plan on one kernel, in the plan's order. `keep`: filled with each
+        check's findings (the syntax-level pass); `done`: such findings, taken instead of
+        running those checks again."""
         findings: list[Finding] = []
         seen: set[tuple[str, int, int]] = set()
         present = {n for n in self._needles if n in haystack}
-        for rule, check, needles in self._plan:
+        for position, (rule, check, needles) in enumerate(self._plan):
             if needles is not None and present.isdisjoint(needles):
                 continue
-            try:
-                hits = list(check(context))
-            except NeedsTypes:  # a syntax-level pass (`check_syntax`): left to the typed one
-                continue
-            except Exception:  # a bug in one check must not hide the others
-                log.exception("check %s failed on kernel %s", rule.check, context.kernel.name)
-                continue
-            for hit in hits:
-                finding = _finding(rule, hit)
+            found = done.get(position) if done is not None else None
+            if found is None:
+                try:
+                    found = [_finding(rule, hit) for hit in check(context)]
+                except NeedsTypes:  # a syntax-level pass (`check_syntax`): left to the typed one
+                    continue
+                except Exception:  # a bug in one check must not hide the others
+                    log.exception("check %s failed on kernel %s", rule.check, context.kernel.name)
+                    found = []
+                if keep is not None:
+                    keep[position] = found
+            for finding in found:
                 key = (rule.code, finding.span.start_byte, finding.span.end_byte)
                 if key not in seen:
                     seen.add(key)

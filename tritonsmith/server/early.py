@@ -17,8 +17,12 @@ index and the type inference are plain Python. So `serve_stdio` (transport.py) f
   the same) are published first, then all of them.
 
 Then the full server is built and every message read so far is handed to it in order, its own
-answers to the requests answered early dropped; it checks the open files at once and publishes
-the same diagnostics again. Anything the early phase does not handle (any other request, a cache
+answers to the requests answered early dropped. What the early check built (`EarlyCheck`: the
+workspace with its matcher and caches, the parsed document, its index, its findings) is handed
+over too: the full server keeps that workspace when its own settings and rules are the same and
+adopts the document when its `didOpen` is the one checked, so the file is not parsed and checked
+a second time (on a 55,000-line file that was seconds before the first edit was answered); it
+publishes the same diagnostics again. Anything the early phase does not handle (any other request, a cache
 miss, a silence of `WAIT_S`) ends it at once, so the early phase can make the first answers
 sooner, never different (`tests/server/test_early.py` compares both).
 """
@@ -37,7 +41,7 @@ from typing import Any
 
 from .framing import Framer, error_response
 
-__all__ = ["Early", "InitializeCache", "answer_early", "diagnostics_json", "early_diagnostics"]
+__all__ = ["Early", "EarlyCheck", "InitializeCache", "answer_early", "diagnostics_json", "early_diagnostics"]
 
 log = logging.getLogger(__name__)
 
@@ -148,26 +152,46 @@ SYNTAX_FIRST_BYTES = 16 * 1024
 (below it the whole check takes a few milliseconds, and one publish is better than two)."""
 
 
+@dataclass
+class EarlyCheck:
+    """What the early check of the first opened file built, for the full server to adopt
+    (`Session.adopt_early`) instead of building it again."""
+
+    workspace: Any  # Workspace: its settings, rules and matcher, with the kernels' results cached
+    uri: str
+    version: int | None
+    text: str  # as the didOpen gave it
+    document: Any  # Document
+    index: Any  # ModuleIndex
+    launch_cache: Any  # LaunchCache the index was built with
+    findings: list[Any]
+    record: Any  # CheckRecord: what the next edit's check starts from
+
+
 def early_diagnostics(params: dict[str, Any], opened: dict[str, Any], encoding: str, *,
-                      syntax_first: bool = True) -> Iterator[dict[str, Any]]:
+                      syntax_first: bool = True, early: Early | None = None) -> Iterator[dict[str, Any]]:
     """`textDocument/publishDiagnostics` params for the document `opened` (a didOpen's
     `textDocument`) as the full server computes them at start (publish.py, convert.py): the
     workspace's rules and settings from `params` (initialize's), no compile findings yet. For a
     large file (and `syntax_first`), first those of the checks that need no types (`Matcher.check_syntax`: a subset,
     each the same), then all of them when they differ; the last is the full server's. Nothing
-    when the workspace has a rule pack error (the full server reports it first)."""
+    when the workspace has a rule pack error (the full server reports it first). With `early`,
+    what it built is left in `early.checked` for the full server."""
     from ..analysis import Document, index_module
+    from ..analysis.index import LaunchCache
+    from ..rules.matcher import CheckRecord
     from ..settings import Settings, read_pyproject, settings_from
     from ..workspace import Workspace
     from .rule_pages import RulePages
 
     root = _root(params)
     settings = Settings.merged(read_pyproject(root) if root else {}, settings_from(params.get("initializationOptions")))
-    workspace = Workspace(root, settings)
+    workspace = Workspace(root, settings, editing=True)  # as the server's (`TritonsmithServer.reload`)
     if workspace.pack_errors:
         return
     document = Document(opened["text"], encoding=encoding)
-    index = index_module(document.root)
+    launch_cache = LaunchCache()
+    index = index_module(document.root, launch_cache=launch_cache)
     pages = RulePages(workspace.rules, root)
     uri = opened["uri"]
 
@@ -202,15 +226,27 @@ def early_diagnostics(params: dict[str, Any], opened: dict[str, Any], encoding: 
     if syntax_first and len(document.source) >= SYNTAX_FIRST_BYTES:
         first = published(workspace.matcher.check_syntax(document.source, index))
         yield first
-    full = published(workspace.matcher.check_module(document.source, index))
+    record = CheckRecord()
+    steps = workspace.matcher.check_steps(document.source, index, record)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            findings = done.value
+            break
+    if early is not None:
+        early.checked = EarlyCheck(workspace, opened["uri"], opened.get("version"), opened["text"], document, index,
+                                   launch_cache, findings, record)
+    full = published(findings)
     if full != first:
         yield full
 
 
-def diagnostics_json(params: dict[str, Any], opened: dict[str, Any], encoding: str) -> dict[str, Any] | None:
+def diagnostics_json(params: dict[str, Any], opened: dict[str, Any], encoding: str,
+                     early: Early | None = None) -> dict[str, Any] | None:
     """The full server's first diagnostics for `opened` (`early_diagnostics`' last), in one
     answer (a pull's), without the syntax-level ones first."""
-    return next(early_diagnostics(params, opened, encoding, syntax_first=False), None)
+    return next(early_diagnostics(params, opened, encoding, syntax_first=False, early=early), None)
 
 
 @dataclass
@@ -220,6 +256,7 @@ class Early:
     bodies: list[bytes] = field(default_factory=list)  # every message read, in order, to replay
     initialize: dict[str, Any] | None = None  # the initialize request, when the first message was one
     answered: set[Any] = field(default_factory=set)  # ids of the requests answered early
+    checked: EarlyCheck | None = None  # what the early check built, for the full server
 
 
 def answer_early(next_chunk: Callable[[float | None], bytes | None], framer: Framer, write: Callable[[bytes], None],
@@ -288,12 +325,12 @@ def _answer(early: Early, next_chunk: Callable[[float | None], bytes | None], fr
                 if pulls:
                     opened[document["uri"]] = document
                     continue
-                for published in early_diagnostics(params, document, encoding):
+                for published in early_diagnostics(params, document, encoding, early=early):
                     write(_frame({"method": "textDocument/publishDiagnostics", "params": published}))
                 return
             if method == "textDocument/diagnostic" and "id" in message:
                 document = opened.get(message["params"]["textDocument"]["uri"])
-                if document is not None and (pulled := diagnostics_json(params, document, encoding)) is not None:
+                if document is not None and (pulled := diagnostics_json(params, document, encoding, early)) is not None:
                     # Any result id will do: the full server's next answer to this client's
                     # next pull is then a full report (its ids are its own).
                     report = {"kind": "full", "resultId": f"early-{document['version']}",

@@ -145,11 +145,16 @@ class TritonsmithServer(LanguageServer):
         return settings
 
     def reload(self, *, editor_settings: dict | None = None) -> None:
-        """Re-read settings and packs, then re-check every open document."""
+        """Re-read settings and packs, then re-check every open document, unless they check
+        exactly as before (`Workspace.same_as`): the workspace and its results then stay."""
         if editor_settings is not None:
             self.editor_settings = editor_settings
         session = self.session
-        session.use_workspace(Workspace(session.root, self.compute_settings(), editing=True))
+        workspace = Workspace(session.root, self.compute_settings(), editing=True)
+        # Settings and rules as they were (the settings pulled after `initialize`, most often):
+        # the current workspace stays, with its cached results, and nothing is checked again.
+        if not session.keep_workspace(workspace):
+            session.use_workspace(workspace)
         # tritonsmith.logLevel: the server's own loggers (pygls stays at warnings).
         logging.getLogger("tritonsmith").setLevel(session.workspace.settings.log_level.upper())
         self.framer.max_bytes = session.workspace.settings.max_message_mb * 1024 * 1024

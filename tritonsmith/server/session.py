@@ -33,6 +33,7 @@ from .rule_pages import RulePages
 if TYPE_CHECKING:
     from ..evaluator.reports import KernelReport
     from ..evaluator.verify import Verdict
+    from .early import EarlyCheck
 
 __all__ = ["ClosedCompile", "OpenDocument", "Session", "mark_dirty"]
 
@@ -120,6 +121,9 @@ class Session:
         self.pull_diagnostics = False
         self.supports_refresh = False
         self.client_supports_code_lens_refresh = False
+        # What the early phase (early.py) checked before this session existed, until the first
+        # document is opened: `keep_workspace` and `open` take it up instead of doing it again.
+        self._early: EarlyCheck | None = None
 
     # -- workspace -------------------------------------------------------------------------
 
@@ -137,10 +141,25 @@ class Session:
             self._rule_pages = RulePages(self.workspace.rules, self.root)
         return self._rule_pages
 
+    def adopt_early(self, checked: EarlyCheck | None) -> None:
+        self._early = checked
+
+    def keep_workspace(self, workspace: Workspace) -> bool:
+        """Whether `workspace` checks exactly as the one in use, which then stays, with its cached
+        results, and nothing is checked again (the settings pulled after `initialize` are most
+        often the ones it had). Before any, the early phase's workspace is taken up so."""
+        early = self._early.workspace if self._early is not None else None
+        if early is not None and self._workspace is not early and early.same_as(workspace):
+            self.use_workspace(early)
+            return True
+        return self._workspace is not None and self._workspace.same_as(workspace)
+
     def use_workspace(self, workspace: Workspace) -> None:
         """New settings or rules: every open document is checked again."""
         self._workspace = workspace
         self._rule_pages = RulePages(workspace.rules, self.root)
+        if self._early is not None and self._early.workspace is not workspace:
+            self._early = None  # checked with other settings or rules: nothing to take up
         for state in self.documents.values():
             mark_dirty(state)
 
@@ -151,7 +170,18 @@ class Session:
     # -- documents -------------------------------------------------------------------------
 
     def open(self, uri: str, version: int | None, text: str) -> OpenDocument:
-        state = OpenDocument(uri=uri, version=version, document=Document(text, encoding=self.encoding))
+        early = self._early
+        if early is not None and early.uri == uri:
+            self._early = None
+        if early is not None and (early.uri, early.version, early.text) == (uri, version, text) \
+                and early.workspace is self._workspace and early.document.encoding == self.encoding:
+            # The document the early phase checked, with this session's workspace: its parse,
+            # index and findings are this check's.
+            state = OpenDocument(uri=uri, version=version, document=early.document, index=early.index,
+                                 findings=early.findings, dirty=False, launch_cache=early.launch_cache,
+                                 index_generation=0, record=early.record, index_source=early.document.source)
+        else:
+            state = OpenDocument(uri=uri, version=version, document=Document(text, encoding=self.encoding))
         if len(state.document.source) > PREPARE_EDITS_BYTES:
             state.document.prepare_for_edits()
         if (kept := self._closed_compiles.pop(uri, None)) is not None:

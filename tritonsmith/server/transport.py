@@ -210,6 +210,7 @@ def serve_stdio(make_server: Callable[[], Any]) -> Any | None:
     except KeyboardInterrupt:  # SIGTERM or Ctrl-C before the full server exists: nothing to stop
         return None
     server = make_server()
+    server.session.adopt_early(early.checked)
     framer.max_bytes = server.framer.max_bytes
     server.framer = framer  # it holds what was read past the early phase's last message
     server._stop_event = stop = threading.Event()  # pygls' shutdown sets it
