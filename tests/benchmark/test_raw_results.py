@@ -445,3 +445,56 @@ def test_the_soak_with_the_statement_memo_re_derives_from_its_json(name: str) ->
     which, run = name.split("-")
     commit = {"before": "e9e500d", "after": "a50d30e"}[which]
     _assert_soak_row(_load(f"soak-memo-{name}.json"), f"{commit}, {run}", "kernel", target=True)
+
+
+def _i38_edit_row(run: str, tree: str, result: dict[str, Any]) -> str:
+    """A row of "Issue 38's server targets, before and now": the edit latencies (the first edit,
+    sent the moment the first diagnostics arrive, apart) and the cold starts."""
+    percentile = load("lsp_latency").percentile
+    latencies = result["latencies_ms"]
+    starts = [s["cold_start_ms"] for s in result["starts"]]
+    over = sum(1 for latency in latencies[1:] if latency > 10.0)
+    return (f"| {run} | {tree} | {result['server']} | {result.get('file') or 'generated'} | {result['lines']:,} | "
+            f"{percentile(latencies, 0.5):.1f} | {percentile(latencies, 0.95):.1f} | {over} of {len(latencies) - 1} | "
+            f"{max(latencies[1:]):.1f} | {latencies[0]:.1f} | "
+            f"{statistics.median(starts):.0f} ({min(starts):.0f}-{max(starts):.0f}) |")
+
+
+I38_RUNS = {  # file stem -> (tree, servers, edits)
+    "lsp-i38-before": ("378f591", {"tritonsmith"}, 100),
+    "lsp-i38-after": ("a34cdd5", {"tritonsmith", "ruff", "pylsp"}, 100),
+    "lsp-i38-now": ("4646b6b", {"tritonsmith", "ruff", "pylsp"}, 100),
+    "lsp-i38-generated-before": ("378f591", {"tritonsmith"}, 200),
+    "lsp-i38-generated-now": ("4646b6b", {"tritonsmith", "ruff"}, 200),
+}
+
+
+@pytest.mark.parametrize("run", ["1", "2"])
+@pytest.mark.parametrize("name", sorted(I38_RUNS))
+def test_issue_38s_server_rows_re_derive_from_their_json(name: str, run: str) -> None:
+    """docs/benchmarks.md, "Issue 38's server targets, before and now": each row."""
+    tree, servers, edits = I38_RUNS[name]
+    data = _load(f"{name}-{run}.json")
+    assert {r["server"] for r in data["results"]} == servers
+    for result in data["results"]:
+        assert len(result["latencies_ms"]) == edits and len(result["starts"]) == 4
+        row = _i38_edit_row(run, tree, result)
+        assert row in PAGE, row
+
+
+@pytest.mark.parametrize("name", ["before-1", "before-2", "before-3", "before-4", "after-1", "after-2",
+                                  "handover-1", "handover-2"])
+def test_issue_38s_55k_line_rows_re_derive_from_their_json(name: str) -> None:
+    """docs/benchmarks.md, "Issue 38's server targets, before and now": the 55,000-line file."""
+    percentile = load("lsp_latency").percentile
+    trees = {"before": "027f369", "after": "a34cdd5", "handover": "4646b6b"}
+    which, run = name.split("-")
+    data = _load(f"edit-55k-i38-{name}.json")
+    assert {r["sites"] for r in data["results"]} == {"kernel", "host"}
+    for result in data["results"]:
+        latencies = result["latencies_ms"]
+        assert len(latencies) == 60 and result["lines"] == 55000
+        row = (f"| {run} | {trees[which]} | {result['sites']} | {percentile(latencies, 0.5):.1f} | "
+               f"{percentile(latencies, 0.95):.1f} | {max(latencies[1:]):.1f} | {latencies[0]:.1f} | "
+               f"{result['open_to_diagnostics_ms'] / 1000:.1f} |")
+        assert row in PAGE, row
