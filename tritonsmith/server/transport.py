@@ -211,6 +211,7 @@ def serve_stdio(make_server: Callable[[], Any]) -> Any | None:
         return None
     server = make_server()
     server.session.adopt_early(early.checked)
+    early.checked = None  # the session holds it until it takes it up; `main` below lives as long as the server
     framer.max_bytes = server.framer.max_bytes
     server.framer = framer  # it holds what was read past the early phase's last message
     server._stop_event = stop = threading.Event()  # pygls' shutdown sets it
@@ -219,6 +220,7 @@ def serve_stdio(make_server: Callable[[], Any]) -> Any | None:
     async def main() -> None:
         for body in early.bodies:
             dispatch(body, server.protocol, out.write)
+        early.bodies.clear()  # a large file's didOpen among them: not kept for the whole session
         if early.answered:  # the client has early answers and may act on them now
             server.session.check_open_documents()
         await read_messages(reader.attach(), stop, server.protocol, out.write, framer)
