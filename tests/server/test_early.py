@@ -53,23 +53,33 @@ def _opened(path: Path, text: str | None = None) -> dict[str, Any]:
 PULL = {"id": 2, "method": "textDocument/diagnostic"}
 
 
+class _Collected:
+    """A writer for the server that keeps every message it sends, parsed."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    def write(self, data: bytes) -> None:
+        self.sent.append(json.loads(data.split(b"\r\n\r\n", 1)[1]))
+
+    def close(self) -> None:
+        pass
+
+
+def _server() -> tuple[Any, _Collected]:
+    from tritonsmith.server import create_server
+
+    return create_server(), _Collected()
+
+
 def _full_server(initialize: dict[str, Any], opened: dict[str, Any], *,
                  pushes: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
     """The full server's initialize result and, in this process, its first publish for `opened`
     (for a client that pulls: its answer to the first pull)."""
-    from tritonsmith.server import create_server
     from tritonsmith.server.framing import dispatch
 
-    server = create_server()
-    sent: list[dict[str, Any]] = []
-
-    class Writer:
-        def write(self, data: bytes) -> None:
-            sent.append(json.loads(data.split(b"\r\n\r\n", 1)[1]))
-
-        def close(self) -> None:
-            pass
-
+    server, writer = _server()
+    sent = writer.sent
     messages = [initialize, {"method": "textDocument/didOpen", "params": {"textDocument": opened}}]
     if not pushes:
         messages.append({**PULL, "params": {"textDocument": {"uri": opened["uri"]}}})
@@ -80,9 +90,9 @@ def _full_server(initialize: dict[str, Any], opened: dict[str, Any], *,
         return next((m["result"] for m in sent if m.get("id") == PULL["id"]), None)
 
     async def run() -> None:
-        server.protocol.set_writer(Writer())
+        server.protocol.set_writer(writer)
         for message in messages:
-            dispatch(json.dumps({"jsonrpc": "2.0", **message}).encode(), server.protocol, Writer().write)
+            dispatch(json.dumps({"jsonrpc": "2.0", **message}).encode(), server.protocol, writer.write)
         for _ in range(4000):
             if answer() is not None:
                 return
@@ -294,20 +304,11 @@ def _handed_over(early: Any) -> tuple[Any, list[dict[str, Any]], int]:
     """A full server given what the early phase read and built, as `serve_stdio` gives it: the
     server, what it sent, and how many kernels it checked itself."""
     from tritonsmith.rules.matcher import Matcher
-    from tritonsmith.server import create_server
     from tritonsmith.server.framing import dispatch
 
-    server = create_server()
+    server, writer = _server()
     server.session.adopt_early(early.checked)
-    sent: list[dict[str, Any]] = []
-
-    class Writer:
-        def write(self, data: bytes) -> None:
-            sent.append(json.loads(data.split(b"\r\n\r\n", 1)[1]))
-
-        def close(self) -> None:
-            pass
-
+    sent = writer.sent
     checked = [0]
     check_kernel = Matcher._check_kernel
 
@@ -316,9 +317,9 @@ def _handed_over(early: Any) -> tuple[Any, list[dict[str, Any]], int]:
         return check_kernel(self, *args, **kwargs)
 
     async def run() -> None:
-        server.protocol.set_writer(Writer())
+        server.protocol.set_writer(writer)
         for body in early.bodies:
-            dispatch(body, server.protocol, Writer().write)
+            dispatch(body, server.protocol, writer.write)
         server.session.check_open_documents()
         for _ in range(400):
             if any(m.get("method") == "textDocument/publishDiagnostics" for m in sent):
