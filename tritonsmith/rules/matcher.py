@@ -168,8 +168,8 @@ class Matcher:
             return self._check_forked(document.source, index, jobs)
         return self.check_module(document.source, index)
 
-    def check_module(self, source: bytes, index: ModuleIndex) -> list[Finding]:
-        steps = self.check_steps(source, index)
+    def check_module(self, source: bytes, index: ModuleIndex, record: CheckRecord | None = None) -> list[Finding]:
+        steps = self.check_steps(source, index, record)
         while True:
             try:
                 next(steps)
@@ -360,7 +360,7 @@ class Matcher:
                       memo: StatementMemo | None = None) -> list[Finding]:
         context = KernelContext(kernel, index, source, self.version, memo=memo)
         done = None
-        if self._syntax_done is not None and self._syntax_done[0] is index and self._syntax_done[1] == source:
+        if self._syntax_done is not None and self._syntax_done[0] is index and self._syntax_done[1] is source:
             done = self._syntax_done[2].pop(kernel.outer.start_byte, None)
         try:
             return self._run_checks(context, self._haystack(kernel, index), done=done)

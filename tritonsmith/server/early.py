@@ -162,8 +162,7 @@ class EarlyCheck:
     version: int | None
     text: str  # as the didOpen gave it
     document: Any  # Document
-    index: Any  # ModuleIndex
-    launch_cache: Any  # LaunchCache the index was built with
+    index: Any  # ModuleIndex, built with a LaunchCache as the server's are
     findings: list[Any]
     record: Any  # CheckRecord: what the next edit's check starts from
 
@@ -190,8 +189,7 @@ def early_diagnostics(params: dict[str, Any], opened: dict[str, Any], encoding: 
     if workspace.pack_errors:
         return
     document = Document(opened["text"], encoding=encoding)
-    launch_cache = LaunchCache()
-    index = index_module(document.root, launch_cache=launch_cache)
+    index = index_module(document.root, launch_cache=LaunchCache())
     pages = RulePages(workspace.rules, root)
     uri = opened["uri"]
 
@@ -227,16 +225,10 @@ def early_diagnostics(params: dict[str, Any], opened: dict[str, Any], encoding: 
         first = published(workspace.matcher.check_syntax(document.source, index))
         yield first
     record = CheckRecord()
-    steps = workspace.matcher.check_steps(document.source, index, record)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            findings = done.value
-            break
+    findings = workspace.matcher.check_module(document.source, index, record)
     if early is not None:
         early.checked = EarlyCheck(workspace, opened["uri"], opened.get("version"), opened["text"], document, index,
-                                   launch_cache, findings, record)
+                                   findings, record)
     full = published(findings)
     if full != first:
         yield full

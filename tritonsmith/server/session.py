@@ -178,7 +178,7 @@ class Session:
             # The document the early phase checked, with this session's workspace: its parse,
             # index and findings are this check's.
             state = OpenDocument(uri=uri, version=version, document=early.document, index=early.index,
-                                 findings=early.findings, dirty=False, launch_cache=early.launch_cache,
+                                 findings=early.findings, dirty=False, launch_cache=early.index.launch_cache,
                                  index_generation=0, record=early.record, index_source=early.document.source)
         else:
             state = OpenDocument(uri=uri, version=version, document=Document(text, encoding=self.encoding))
