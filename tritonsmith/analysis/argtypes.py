@@ -22,8 +22,9 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from tree_sitter import Node, Query, QueryCursor
 
@@ -152,11 +153,12 @@ class LaunchTyper:
         self.default_float = self._default_float()
         self._reads: Reads | None = None
         self._searches = 0  # callers found by searching the text, before the table is worth building
-        # A parameter's value from its callers, by (function, parameter index), with what finding
-        # it read: the same wrapper's parameters are asked for by every launch and every caller
-        # chain through it, and walking the chains again was most of a check of real code
-        # (`_parameter`). Kept only where no cut-off shaped the answer (`_cuts`).
+        # A parameter's value from its callers, by (function, parameter index), and what a
+        # function returns, by function, with what finding them read: the same wrapper's
+        # parameters are asked for by every launch and every caller chain through it, and
+        # walking the chains again was most of a check of real code (`_memoized`).
         self._parameters: dict[tuple[int, int], tuple[_Value | None, _Recorded | None]] = {}
+        self._returns: dict[int, tuple[_Value | None, _Recorded | None]] = {}
         self._scope_parameters: dict[int, dict[str, tuple[int, Node | None, str, str]]] = {}
         self._cuts = 0  # answers cut short by the depth limit or a cycle: those depend on the path
 
@@ -497,8 +499,10 @@ class LaunchTyper:
         if definition.id in seen:
             self._cuts += 1
             return None
-        if definition.type == "decorated_definition":
-            definition = definition.child_by_field_name("definition")
+        return self._memoized(self._returns, definition.id, lambda: self._returned_walk(definition, depth, seen))
+
+    def _returned_walk(self, outer: Node, depth: int, seen: frozenset[int]) -> _Value | None:
+        definition = outer.child_by_field_name("definition") if outer.type == "decorated_definition" else outer
         if definition is None or definition.type != "function_definition":
             return None
         found: _Value | None = None
@@ -605,11 +609,26 @@ class LaunchTyper:
     def _parameter(self, scope: Node, parameter: tuple[int, Node | None, str, str], depth: int,
                    seen: frozenset[int]) -> _Value | None:
         """A function parameter: from the function's callers in this file, `get_inputs()` for
-        `forward`, `F_inputs()` for a harness launcher `F`, else its default. Once per parameter
-        and file where no cut-off shaped the answer; an answer taken from there tells the
-        launch's `Reads` what finding it read."""
-        key = (scope.id, parameter[0])
-        known = self._parameters.get(key)
+        `forward`, `F_inputs()` for a harness launcher `F`, else its default.
+
+        The path holds the parameter itself (as a number no node id is: those are not negative),
+        so that working it out again inside its own walk (`def f(x): f(x)`) is the cycle that is
+        cut, and not the call the path came from: `y = alloc(x)` in each of twenty launchers
+        was cut at its own call, so no answer was kept and each launch walked all of `alloc`'s
+        callers again, and theirs (cubic in the launchers; `tests/analysis/test_launch_typing_cost.py`)."""
+        marker = -1 - (scope.id << 16 | parameter[0])
+        if marker in seen:
+            self._cuts += 1
+            return None
+        return self._memoized(self._parameters, (scope.id, parameter[0]),
+                              lambda: self._parameter_walk(scope, parameter, depth, seen | {marker}))
+
+    def _memoized(self, table: dict[Any, tuple[_Value | None, _Recorded | None]], key: Any,
+                  compute: Callable[[], _Value | None]) -> _Value | None:
+        """`compute()`, once per key and file where no cut-off (a cycle, the depth limit) shaped
+        the answer, since such an answer depends on the path. An answer taken from there tells
+        the launch's `Reads` what finding it read."""
+        known = table.get(key)
         if known is not None and (self._reads is None or known[1] is not None):  # found without reads: found again
             if self._reads is not None and known[1] is not None:
                 self._reads.replay(*known[1])
@@ -619,12 +638,12 @@ class LaunchTyper:
             self._reads.record()
         recorded: _Recorded | None = None
         try:
-            value = self._parameter_walk(scope, parameter, depth, seen)
+            value = compute()
         finally:
             if self._reads is not None:
                 recorded = self._reads.recorded()
         if self._cuts == cuts:
-            self._parameters[key] = (value, recorded)
+            table[key] = (value, recorded)
         return value
 
     def _parameter_walk(self, scope: Node, parameter: tuple[int, Node | None, str, str], depth: int,
@@ -649,9 +668,6 @@ class LaunchTyper:
         position = index - offset
         agreed: _Value | None = None
         for call in self._callers(name, cls):
-            if call.id in seen:
-                self._cuts += 1
-                continue
             if self._reads is not None:  # a caller's statement, with or without the argument
                 self._reads.visit(call)
             positional, keywords = call_args(call)

@@ -1,0 +1,125 @@
+"""What launch typing (analysis/argtypes.py) costs as a file's launchers multiply: linear.
+
+Real code (fla's `modules/activations.py`) has twenty launchers that each pass `y =
+_alloc_output(x)` and `x = _ensure_contiguous(x)` to their kernel. Each launch's walk through the
+shared wrappers' callers used to be cut at the call it came from, so no answer was kept and every
+launch walked every caller again, and their callers: cubic in the launchers, the file's check at
+eight times the corpus's cost per line. The answers must stay what they were.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tritonsmith.analysis import Document, argtypes, index_module
+from tritonsmith.rules.context import launch_param_types
+
+HEAD = '''import torch
+import triton
+import triton.language as tl
+
+
+def _alloc_output(x, contiguous=False):
+    if contiguous:
+        return x.new_empty(x.shape)
+    return torch.empty_like(x)
+
+
+def _ensure_contiguous(x):
+    if x.stride(-1) != 1:
+        return x.contiguous()
+    return x
+'''
+
+LAUNCHER = '''
+
+@triton.jit
+def kernel_{i}(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def op_{i}(x, contiguous=False):
+    x = _ensure_contiguous(x)
+    y = _alloc_output(x, contiguous)
+    kernel_{i}[(triton.cdiv(x.numel(), 128),)](x, y, x.numel(), BLOCK=128)
+    return y
+
+
+def use_{i}():
+    return op_{i}(torch.randn(1024, device="cuda", dtype=torch.{dtype}))
+'''
+
+
+def _source(launchers: int, dtype: str = "float16") -> str:
+    return HEAD + "".join(LAUNCHER.format(i=i, dtype=dtype) for i in range(launchers))
+
+
+def _typed(source: str, monkeypatch: pytest.MonkeyPatch) -> tuple[list[dict[str, str]], int]:
+    """Every launch's parameter types, and how many expressions the typer evaluated."""
+    calls = [0]
+    original = argtypes.LaunchTyper.value
+
+    def counted(self: argtypes.LaunchTyper, *args: object) -> object:
+        calls[0] += 1
+        return original(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(argtypes.LaunchTyper, "value", counted)
+    document = Document(source)
+    index = index_module(document.root)
+    types = [launch_param_types(kernel, index, site, document.source)
+             for kernel in index.kernels for site in kernel.launches]
+    return types, calls[0]
+
+
+def test_each_launch_through_shared_wrappers_is_typed(monkeypatch: pytest.MonkeyPatch) -> None:
+    types, _ = _typed(_source(6), monkeypatch)
+    assert types == [{"x_ptr": "*fp16", "y_ptr": "*fp16"}] * 6
+
+
+def test_callers_that_disagree_leave_the_type_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One launcher fed int32, the others fp16: the wrappers' parameter has no single type.
+    source = HEAD + LAUNCHER.format(i=0, dtype="int32") + "".join(LAUNCHER.format(i=i, dtype="float16")
+                                                                  for i in range(1, 4))
+    types, _ = _typed(source, monkeypatch)
+    assert all("y_ptr" not in t for t in types)
+
+
+def test_the_cost_grows_linearly_with_the_launchers(monkeypatch: pytest.MonkeyPatch) -> None:
+    _, eight = _typed(_source(8), monkeypatch)
+    _, thirty_two = _typed(_source(32), monkeypatch)
+    # Linear: four times the launchers, about four times the work (it was about 40 times).
+    assert thirty_two <= 5 * eight, (eight, thirty_two)
+
+
+def test_recursion_through_a_parameter_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    source = HEAD + '''
+
+@triton.jit
+def kernel(x_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+
+def down(x, depth):
+    if depth:
+        return down(x, depth - 1)
+    kernel[(1,)](x, x.numel(), BLOCK=128)
+    return x
+
+
+def ping(x):
+    return pong(x)
+
+
+def pong(x):
+    kernel[(1,)](x, x.numel(), BLOCK=128)
+    return ping(x)
+
+
+def use():
+    down(torch.empty(8, dtype=torch.float32, device="cuda"), 3)
+    ping(torch.empty(8, dtype=torch.float32, device="cuda"))
+'''
+    types, calls = _typed(source, monkeypatch)
+    assert types == [{"x_ptr": "*fp32"}] * 2
+    assert calls < 200
