@@ -692,9 +692,9 @@ class Interpreter:
         # The kinds in the order real kernels have them most (names, operators, calls, numbers).
         if kind == "identifier":
             name = text(node)
-            value = self.env.get(name)
-            if value is not None:
-                return value
+            bound = self.env.get(name)
+            if bound is not None:
+                return bound
             last = self.assigned.get(name)
             if last is not None and node.start_byte > last and self.depth == 0:
                 # Assigned only inside a branch or loop that does not reach here (or in the
