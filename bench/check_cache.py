@@ -120,7 +120,9 @@ def main() -> None:
                                capture_output=True, text=True).stdout.strip()
         Path(args.json).write_text(json.dumps({
             "kind": "check_cache", "corpus": corpus.name, "files": len(files), "lines": lines,
-            "commit": commit, "dirty": bool(dirty), "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+            "commit": commit, "dirty": bool(dirty),
+            # A tree other than the checkout's, when one was put first on the path (a before run).
+            "pythonpath": os.environ.get("PYTHONPATH") or None, "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
             "rows": rows, "table": lines_table, "mismatches": mismatches,
         }, indent=1) + "\n")
     if mismatches:

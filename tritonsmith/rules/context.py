@@ -337,6 +337,11 @@ class KernelContext:
         start, end = self._body_range  # (1, 0) without a body: nothing is inside
         return start <= node.start_byte and node.end_byte <= end
 
+    @property
+    def body_range(self) -> tuple[int, int]:
+        """The body's (start, end) bytes, what `in_body` compares with; (1, 0) without a body."""
+        return self._body_range
+
     def qualify(self, node: Node | None) -> str | None:
         # Every rule asks about the same few names: qualify each node once per kernel.
         if node is None:

@@ -68,19 +68,27 @@ def in_kernel_scope(ctx: KernelContext, node: Node) -> bool:
     """Whether `node` is in the kernel body and not inside a nested def / lambda / class."""
     if not ctx.in_body(node):
         return False
-    start, end = node.start_byte, node.end_byte
+    return _outside(node.start_byte, node.end_byte, _nested_scopes(ctx))
+
+
+def _outside(start: int, end: int, scopes: list[tuple[int, int]]) -> bool:
     # `<` on the start: a nested def itself is in the kernel's scope, its contents are not.
-    return not any(
-        s < start and end <= e or (s == start and end < e) for s, e in _nested_scopes(ctx)
-    )
+    return not any(s < start and end <= e or (s == start and end < e) for s, e in scopes)
 
 
 def scoped(ctx: KernelContext, *types: str) -> list[Node]:
+    """The nodes of these types that `in_kernel_scope` keeps, in order (asked for by most checks:
+    one pass per type list and kernel, with the test inlined, as most kernels nest no scope)."""
     memo = _memo(ctx)
     key = "scoped:" + ",".join(types)
-    if key not in memo:
-        memo[key] = [n for n in ctx.nodes(*types) if in_kernel_scope(ctx, n)]
-    return memo[key]
+    found = memo.get(key)
+    if found is None:
+        scopes = _nested_scopes(ctx)
+        low, high = ctx.body_range
+        found = memo[key] = [n for n in ctx.nodes(*types)
+                             if low <= (start := n.start_byte) and (end := n.end_byte) <= high
+                             and (not scopes or _outside(start, end, scopes))]
+    return found
 
 
 def is_tl(ctx: KernelContext, qualified: str | None, *names: str) -> bool:

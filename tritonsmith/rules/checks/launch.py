@@ -11,8 +11,9 @@ import functools
 import re
 from collections.abc import Iterable, Iterator
 
-from tree_sitter import Node
+from tree_sitter import Node, Query, QueryCursor
 
+from ...analysis.document import PY_LANGUAGE
 from ...analysis.index import LaunchSite
 from ...analysis.syntax import call_args, string_value, text, unparen, walk
 from ...analysis.values import evaluate, is_power_of_two
@@ -149,7 +150,10 @@ def _local_bindings(function: Node, name: str, tables: dict[tuple[int, int], dic
 
 def _body_bindings(function: Node) -> dict[str, list[Node]]:
     """Every name a host function's body binds (not in nested scopes), with the nodes
-    `_local_bindings` answers for it, in the order of one walk."""
+    `_local_bindings` answers for it. The binding forms are found by one tree-sitter query (a
+    walk in C; the Python walk of every node was 2% of a cold check) and taken in the order of a
+    walk that visits a node before its children and children right to left (`(-end, start)`),
+    which is the order the names' lists have always had."""
     out: dict[str, list[Node]] = {}
 
     def bind(names: Iterable[str], node: Node) -> None:
@@ -159,10 +163,15 @@ def _body_bindings(function: Node) -> dict[str, list[Node]]:
     body = function.child_by_field_name("body")
     if body is None:
         return out
-    stack = list(body.named_children)
-    while stack:
-        node = stack.pop()
-        if node.type == "assignment":
+    found = QueryCursor(_binding_query()).captures(body).get("node", [])
+    found.sort(key=lambda n: (-n.end_byte, n.start_byte))
+    closed: list[tuple[int, int]] = []  # nested scopes and imports: nothing inside them binds here
+    for node in found:
+        start, end = node.start_byte, node.end_byte
+        if closed and any(s <= start and end <= e for s, e in closed):
+            continue
+        kind = node.type
+        if kind == "assignment":
             left = node.child_by_field_name("left")
             right = node.child_by_field_name("right")
             if left is not None and right is not None:
@@ -170,24 +179,23 @@ def _body_bindings(function: Node) -> dict[str, list[Node]]:
                     bind([text(left)], right)
                 elif left.type in ("pattern_list", "tuple_pattern"):
                     bind([text(c) for c in left.named_children if c.type == "identifier"], left)
-        elif node.type == "function_definition":
-            bind([text(node.child_by_field_name("name"))], node)
-            continue  # a nested function has its own scope
-        elif node.type in ("for_statement", "with_item", "for_in_clause"):
+        elif kind in ("for_statement", "with_item", "for_in_clause"):
             left = node.child_by_field_name("left")
             if left is not None:
                 bind([text(n) for n in walk(left) if n.type == "identifier"], left)
-        elif node.type in (
-            "import_statement",
-            "import_from_statement",
-            "lambda",
-            "class_definition",
-        ):
-            if node.type != "lambda":
+        else:  # a nested function, class or lambda, an import: its own scope, or nothing more
+            if kind == "function_definition":
+                bind([text(node.child_by_field_name("name"))], node)
+            elif kind != "lambda":
                 bind(text(node).replace(",", " ").split(), node)
-            continue
-        stack.extend(node.named_children)
+            closed.append((start, end))
     return out
+
+
+@functools.cache
+def _binding_query() -> Query:
+    return Query(PY_LANGUAGE, "[(assignment) (function_definition) (for_statement) (with_item) (for_in_clause) "
+                              "(import_statement) (import_from_statement) (class_definition) (lambda)] @node")
 
 
 def _binding_tables(ctx: KernelContext) -> dict[tuple[int, int], dict[str, list[Node]]]:
