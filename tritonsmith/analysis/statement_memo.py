@@ -43,6 +43,7 @@ __all__ = ["StatementMemo"]
 _IDENTIFIER = re.compile(rb"[A-Za-z_\x80-\xff][\w\x80-\xff]*")
 _RETURN = re.compile(rb"\breturn\b")
 _ABSENT = object()  # a name not bound
+_MAY_STOP: tuple[str, ...] = ("return",)  # the names of a statement holding a `return` (by identity)
 # Where a name not bound yet is last assigned, relative to the statement (see `_unbound`).
 _NEVER, _BEFORE, _AFTER = -1, -2, -3
 _PER_TEXT = 8  # entries kept for one statement text (scenarios, branches reading other values)
@@ -80,17 +81,19 @@ class StatementMemo:
         """Do what `execute(node)` would do to `interpreter` (its environment, its issues, its
         budget), from memory when the statement reads what it read before."""
         raw = node.text or b""
-        if _RETURN.search(raw) is not None:  # an `if` or loop holding a `return`: it may stop the body
-            execute(node)
-            return
         # A loop around a whole body is kilobytes, and each edit inside it is a new text: kept
         # by digest, so that a long session's memo stays small.
         key = raw if len(raw) <= _TEXT_KEPT else hashlib.blake2b(raw, digest_size=20).digest()
         self._met.add(key)
         names = self._names.get(key)
         if names is None:
-            names = self._names[key] = tuple(dict.fromkeys(sys.intern(m.decode("utf-8", "replace"))
-                                                           for m in _IDENTIFIER.findall(raw)))
+            # Each word decoded once, not once per use: an edit in a loop gives it and each `if`
+            # around the edit a new text of hundreds of names.
+            names = self._names[key] = _MAY_STOP if _RETURN.search(raw) is not None else tuple(dict.fromkeys(
+                sys.intern(m.decode("utf-8", "replace")) for m in dict.fromkeys(_IDENTIFIER.findall(raw))))
+        if names is _MAY_STOP:  # an `if` or loop holding a `return`: it may stop the body
+            execute(node)
+            return
         env, assigned = interpreter.env, interpreter.assigned
         start, end = node.start_byte, node.end_byte
         # Flat: a bound name's value and its constant's type (values compare field by field, and
