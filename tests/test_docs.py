@@ -56,6 +56,7 @@ NOT_OURS = {  # named in the docs, deliberately not in the repository
     "timings.json", "timings.md",  # what the GPU script writes on the lent machine
     "fla/modules/backends/triton_ascend/causal_conv1d.py",  # fetched real code, never committed
     "src/liger_kernel/ops/backends/_ascend/ops/fused_neighborhood_attention.py",
+    "fla/modules/activations.py",
 }
 
 

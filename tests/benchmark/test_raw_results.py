@@ -328,7 +328,8 @@ def test_issue_37s_learning_curve_figures_re_derive_from_their_json(when: str) -
 
 
 @pytest.mark.parametrize("name", ["check-cache-1", "check-cache-2", "check-cache-3", "check-cache-4",
-                                  "check-cache-before-5-1", "check-cache-5-1", "check-cache-before-5-2", "check-cache-5-2"])
+                                  "check-cache-before-5-1", "check-cache-5-1", "check-cache-before-5-2", "check-cache-5-2",
+                                  "check-cache-before-6-1", "check-cache-6-1", "check-cache-before-6-2", "check-cache-6-2"])
 def test_the_check_cache_rows_re_derive_from_their_json(name: str) -> None:
     """docs/benchmarks.md, "check's result cache" (and "Again on 2026-12-07", on the corpus
     without its kernelbench/ folder): the table is check_cache.py's over the committed rows, and
@@ -338,14 +339,14 @@ def test_the_check_cache_rows_re_derive_from_their_json(name: str) -> None:
     for line in data["table"]:
         assert line in PAGE, line
     corpus = _load("check-corpus.json")
-    if "-5-" in name:
+    if "-5-" in name or "-6-" in name:
         kernelbench = next(r for r in corpus["repositories"] if r["folder"] == "kernelbench")
         corpus = {"files": corpus["files"] - kernelbench["files_with_triton"], "lines": corpus["lines"] - kernelbench["lines"]}
         assert data["lines"] == corpus["lines"]
     assert data["mismatches"] == [] and data["files"] == corpus["files"]
 
 
-@pytest.mark.parametrize("run", ["1", "2", "3", "4"])
+@pytest.mark.parametrize("run", ["1", "2", "3", "4", "5", "6"])
 def test_the_check_cost_parts_re_derive_from_their_json(run: str) -> None:
     """docs/benchmarks.md, "check's result cache": where a cold check's time goes."""
     data = _load(f"check-costs-{run}.json")
@@ -466,6 +467,8 @@ I38_RUNS = {  # file stem -> (tree, servers, edits)
     "lsp-i38-now": ("4646b6b", {"tritonsmith", "ruff", "pylsp"}, 100),
     "lsp-i38-generated-before": ("378f591", {"tritonsmith"}, 200),
     "lsp-i38-generated-now": ("4646b6b", {"tritonsmith", "ruff"}, 200),
+    "lsp-i38-evening-before": ("e653959", {"tritonsmith"}, 100),
+    "lsp-i38-evening": ("1284cd6", {"tritonsmith", "ruff"}, 100),
 }
 
 
