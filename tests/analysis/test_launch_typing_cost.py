@@ -123,3 +123,25 @@ def use():
     types, calls = _typed(source, monkeypatch)
     assert types == [{"x_ptr": "*fp32"}] * 2
     assert calls < 200
+
+
+def _dispatchers(count: int) -> str:
+    """`count` host functions that each may call every other with the tensor, and launch."""
+    parts = ["import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+             "def kernel(x_ptr, BLOCK: tl.constexpr):\n    pass\n\n"]
+    for i in range(count):
+        calls = "".join(f"    if flag == {j}:\n        f{j}(x, flag - 1)\n" for j in range(count) if j != i)
+        parts.append(f"\ndef f{i}(x, flag):\n{calls}    kernel[(1,)](x, BLOCK=128)\n\n")
+    parts.append("\ndef use():\n    f0(torch.empty(8, dtype=torch.float16, device='cuda'), 3)\n")
+    return "".join(parts)
+
+
+@pytest.mark.timeout(60)  # without the budget: hours
+def test_host_functions_that_all_call_one_another_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The walk through callers is exponential in such a file (nine took a minute); each launch's
+    # typing stops at a budget and leaves its types unknown.
+    types, calls = _typed(_dispatchers(12), monkeypatch)
+    assert len(types) == 12
+    assert calls <= 12 * (argtypes._BUDGET + 1)
+    small, _ = _typed(_dispatchers(3), monkeypatch)  # within the budget: typed through the callers
+    assert small == [{"x_ptr": "*fp16"}] * 3

@@ -32,7 +32,7 @@ from .document import PY_LANGUAGE, Document
 from .index import LaunchSite, ModuleIndex
 from .syntax import call_args, enclosing, string_value, text, top_statement, unparen
 
-__all__ = ["ArgType", "LaunchTyper", "Reads", "triton_type", "TORCH_DTYPES"]
+__all__ = ["ArgType", "LaunchTyper", "Reads", "TypingBudgetExceeded", "triton_type", "TORCH_DTYPES"]
 
 TORCH_DTYPES: dict[str, str] = {
     "float16": "float16", "half": "float16", "bfloat16": "bfloat16", "float32": "float32",
@@ -91,6 +91,14 @@ _LAYERS_WITH_WEIGHTS = ("Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d
                         "BatchNorm3d", "Embedding", "InstanceNorm2d", "RMSNorm", "Bilinear")
 _FLOAT_RANK = {"float16": 1, "bfloat16": 1, "float32": 2, "float64": 3}
 _MAX_DEPTH = 24
+# Expressions one launch's typing may evaluate. Real code's most is 135 (fla's activations.py);
+# host functions that all call one another with the argument make the walk exponential in their
+# number (nine took a minute), so past this the launch's types are unknown.
+_BUDGET = 2_000
+
+
+class TypingBudgetExceeded(Exception):
+    """A launch's typing evaluated more than `_BUDGET` expressions: its types are not known."""
 _SCOPES = frozenset({"function_definition", "class_definition", "lambda"})
 
 _Recorded = tuple[frozenset[tuple[int, int]], frozenset[str]]
@@ -161,6 +169,7 @@ class LaunchTyper:
         self._returns: dict[int, tuple[_Value | None, _Recorded | None]] = {}
         self._scope_parameters: dict[int, dict[str, tuple[int, Node | None, str, str]]] = {}
         self._cuts = 0  # answers cut short by the depth limit or a cycle: those depend on the path
+        self._budget = _BUDGET  # evaluations left to this launch (`launch_types`)
 
     # -- the public question ---------------------------------------------------------------
 
@@ -181,6 +190,7 @@ class LaunchTyper:
         """The types of the named runtime parameters at `launch` (positions: the parameter's
         index among all of the kernel's parameters). Unknown parameters are left out."""
         out: dict[str, ArgType] = {}
+        self._budget = _BUDGET
         for name in names:
             arg: Node | None = None
             index = positions[name]
@@ -205,6 +215,9 @@ class LaunchTyper:
         if depth > _MAX_DEPTH:
             self._cuts += 1
             return None
+        self._budget -= 1
+        if self._budget < 0:
+            raise TypingBudgetExceeded
         if self._reads is not None:
             self._reads.visit(node)
         kind = node.type

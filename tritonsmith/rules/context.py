@@ -24,7 +24,7 @@ from typing import Any
 
 from tree_sitter import Node, Query, QueryCursor
 
-from ..analysis.argtypes import LaunchTyper
+from ..analysis.argtypes import LaunchTyper, TypingBudgetExceeded
 from ..analysis.document import PY_LANGUAGE
 from ..analysis.index import Kernel, LaunchSite, ModuleIndex
 from ..analysis.infer import KernelTypes, Value, infer_kernel, parameter_values
@@ -213,7 +213,7 @@ def launch_param_types(kernel: Kernel, module: ModuleIndex, launch: LaunchSite, 
     positions = {p.name: i for i, p in enumerate(params)}
     try:
         typed, reads = typer.launch_types_read(launch, runtime, positions)
-    except (RecursionError, ValueError, KeyError):
+    except (RecursionError, ValueError, KeyError, TypingBudgetExceeded):  # unknown; and not memoised (no reads)
         typed, reads = {}, None
     found = {name: t.type for name, t in typed.items() if t.type not in ("*", "")}
     cache[key] = TypedLaunch(found, frozenset(reads.statements) if reads is not None else None,
