@@ -41,6 +41,9 @@ _CALLED = re.compile(rb"(?<![\w.])([A-Za-z_]\w*)\s*\(")
 _NOT_TRITON_PREFIXES = ("triton.experimental", "cutlass", "cute", "tilelang")
 
 
+_QUALIFIED_KEPT = 8192  # texts whose qualified name an `Imports` keeps (a file has a few hundred)
+
+
 class Imports:
     """Maps names bound by imports to the fully qualified names they stand for."""
 
@@ -69,6 +72,8 @@ class Imports:
         try:
             return self._by_text[raw]
         except KeyError:
+            if len(self._by_text) >= _QUALIFIED_KEPT:  # an index carried across a session's edits
+                self._by_text.clear()
             found = self._by_text[raw] = self._qualify(node)
             return found
 
