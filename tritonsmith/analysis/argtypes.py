@@ -95,14 +95,15 @@ _MAX_DEPTH = 24
 # host functions that all call one another with the argument make the walk exponential in their
 # number (nine took a minute), so past this the launch's types are unknown.
 _BUDGET = 2_000
-
-
-class TypingBudgetExceeded(Exception):
-    """A launch's typing evaluated more than `_BUDGET` expressions: its types are not known."""
 _SCOPES = frozenset({"function_definition", "class_definition", "lambda"})
 
 _Recorded = tuple[frozenset[tuple[int, int]], frozenset[str]]
 """What a part of a launch's typing read (`Reads.recorded`): top-level statements' spans, names."""
+
+
+class TypingBudgetExceeded(Exception):
+    """A launch's typing evaluated more than `_BUDGET` expressions: its types are not known."""
+
 
 _Assigned = tuple[int, int, Node, "Node | None", Node]
 """One assignment of a name: the statement's start and end bytes, the statement, and the target
