@@ -165,10 +165,12 @@ def _body_bindings(function: Node) -> dict[str, list[Node]]:
         return out
     found = QueryCursor(_binding_query()).captures(body).get("node", [])
     found.sort(key=lambda n: (-n.end_byte, n.start_byte))
-    closed: list[tuple[int, int]] = []  # nested scopes and imports: nothing inside them binds here
+    # The last nested scope or import taken: nothing inside binds here, and in this order what is
+    # inside it comes right after it, so one range is enough (a list was quadratic in them).
+    closed_start, closed_end = 1, 0
     for node in found:
         start, end = node.start_byte, node.end_byte
-        if closed and any(s <= start and end <= e for s, e in closed):
+        if closed_start <= start and end <= closed_end:
             continue
         kind = node.type
         if kind == "assignment":
@@ -188,7 +190,7 @@ def _body_bindings(function: Node) -> dict[str, list[Node]]:
                 bind([text(node.child_by_field_name("name"))], node)
             elif kind != "lambda":
                 bind(text(node).replace(",", " ").split(), node)
-            closed.append((start, end))
+            closed_start, closed_end = start, end
     return out
 
 
