@@ -501,3 +501,27 @@ def test_issue_38s_55k_line_rows_re_derive_from_their_json(name: str) -> None:
                f"{percentile(latencies, 0.95):.1f} | {max(latencies[1:]):.1f} | {latencies[0]:.1f} | "
                f"{result['open_to_diagnostics_ms'] / 1000:.1f} |")
         assert row in PAGE, row
+
+
+def _typing_cost_line(data: dict[str, Any], name: str) -> str:
+    """A file's line in "Launch typing linear in a file's launchers": its time a line against the
+    corpus's, its share of the check and the typer's evaluations (bench/typing_cost.py)."""
+    corpus = data["corpus"]
+    row = next(r for r in corpus["rows"] if r["file"].endswith(name))
+    per_line = row["cpu_s"] / row["lines"] * 1e6
+    return (f"{per_line:.0f} µs a line ({per_line / corpus['us_per_line']:.1f}x the corpus's "
+            f"{corpus['us_per_line']:.0f}, {row['cpu_s'] / corpus['cpu_s']:.1%} of the check), "
+            f"{row['evaluations']:,} evaluations")
+
+
+@pytest.mark.parametrize("name", ["before-1", "after-1", "before-2", "after-2"])
+def test_the_typing_cost_figures_re_derive_from_their_json(name: str) -> None:
+    """docs/benchmarks.md, "Launch typing linear in a file's launchers": the quoted figures."""
+    data = _load(f"typing-cost-{name}.json")
+    assert f"typing-cost-{name}.json" in PAGE
+    for file in ("fla/modules/activations.py", "triton_ascend/activations.py"):
+        assert _typing_cost_line(data, file) in PAGE, _typing_cost_line(data, file)
+    counts = " / ".join(f"{data['launchers'][n]:,}" for n in ("4", "8", "16", "32"))
+    assert counts in PAGE, counts
+    times = " / ".join(f"{data['dispatchers'][n]['cpu_s']:.2f}" for n in data["dispatchers"])
+    assert times in PAGE, times

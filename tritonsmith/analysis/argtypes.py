@@ -93,7 +93,7 @@ _FLOAT_RANK = {"float16": 1, "bfloat16": 1, "float32": 2, "float64": 3}
 _MAX_DEPTH = 24
 # Expressions one launch's typing may evaluate. Real code's most is 135 (fla's activations.py);
 # host functions that all call one another with the argument make the walk exponential in their
-# number (nine took a minute), so past this the launch's types are unknown.
+# number (`bench/typing_cost.py`'s dispatchers), so past this the launch's types are unknown.
 _BUDGET = 2_000
 _SCOPES = frozenset({"function_definition", "class_definition", "lambda"})
 
