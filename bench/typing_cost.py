@@ -59,12 +59,12 @@ def op_{i}(x, contiguous=False):
 
 
 def use_{i}():
-    return op_{i}(torch.randn(1024, device="cuda", dtype=torch.float16))
+    return op_{i}(torch.randn(1024, device="cuda", dtype=torch.{dtype}))
 '''
 
 
-def launchers(count: int) -> str:
-    return LAUNCHERS_HEAD + "".join(LAUNCHER.format(i=i) for i in range(count))
+def launchers(count: int, dtype: str = "float16") -> str:
+    return LAUNCHERS_HEAD + "".join(LAUNCHER.format(i=i, dtype=dtype) for i in range(count))
 
 
 def dispatchers(count: int) -> str:

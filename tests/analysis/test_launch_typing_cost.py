@@ -9,50 +9,33 @@ eight times the corpus's cost per line. The answers must stay what they were.
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
 import pytest
 
 from tritonsmith.analysis import Document, argtypes, index_module
 from tritonsmith.rules.context import launch_param_types
 
-HEAD = '''import torch
-import triton
-import triton.language as tl
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def _alloc_output(x, contiguous=False):
-    if contiguous:
-        return x.new_empty(x.shape)
-    return torch.empty_like(x)
+def _bench() -> ModuleType:
+    """bench/typing_cost.py, whose generated files these are (the bench measures them)."""
+    spec = importlib.util.spec_from_file_location("typing_cost", ROOT / "bench" / "typing_cost.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _ensure_contiguous(x):
-    if x.stride(-1) != 1:
-        return x.contiguous()
-    return x
-'''
-
-LAUNCHER = '''
-
-@triton.jit
-def kernel_{i}(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
-
-
-def op_{i}(x, contiguous=False):
-    x = _ensure_contiguous(x)
-    y = _alloc_output(x, contiguous)
-    kernel_{i}[(triton.cdiv(x.numel(), 128),)](x, y, x.numel(), BLOCK=128)
-    return y
-
-
-def use_{i}():
-    return op_{i}(torch.randn(1024, device="cuda", dtype=torch.{dtype}))
-'''
+BENCH = _bench()
+HEAD, LAUNCHER = BENCH.LAUNCHERS_HEAD, BENCH.LAUNCHER
 
 
 def _source(launchers: int, dtype: str = "float16") -> str:
-    return HEAD + "".join(LAUNCHER.format(i=i, dtype=dtype) for i in range(launchers))
+    return str(BENCH.launchers(launchers, dtype))
 
 
 def _typed(source: str, monkeypatch: pytest.MonkeyPatch) -> tuple[list[dict[str, str]], int]:
@@ -126,14 +109,7 @@ def use():
 
 
 def _dispatchers(count: int) -> str:
-    """`count` host functions that each may call every other with the tensor, and launch."""
-    parts = ["import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n"
-             "def kernel(x_ptr, BLOCK: tl.constexpr):\n    pass\n\n"]
-    for i in range(count):
-        calls = "".join(f"    if flag == {j}:\n        f{j}(x, flag - 1)\n" for j in range(count) if j != i)
-        parts.append(f"\ndef f{i}(x, flag):\n{calls}    kernel[(1,)](x, BLOCK=128)\n\n")
-    parts.append("\ndef use():\n    f0(torch.empty(8, dtype=torch.float16, device='cuda'), 3)\n")
-    return "".join(parts)
+    return str(BENCH.dispatchers(count))
 
 
 @pytest.mark.timeout(60)  # without the budget: hours
