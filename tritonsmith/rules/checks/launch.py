@@ -94,13 +94,13 @@ def _function_decorators(function: Node) -> list[Node]:
     return [c for c in parent.named_children if c.type == "decorator"]
 
 
-# The shapes a binding of a name needs in a function's text: `name =`, `name,`, `name:`,
-# `name)`, `name in`, or `name` in the words after `def`, `class`, `as` or `import`. Read with
-# fixed patterns: one pattern per name was compiled anew for nearly every launch of a cold check
-# (a file has more launched names than `re` caches). Lookaheads keep every occurrence in view
-# (`import a as\n b` has two keywords).
-_WORD_BEFORE_BINDING = re.compile(rb"\b(\w+)(?=\s*(?:=(?!=)|,|:|\))|\s+in\b)")
-_WORDS_AFTER_KEYWORD = re.compile(rb"\b(?:def|class|as|import)(?=\s+([\w., ]*))")
+# The shapes a binding of a name needs in a function's text: `name =` (or `+=` and the like),
+# `name,`, `name:`, `name)`, `name]`, `name in`, or `name` in the words after `def`, `class`,
+# `as`, `import` or `del`. Read with fixed patterns: one pattern per name was compiled anew for
+# nearly every launch of a cold check (a file has more launched names than `re` caches).
+# Lookaheads keep every occurrence in view (`import a as\n b` has two keywords).
+_WORD_BEFORE_BINDING = re.compile(rb"\b(\w+)(?=\s*(?:[-+*/%&|^@<>]{0,2}=(?!=)|,|:|\)|\])|\s+in\b)")
+_WORDS_AFTER_KEYWORD = re.compile(rb"\b(?:def|class|as|import|del)(?=\s+([\w., ]*))")
 _WORD = re.compile(rb"\w+")
 
 
@@ -110,7 +110,8 @@ def _may_bind(source: bytes, name: str) -> bool:
     word = name.encode()
     if _WORD.fullmatch(word) is None:  # not an ASCII word: the patterns above cannot see it
         escaped = re.escape(word)
-        binding = (rb"\b" + escaped + rb"\s*(?:=(?!=)|,|:|\))|\b(?:def|class|as|import)\s+[\w., ]*\b"
+        binding = (rb"\b" + escaped + rb"\s*(?:[-+*/%&|^@<>]{0,2}=(?!=)|,|:|\)|\])"
+                   rb"|\b(?:def|class|as|import|del)\s+[\w., ]*\b"
                    + escaped + rb"\b|\b" + escaped + rb"\s+in\b")
         return re.search(binding, source) is not None
     return word in source and word in _binding_words(source)
@@ -149,11 +150,14 @@ def _local_bindings(function: Node, name: str, tables: dict[tuple[int, int], dic
 
 
 def _body_bindings(function: Node) -> dict[str, list[Node]]:
-    """Every name a host function's body binds (not in nested scopes), with the nodes
-    `_local_bindings` answers for it. The binding forms are found by one tree-sitter query (a
-    walk in C; the Python walk of every node was 2% of a cold check) and taken in the order of a
-    walk that visits a node before its children and children right to left (`(-end, start)`),
-    which is the order the names' lists have always had."""
+    """Every name a host function's body binds, as Python's scoping has it (its symbol table:
+    the test compares with `symtable`), with the nodes `_local_bindings` answers for it: the
+    value of `name = value` or `(name := value)`, a nested `def`, and otherwise the binding
+    statement or target (`for`, `with`/`except ... as`, `import`, `class`, `del`, `+=`, an
+    annotation). The bodies of nested functions, lambdas and classes are scopes of their own, and
+    so are comprehensions, except for their `:=`; `match` patterns are not read. The forms are found by one tree-sitter query (a walk
+    in C; the Python walk of every node was 2% of a cold check) and taken in the order of a walk
+    that visits a node before its children and children right to left (`(-end, start)`)."""
     out: dict[str, list[Node]] = {}
 
     def bind(names: Iterable[str], node: Node) -> None:
@@ -165,7 +169,7 @@ def _body_bindings(function: Node) -> dict[str, list[Node]]:
         return out
     found = QueryCursor(_binding_query()).captures(body).get("node", [])
     found.sort(key=lambda n: (-n.end_byte, n.start_byte))
-    # The last nested scope or import taken: nothing inside binds here, and in this order what is
+    # The last nested scope's body taken: nothing inside binds here, and in this order what is
     # inside it comes right after it, so one range is enough (a list was quadratic in them).
     closed_start, closed_end = 1, 0
     for node in found:
@@ -176,28 +180,73 @@ def _body_bindings(function: Node) -> dict[str, list[Node]]:
         if kind == "assignment":
             left = node.child_by_field_name("left")
             right = node.child_by_field_name("right")
-            if left is not None and right is not None:
-                if left.type == "identifier":
-                    bind([text(left)], right)
-                elif left.type in ("pattern_list", "tuple_pattern"):
-                    bind([text(c) for c in left.named_children if c.type == "identifier"], left)
-        elif kind in ("for_statement", "with_item", "for_in_clause"):
+            if left is not None and left.type == "identifier":
+                bind([text(left)], right if right is not None else node)  # `x: int` binds too
+            elif left is not None:
+                bind(_target_names(left), left)
+        elif kind == "named_expression":
+            name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+            if name is not None:
+                bind([text(name)], value if value is not None else node)
+        elif kind == "for_statement":
             left = node.child_by_field_name("left")
             if left is not None:
-                bind([text(n) for n in walk(left) if n.type == "identifier"], left)
-        else:  # a nested function, class or lambda, an import: its own scope, or nothing more
-            if kind == "function_definition":
-                bind([text(node.child_by_field_name("name"))], node)
-            elif kind != "lambda":
-                bind(text(node).replace(",", " ").split(), node)
-            closed_start, closed_end = start, end
+                bind(_target_names(left), left)
+        elif kind == "as_pattern":  # `with ... as x`, `except E as x`, `case ... as x`
+            alias = node.child_by_field_name("alias")
+            if alias is not None:
+                bind(_target_names(alias), alias)
+        elif kind == "augmented_assignment":
+            left = node.child_by_field_name("left")
+            if left is not None:
+                bind(_target_names(left), node)
+        elif kind == "delete_statement":
+            bind([name for target in node.named_children for name in _target_names(target)], node)
+        elif kind in ("import_statement", "import_from_statement"):
+            bind(_imported_names(node), node)
+        else:  # a nested function, class or lambda: its body is a scope of its own
+            if kind in ("function_definition", "class_definition"):
+                name = node.child_by_field_name("name")
+                if name is not None:
+                    bind([text(name)], node)
+            # (Not its parameters' defaults, which are read here: `lambda w=(v := 1): w` binds `v`.)
+            inner = node.child_by_field_name("body")
+            if inner is not None:
+                closed_start, closed_end = inner.start_byte, inner.end_byte
     return out
+
+
+# What a target binds: its names, not those it only reads (`x.attr = v`, `x[i] = v`).
+_TARGET_GROUPS = frozenset({"pattern_list", "tuple_pattern", "list_pattern", "expression_list", "tuple", "list",
+                            "parenthesized_expression", "list_splat_pattern", "as_pattern_target"})
+
+
+def _target_names(target: Node) -> list[str]:
+    if target.type == "identifier":
+        return [text(target)]
+    if target.type in _TARGET_GROUPS:
+        return [name for child in target.named_children for name in _target_names(child)]
+    return []
+
+
+def _imported_names(statement: Node) -> list[str]:
+    """The names an import binds: `import a.b` binds `a`, `import a as b` and `from m import a as
+    b` bind `b`, `from m import a` binds `a` (the module of `from m` none)."""
+    names = []
+    for child in statement.children_by_field_name("name"):
+        if child.type == "aliased_import":
+            alias = child.child_by_field_name("alias")
+            names += [text(alias)] if alias is not None else []
+        elif child.type == "dotted_name" and child.named_children:
+            names.append(text(child.named_children[0]))
+    return names
 
 
 @functools.cache
 def _binding_query() -> Query:
-    return Query(PY_LANGUAGE, "[(assignment) (function_definition) (for_statement) (with_item) (for_in_clause) "
-                              "(import_statement) (import_from_statement) (class_definition) (lambda)] @node")
+    return Query(PY_LANGUAGE, "[(assignment) (named_expression) (augmented_assignment) (delete_statement) "
+                              "(for_statement) (as_pattern) (import_statement) (import_from_statement) "
+                              "(function_definition) (class_definition) (lambda)] @node")
 
 
 def _binding_tables(ctx: KernelContext) -> dict[tuple[int, int], dict[str, list[Node]]]:
