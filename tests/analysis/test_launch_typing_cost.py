@@ -16,6 +16,7 @@ from types import ModuleType
 import pytest
 
 from tritonsmith.analysis import Document, argtypes, index_module
+from tritonsmith.analysis.index import LaunchCache
 from tritonsmith.rules.context import launch_param_types
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,3 +122,43 @@ def test_host_functions_that_all_call_one_another_stay_bounded(monkeypatch: pyte
     assert calls <= 12 * (argtypes._BUDGET + 1)
     small, _ = _typed(_dispatchers(3), monkeypatch)  # within the budget: typed through the callers
     assert small == [{"x_ptr": "*fp16"}] * 3
+
+
+def _counted_types(source: str, cache: LaunchCache | None, monkeypatch: pytest.MonkeyPatch
+                   ) -> tuple[list[dict[str, str]], int]:
+    """`_typed`, with the editor's memo of launch types across versions (`LaunchCache`)."""
+    calls = [0]
+    original = argtypes.LaunchTyper.value
+
+    def counted(self: argtypes.LaunchTyper, *args: object) -> object:
+        calls[0] += 1
+        return original(self, *args)  # type: ignore[arg-type]
+
+    with monkeypatch.context() as patched:
+        patched.setattr(argtypes.LaunchTyper, "value", counted)
+        document = Document(source)
+        index = index_module(document.root, launch_cache=cache)
+        types = [launch_param_types(kernel, index, site, document.source)
+                 for kernel in index.kernels for site in kernel.launches]
+    return types, calls[0]
+
+
+@pytest.mark.timeout(60)
+def test_a_launch_that_gave_up_is_not_walked_again_until_an_edit_touches_what_it_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # In the editor every keystroke in the kernel typed all twelve launches again, each up to the
+    # budget: 0.2 s a keystroke for twelve such functions, 1.5-2.8 s for thirty.
+    cache = LaunchCache()
+    source = _dispatchers(12)
+    first, calls = _counted_types(source, cache, monkeypatch)
+    assert first == [{}] * 12 and calls > 12 * argtypes._BUDGET // 2
+    in_kernel = source.replace("    pass\n", "    pid = tl.program_id(0)\n", 1)
+    assert in_kernel != source
+    again, calls = _counted_types(in_kernel, cache, monkeypatch)
+    assert again == first and calls == 0
+    # An edit to a function the walks read: typed afresh, as a fresh check types it.
+    typed_here = in_kernel.replace("def f5(x, flag):\n",
+                                   "def f5(y, flag):\n    x = torch.empty(8, dtype=torch.float32, device='cuda')\n")
+    kept, calls = _counted_types(typed_here, cache, monkeypatch)
+    assert calls > 0 and kept == _counted_types(typed_here, None, monkeypatch)[0]
+    assert {"x_ptr": "*fp32"} in kept

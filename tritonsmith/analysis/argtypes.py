@@ -102,7 +102,14 @@ _Recorded = tuple[frozenset[tuple[int, int]], frozenset[str]]
 
 
 class TypingBudgetExceeded(Exception):
-    """A launch's typing evaluated more than `_BUDGET` expressions: its types are not known."""
+    """A launch's typing evaluated more than `_BUDGET` expressions: its types are not known.
+    `reads`: what it had read by then (`launch_types_read`). The walk is the same on the same
+    text, so an edit that touches none of it would give up again: the editor keeps the answer
+    (analysis/launch_memo.py) instead of walking again on every keystroke."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: Reads | None = None
 
 
 _Assigned = tuple[int, int, Node, "Node | None", Node]
@@ -181,9 +188,12 @@ class LaunchTyper:
         constant, a function's returns, a function's callers), which may be defined elsewhere
         or later. An edit that touches none of them leaves the answer as it was
         (`analysis/launch_memo.py`)."""
-        self._reads = Reads(top_statement(launch.node))
+        reads = self._reads = Reads(top_statement(launch.node))
         try:
-            return self.launch_types(launch, names, positions), self._reads
+            return self.launch_types(launch, names, positions), reads
+        except TypingBudgetExceeded as gave_up:
+            gave_up.reads = reads
+            raise
         finally:
             self._reads = None
 

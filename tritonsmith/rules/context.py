@@ -213,7 +213,9 @@ def launch_param_types(kernel: Kernel, module: ModuleIndex, launch: LaunchSite, 
     positions = {p.name: i for i, p in enumerate(params)}
     try:
         typed, reads = typer.launch_types_read(launch, runtime, positions)
-    except (RecursionError, ValueError, KeyError, TypingBudgetExceeded):  # unknown; and not memoised (no reads)
+    except TypingBudgetExceeded as gave_up:  # unknown, and kept as long as what it read stays
+        typed, reads = {}, gave_up.reads
+    except (RecursionError, ValueError, KeyError):  # unknown; and not memoised (no reads)
         typed, reads = {}, None
     found = {name: t.type for name, t in typed.items() if t.type not in ("*", "")}
     cache[key] = TypedLaunch(found, frozenset(reads.statements) if reads is not None else None,
