@@ -9,6 +9,9 @@ blow it up (docs/benchmarks.md, "Launch typing linear in a file's launchers").
 - `dispatchers N`: N host functions that may each call every other with the tensor, each
   launching; the check's CPU time (exponential before the typer's budget).
 
+`--write DIR` writes the generated files there instead (`launchers-N.py`, `dispatchers-N.py`),
+for `bench/lsp_latency.py --file` to type into.
+
 Run it from outside the checkout to measure another tree (`PYTHONPATH=<tree>`: the current
 directory comes first on the path).
 
@@ -69,7 +72,8 @@ def launchers(count: int, dtype: str = "float16") -> str:
 
 def dispatchers(count: int) -> str:
     parts = ["import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n"
-             "def kernel(x_ptr, BLOCK: tl.constexpr):\n    pass\n\n"]
+             "def kernel(x_ptr, BLOCK: tl.constexpr):\n    offsets = tl.arange(0, BLOCK)\n"
+             "    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets) * 2)\n\n"]
     for i in range(count):
         calls = "".join(f"    if flag == {j}:\n        f{j}(x, flag - 1)\n" for j in range(count) if j != i)
         parts.append(f"\ndef f{i}(x, flag):\n{calls}    kernel[(1,)](x, BLOCK=128)\n\n")
@@ -123,7 +127,15 @@ def main() -> None:
     parser.add_argument("--launchers", default="4,8,16,32")
     parser.add_argument("--dispatchers", default="4,8,12,30")
     parser.add_argument("--json", metavar="OUT")
+    parser.add_argument("--write", type=Path, metavar="DIR", help="write the generated files here and stop")
     args = parser.parse_args()
+    if args.write is not None:
+        args.write.mkdir(parents=True, exist_ok=True)
+        for n in map(int, args.launchers.split(",")):
+            (args.write / f"launchers-{n}.py").write_text(launchers(n))
+        for n in map(int, args.dispatchers.split(",")):
+            (args.write / f"dispatchers-{n}.py").write_text(dispatchers(n))
+        return
 
     import tritonsmith
 

@@ -152,7 +152,7 @@ def test_a_launch_that_gave_up_is_not_walked_again_until_an_edit_touches_what_it
     source = _dispatchers(12)
     first, calls = _counted_types(source, cache, monkeypatch)
     assert first == [{}] * 12 and calls > 12 * argtypes._BUDGET // 2
-    in_kernel = source.replace("    pass\n", "    pid = tl.program_id(0)\n", 1)
+    in_kernel = source.replace("    offsets = ", "    pid = tl.program_id(0)\n    offsets = ", 1)
     assert in_kernel != source
     again, calls = _counted_types(in_kernel, cache, monkeypatch)
     assert again == first and calls == 0
