@@ -525,3 +525,41 @@ def test_the_typing_cost_figures_re_derive_from_their_json(name: str) -> None:
     assert counts in PAGE, counts
     times = " / ".join(f"{data['dispatchers'][n]['cpu_s']:.2f}" for n in data["dispatchers"])
     assert times in PAGE, times
+
+
+@pytest.mark.parametrize("name", ["handover-3", "handover-4", "final-1", "final-2"])
+def test_issue_38s_last_55k_line_rows_re_derive_from_their_json(name: str) -> None:
+    """docs/benchmarks.md, "Issue 38's leftovers": the 55,000-line file, 4646b6b against 9a663f2."""
+    percentile = load("lsp_latency").percentile
+    trees = {"handover": "4646b6b", "final": "9a663f2"}
+    which, run = name.split("-")
+    data = _load(f"edit-55k-i38-{name}.json")
+    assert f"edit-55k-i38-{name}.json" in PAGE
+    for result in data["results"]:
+        latencies = result["latencies_ms"]
+        assert len(latencies) == 60 and result["lines"] == 55000
+        row = (f"| {run} | {trees[which]} | {result['sites']} | {percentile(latencies, 0.5):.1f} | "
+               f"{percentile(latencies, 0.95):.1f} | {max(latencies[1:]):.1f} | {latencies[0]:.1f} | "
+               f"{result['open_to_diagnostics_ms'] / 1000:.1f} |")
+        assert row in PAGE, row
+
+
+def test_the_edits_beside_launches_that_gave_up_re_derive_from_their_json() -> None:
+    """docs/benchmarks.md, "Issue 38's leftovers": the dispatchers' rows and the range of every
+    edit after the first, before and after."""
+    percentile = load("lsp_latency").percentile
+    after_first: dict[tuple[str, str], list[float]] = {}
+    for which, tree in (("before", "9a663f2"), ("after", "4d03ab8")):
+        for run in ("1", "2"):
+            data = _load(f"edit-dispatchers-{which}-{run}.json")
+            for result in data["results"]:
+                latencies = result["latencies_ms"]
+                assert len(latencies) == 20
+                row = (f"| {run} | {tree} | {result['file']} | {result['lines']:,} | {percentile(latencies, 0.5):.1f} | "
+                       f"{percentile(latencies, 0.95):.1f} | {max(latencies[1:]):.1f} | {latencies[0]:.1f} |")
+                assert row in PAGE, row
+                after_first.setdefault((which, result["file"]), []).extend(latencies[1:])
+    after = after_first[("after", "dispatchers-12.py")] + after_first[("after", "dispatchers-30.py")]
+    assert f"answered in {min(after):.1f}-{max(after):.1f} ms" in PAGE
+    twelve, thirty = after_first[("before", "dispatchers-12.py")], after_first[("before", "dispatchers-30.py")]
+    assert f"took {min(twelve) / 1000:.2f}-{max(twelve) / 1000:.2f} s and\n{min(thirty) / 1000:.2f}-{max(thirty) / 1000:.2f} s" in PAGE
