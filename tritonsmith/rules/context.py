@@ -123,13 +123,17 @@ class _LocalEnv(dict):
 class _BlockNames:
     """`name in ctx.block_names`: whether a local is ever assigned a block tensor. Each name is
     decided on first use (most never are), following its assignments recursively; a name met
-    again while being decided (`acc = acc + x`) counts as not-a-block for that path, and only
-    answers that did not depend on such a cycle are remembered as "no"."""
+    again while being decided (`acc = acc + x`) counts as not-a-block for that path. A "yes" is
+    always remembered; a "no" only where it did not rest on such an assumption about a name
+    decided further out (`_outermost`), since that name may yet turn out a block."""
 
     def __init__(self, ctx: KernelContext) -> None:
         self._ctx = ctx
         self._known: dict[str, bool] = {}
         self._deciding: list[str] = []
+        # The outermost position in `_deciding` that the answer being worked out assumed "no"
+        # for (a cycle back to it); len(_deciding) when none.
+        self._outermost = 0
 
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
@@ -137,14 +141,19 @@ class _BlockNames:
         known = self._known.get(name)
         if known is not None:
             return known
-        if name in self._deciding:
+        deciding = self._deciding
+        if name in deciding:
+            self._outermost = min(self._outermost, deciding.index(name))
             return False
-        self._deciding.append(name)
+        depth = len(deciding)
+        outer, self._outermost = self._outermost, depth
+        deciding.append(name)
         try:
             found = any(self._ctx._is_block(v, self) for v in self._ctx.assignments.get(name, []))
         finally:
-            self._deciding.pop()
-        if found or not self._deciding:
+            deciding.pop()
+            assumed, self._outermost = self._outermost, min(outer, self._outermost)
+        if found or assumed >= depth:  # a "no" that assumed nothing of a name decided further out
             self._known[name] = found
         return found
 
