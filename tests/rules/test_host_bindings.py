@@ -63,14 +63,15 @@ def _functions(source: bytes) -> list[Node]:
     return [n for n in walk(Document(source).root) if n.type == "function_definition"]
 
 
-def _symbol_tables(source: bytes) -> dict[int, symtable.SymbolTable]:
-    """Each function's symbol table, by the line of its `def` (0-based, as tree-sitter counts)."""
-    out: dict[int, symtable.SymbolTable] = {}
+def _symbol_tables(source: bytes) -> dict[tuple[int, str], symtable.SymbolTable]:
+    """Each function's symbol table, by the line of its `def` (0-based, as tree-sitter counts)
+    and its name (a lambda or comprehension on the same line has a table of its own)."""
+    out: dict[tuple[int, str], symtable.SymbolTable] = {}
     stack = [symtable.symtable(source.decode(), "<test>", "exec")]
     while stack:
         table = stack.pop()
         if table.get_type() == "function":
-            out[table.get_lineno() - 1] = table
+            out[(table.get_lineno() - 1, table.get_name())] = table
         stack.extend(table.get_children())
     return out
 
@@ -100,7 +101,7 @@ def test_a_function_binds_the_names_pythons_symbol_table_gives_it(source: bytes)
     functions = _functions(source)
     assert functions
     for function in functions:
-        table = tables[function.start_point[0]]
+        table = tables[(function.start_point[0], text(function.child_by_field_name("name")))]
         assert set(_body_bindings(function)) == _python_binds(table) - {
             # Parameters the body leaves alone are not its bindings (`_local_bindings` adds them).
             s.get_name() for s in table.get_symbols() if s.is_parameter() and not s.is_assigned()
@@ -130,13 +131,17 @@ def test_a_broken_function_still_reads_what_it_can() -> None:
 @pytest.mark.parametrize("line", [
     "kernel = 1", "kernel += 1", "kernel: int", "[a, kernel] = x", "(kernel := 2)", "del kernel",
     "with f() as kernel: pass", "import kernel", "from m import (\n    a,\n    kernel)", "for kernel in x: pass",
-    "class kernel: pass", "def kernel(): pass", "kernel <<= 1",
+    "class kernel: pass", "def kernel(): pass", "kernel <<= 1", "with f() as [a, *kernel]: pass",
+    # A line continued by a backslash.
+    "from m import a, \\\n    kernel", "kernel \\\n    = 1", "for kernel \\\n    in x: pass", "del \\\n    kernel",
 ])
 def test_the_prefilter_sees_every_binding_form(line: str) -> None:
     source = ("def host(x):\n" + "".join(f"    {row}\n" for row in line.splitlines())).encode()
     assert "kernel" in _body_bindings(_functions(source)[0])
     assert _may_bind(source, "kernel")
-    assert _may_bind(source.replace(b"kernel", "kernél".encode()), "kernél")  # the non-ASCII path
+    for other in ("kernél", "élan", "kerné", "кернел"):  # the non-ASCII path, at either end of the name
+        renamed = source.replace(b"kernel", other.encode())
+        assert other in _body_bindings(_functions(renamed)[0]) and _may_bind(renamed, other), other
 
 
 LAUNCHED = '''

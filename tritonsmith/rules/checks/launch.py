@@ -100,7 +100,7 @@ def _function_decorators(function: Node) -> list[Node]:
 # nearly every launch of a cold check (a file has more launched names than `re` caches).
 # Lookaheads keep every occurrence in view (`import a as\n b` has two keywords).
 _WORD_BEFORE_BINDING = re.compile(rb"\b(\w+)(?=\s*(?:[-+*/%&|^@<>]{0,2}=(?!=)|,|:|\)|\])|\s+in\b)")
-_WORDS_AFTER_KEYWORD = re.compile(rb"\b(?:def|class|as|import|del)(?=\s+([\w., ]*))")
+_WORDS_AFTER_KEYWORD = re.compile(rb"\b(?:def|class|as|import|del)(?=\s+([\w\x80-\xff., ]*))")
 _WORD = re.compile(rb"\w+")
 
 
@@ -108,11 +108,13 @@ def _may_bind(source: bytes, name: str) -> bool:
     """Whether `name` occurs in `source` in a shape that could bind it (the pre-filter of
     `_local_bindings`: nearly always a launched name is only used in a host function)."""
     word = name.encode()
+    if b"\\" in source:  # a line continued by a backslash reads as one line
+        source = source.replace(b"\\\r\n", b"   ").replace(b"\\\n", b"  ")
     if _WORD.fullmatch(word) is None:  # not an ASCII word: the patterns above cannot see it
-        escaped = re.escape(word)
-        binding = (rb"\b" + escaped + rb"\s*(?:[-+*/%&|^@<>]{0,2}=(?!=)|,|:|\)|\])"
-                   rb"|\b(?:def|class|as|import|del)\s+[\w., ]*\b"
-                   + escaped + rb"\b|\b" + escaped + rb"\s+in\b")
+        # (`\b` does not see the edge of a word that starts or ends with a UTF-8 byte.)
+        alone = rb"(?<![\w\x80-\xff])" + re.escape(word) + rb"(?![\w\x80-\xff])"
+        binding = (alone + rb"\s*(?:[-+*/%&|^@<>]{0,2}=(?!=)|,|:|\)|\])"
+                   rb"|\b(?:def|class|as|import|del)\s+[\w\x80-\xff., ]*" + alone + rb"|" + alone + rb"\s+in\b")
         return re.search(binding, source) is not None
     return word in source and word in _binding_words(source)
 
@@ -192,7 +194,7 @@ def _body_bindings(function: Node) -> dict[str, list[Node]]:
             left = node.child_by_field_name("left")
             if left is not None:
                 bind(_target_names(left), left)
-        elif kind == "as_pattern":  # `with ... as x`, `except E as x`, `case ... as x`
+        elif kind == "as_pattern":  # `with ... as x`, `except E as x`
             alias = node.child_by_field_name("alias")
             if alias is not None:
                 bind(_target_names(alias), alias)
@@ -218,7 +220,7 @@ def _body_bindings(function: Node) -> dict[str, list[Node]]:
 
 # What a target binds: its names, not those it only reads (`x.attr = v`, `x[i] = v`).
 _TARGET_GROUPS = frozenset({"pattern_list", "tuple_pattern", "list_pattern", "expression_list", "tuple", "list",
-                            "parenthesized_expression", "list_splat_pattern", "as_pattern_target"})
+                            "parenthesized_expression", "list_splat_pattern", "list_splat", "as_pattern_target"})
 
 
 def _target_names(target: Node) -> list[str]:
