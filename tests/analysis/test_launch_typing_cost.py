@@ -14,6 +14,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tritonsmith.analysis import Document, argtypes, index_module
 from tritonsmith.analysis.index import LaunchCache
@@ -162,3 +164,83 @@ def test_a_launch_that_gave_up_is_not_walked_again_until_an_edit_touches_what_it
     kept, calls = _counted_types(typed_here, cache, monkeypatch)
     assert calls > 0 and kept == _counted_types(typed_here, None, monkeypatch)[0]
     assert {"x_ptr": "*fp32"} in kept
+
+
+SHARED = '''import torch
+import triton
+import triton.language as tl
+
+SIZE = 1
+
+
+@triton.jit
+def kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets))
+
+
+def helper(t):
+    kernel[(1,)](t, SIZE, BLOCK=16)
+    other(t)
+
+
+def other(u):
+    kernel[(1,)](u, 1, BLOCK=16)
+''' + "".join(f"\n\ndef c{i}():\n    helper(torch.empty(8, dtype=torch.float16, device='cuda'))\n" for i in range(24)) \
+    + "".join(f"\n\ndef d{i}():\n    other(torch.empty(8, dtype=torch.float16, device='cuda'))\n" for i in range(6))
+
+# Edits to that file: a constant only the first launch reads, the second launch's function, the
+# kernel's body, and callers added and removed.
+SHARED_EDITS = [
+    ("SIZE = 1\n", "SIZE = 2\n"), ("SIZE = 2\n", "SIZE = 1\n"),
+    ("def other(u):\n", "def other(u):\n    u = u\n"), ("def other(u):\n    u = u\n", "def other(u):\n"),
+    ("    offsets = ", "    pid = tl.program_id(0)\n    offsets = "),
+    ("\n\ndef d0():", "\n\ndef e0():\n    other(torch.empty(8, dtype=torch.float16, device='cuda'))\n\n\ndef d0():"),
+    ("\n\ndef c3():\n    helper(", "\n\ndef c3():\n    print("),
+]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                               HealthCheck.function_scoped_fixture])
+@given(picks=st.lists(st.sampled_from(range(len(SHARED_EDITS))), min_size=1, max_size=6))
+def test_launches_near_the_budget_get_the_types_of_a_fresh_check_after_any_edits(
+        picks: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    # The typer shares answers between launches and a shared answer costs no budget: the second
+    # launch fits its budget only after the first has been typed. The editor takes the first from
+    # its memo after an edit; it must still give the second what a fresh check gives it.
+    monkeypatch.setattr(argtypes, "_BUDGET", 60)
+    cache = LaunchCache()
+    text = SHARED
+    assert _counted_types(text, cache, monkeypatch)[0] == _counted_types(text, None, monkeypatch)[0]
+    for pick in picks:
+        old, new = SHARED_EDITS[pick]
+        text = text.replace(old, new, 1)
+        assert _counted_types(text, cache, monkeypatch)[0] == _counted_types(text, None, monkeypatch)[0], text
+
+
+def test_the_editor_keeps_the_launch_types_of_a_fresh_check_near_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same, through the language server's own path: an edit in a kernel's body or a host
+    function carries the index over (analysis/rebase.py), an edit elsewhere indexes the file
+    again with its launch memo."""
+    from lsprotocol import types
+
+    from tritonsmith.server import create_server
+
+    monkeypatch.setattr(argtypes, "_BUDGET", 60)
+    uri = "file:///budget.py"
+    session = create_server().session
+    state = session.open(uri, 1, SHARED)
+    session.ensure_checked(state)
+    steps = [SHARED_EDITS[i] for i in (4, 2, 0, 4, 3, 1, 6, 2, 5)]
+    for version, (old, new) in enumerate(steps, start=2):
+        source = state.document.text
+        if old not in source:
+            continue
+        start = state.document.point_to_lsp(*state.document.point(source.index(old)))
+        end = state.document.point_to_lsp(*state.document.point(source.index(old) + len(old)))
+        session.change(uri, version, [types.TextDocumentContentChangePartial(
+            range=types.Range(types.Position(*start), types.Position(*end)), text=new)])
+        session.ensure_checked(state)
+        index, data = state.index, state.document.source
+        kept = [launch_param_types(k, index, s, data) for k in index.kernels for s in k.launches]
+        assert kept == _counted_types(state.document.text, None, monkeypatch)[0], state.document.text

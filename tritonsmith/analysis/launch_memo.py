@@ -12,6 +12,14 @@ statements with the previous version's by their text (difflib; an edit changes o
 and keeps each answer whose statements all matched and whose names
 appear nowhere in the changed text as identifiers, moved to where its launch is now. Anything that touches the
 whole file (an import, `torch.set_default_dtype`) forgets everything.
+
+A launch whose typing ran out of the typer's budget (argtypes.py) is kept too, with what it had
+read, but only across edits that keep every launch's answer. The typer shares what it finds
+between a file's launches, and an answer taken from there costs no budget, so whether a launch
+runs out depends on the launches typed before it in the same version. While every launch is kept,
+that is as it was; once any is typed again, every one that gave up is typed again too, so the
+answers stay those of typing them afresh in each version (`advance` here, `_carry_launch_types`
+in analysis/rebase.py).
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ __all__ = ["IDENTIFIER", "LaunchTypeMemo", "TypedLaunch"]
 
 IDENTIFIER = re.compile(rb"[A-Za-z_\x80-\xff][\w\x80-\xff]*")
 
+
 _WHOLE_FILE = (b"import", b"set_default_dtype")
 """Text whose change can alter any launch's types: the imports qualify every name, and the
 default dtype types every factory without a dtype."""
@@ -46,6 +55,7 @@ class TypedLaunch(NamedTuple):
     statements: frozenset[int] | None
     names: frozenset[str]
     epoch: int
+    gave_up: bool = False  # the typer's budget ran out (see the module's text)
 
 
 @dataclass(frozen=True)
@@ -74,6 +84,7 @@ class _Entry:
     parameters: bytes
     statements: frozenset[int]  # start bytes of every statement read
     names: frozenset[str]
+    gave_up: bool = False
 
 
 class LaunchTypeMemo:
@@ -130,7 +141,10 @@ class LaunchTypeMemo:
             statement = moved[entry.statement]
             launch = entry.launch - entry.statement + statement
             kept[(launch, entry.kernel)] = _Entry(entry.types, statement, launch, entry.kernel, entry.parameters,
-                                                  frozenset(moved[s] for s in entry.statements), entry.names)
+                                                  frozenset(moved[s] for s in entry.statements), entry.names,
+                                                  entry.gave_up)
+        if len(kept) < len(self._entries):  # some launch is typed again: so is every one that gave up
+            kept = {key: entry for key, entry in kept.items() if not entry.gave_up}
         self._entries = kept
 
     def get(self, launch: int, kernel: str, parameters: bytes, epoch: int) -> TypedLaunch | None:
@@ -138,8 +152,10 @@ class LaunchTypeMemo:
         found = self._entries.get((launch, kernel))
         if found is None or found.parameters != parameters:
             return None
-        return TypedLaunch(found.types, found.statements, found.names, epoch)
+        return TypedLaunch(found.types, found.statements, found.names, epoch, found.gave_up)
 
-    def put(self, launch: int, kernel: str, parameters: bytes, types: dict[str, str], reads: Reads) -> None:
+    def put(self, launch: int, kernel: str, parameters: bytes, types: dict[str, str], reads: Reads,
+            gave_up: bool = False) -> None:
         self._entries[(launch, kernel)] = _Entry(
-            types, reads.own, launch, kernel, parameters, frozenset(reads.statements), frozenset(reads.names))
+            types, reads.own, launch, kernel, parameters, frozenset(reads.statements), frozenset(reads.names),
+            gave_up)

@@ -426,13 +426,20 @@ def _carry_launch_types(old: ModuleIndex, index: ModuleIndex, window: Window, ed
     shift, after, low = window.shift, window.old_end, (1 << 32) - 1
     moved: dict[int, TypedLaunch] = {}
     retyped: set[int] = set()
+    gave_up: list[tuple[int, int]] = []
     for key, known in types.items():
         launch, kernel_at = key >> 32, key & low
         if known.statements is None or tops[known.epoch] in known.statements or not written.isdisjoint(known.names):
             retyped.add(kernel_at)
             continue
-        moved[(launch + shift if launch >= after else launch) << 32
-              | (kernel_at + shift if kernel_at >= after else kernel_at)] = known
+        new_key = (launch + shift if launch >= after else launch) << 32 | (kernel_at + shift if kernel_at >= after else kernel_at)
+        moved[new_key] = known
+        if known.gave_up:
+            gave_up.append((new_key, kernel_at))
+    if retyped:  # a launch typed again: so is every one that gave up (analysis/launch_memo.py)
+        for new_key, kernel_at in gave_up:
+            del moved[new_key]
+            retyped.add(kernel_at)
     index.__dict__["_param_types"] = moved
     assert old.spans is not None
     return {position for at in retyped if (position := _kernel_at(old.spans, at)) is not None}

@@ -16,6 +16,7 @@ kernel once, grouping nodes by type, and answers the questions the checks ask:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -220,18 +221,50 @@ def launch_param_types(kernel: Kernel, module: ModuleIndex, launch: LaunchSite, 
     params = kernel.params
     runtime = [p.name for p in params if not p.is_constexpr]
     positions = {p.name: i for i, p in enumerate(params)}
+    typed_here: set[int] = module.__dict__.setdefault("_typed_here", set())
+    typed_here.add(key)
+    gave_up = False
     try:
-        typed, reads = typer.launch_types_read(launch, runtime, positions)
-    except TypingBudgetExceeded as gave_up:  # unknown, and kept as long as what it read stays
-        typed, reads = {}, gave_up.reads
+        try:
+            typed, reads = typer.launch_types_read(launch, runtime, positions)
+        except TypingBudgetExceeded:
+            # What the typer shares between launches costs no budget, so running out depends on
+            # the launches typed before this one: type those a fresh check types first and the
+            # editor took from its memo instead, then try again (analysis/launch_memo.py).
+            if not _typed_as_fresh(kernel, module, launch, typer, typed_here):
+                raise
+            typed, reads = typer.launch_types_read(launch, runtime, positions)
+    except TypingBudgetExceeded as exceeded:  # unknown, and kept while nothing is typed again
+        typed, reads, gave_up = {}, exceeded.reads, True
     except (RecursionError, ValueError, KeyError):  # unknown; and not memoised (no reads)
         typed, reads = {}, None
     found = {name: t.type for name, t in typed.items() if t.type not in ("*", "")}
     cache[key] = TypedLaunch(found, frozenset(reads.statements) if reads is not None else None,
-                             frozenset(reads.names) if reads is not None else frozenset(), epoch)
+                             frozenset(reads.names) if reads is not None else frozenset(), epoch, gave_up)
     if memo is not None and reads is not None:
-        memo.put(launch_byte, kernel.name, kernel.signature, found, reads)
+        memo.put(launch_byte, kernel.name, kernel.signature, found, reads, gave_up)
     return found
+
+
+def _typed_as_fresh(kernel: Kernel, module: ModuleIndex, launch: LaunchSite, typer: LaunchTyper,
+                    typed_here: set[int]) -> bool:
+    """Type with `typer` every launch a fresh check types before `launch` (the kernels in order,
+    each one's launches in order) that it has not typed yet; whether there was any."""
+    missing = False
+    for earlier_kernel in module.kernels:
+        for site in earlier_kernel.launches:
+            key = site.node.start_byte << 32 | earlier_kernel.node.start_byte
+            if site is launch and earlier_kernel is kernel:
+                return missing
+            if key in typed_here:
+                continue
+            typed_here.add(key)
+            missing = True
+            params = earlier_kernel.params
+            with contextlib.suppress(RecursionError, ValueError, KeyError, TypingBudgetExceeded):
+                typer.launch_types_read(site, [p.name for p in params if not p.is_constexpr],
+                                        {p.name: i for i, p in enumerate(params)})
+    return missing
 
 
 def _root(node: Node) -> Node:
