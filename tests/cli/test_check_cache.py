@@ -129,24 +129,33 @@ def test_a_cache_written_elsewhere_or_broken_is_never_believed(project: Path, ca
                                                                 monkeypatch):
     """The threat: a cache folder arrives with the workspace (committed, copied, tampered with)
     holding "no findings" for a file that has some. Another user's key makes other run keys, so
-    its entries are never looked up; an entry that is not the format is a miss, checked again."""
+    its entries are never looked up; an entry that is not the format is a miss, checked again,
+    and so is every entry of a batch that is not."""
     fresh = _check(capsys, "--no-cache")
     assert json.loads(fresh)
     _check(capsys)
     folder = project / ".tritonsmith" / "cache" / "check"
     [run] = folder.iterdir()
-    for entry in run.glob("*.json"):
-        entry.write_text('{"findings": []}')  # tampered: no findings anywhere
+    for batch in run.glob("*.json"):
+        data = json.loads(batch.read_text())
+        batch.write_text(json.dumps({"entries": {digest: [] for digest in data["entries"]}}))  # no findings anywhere
     monkeypatch.setattr("tritonsmith.keys.user_key", lambda name: b"another user's key" * 2)
     checks.clear()
     assert _check(capsys) == fresh and checks  # another key: the tampered folder is not this run's
     [mine] = [p for p in folder.iterdir() if p != run]
-    entries = sorted(mine.glob("*.json"))
-    entries[0].write_text("not json")
-    entries[1].write_text('{"findings": [["TS101"]]}')
-    entries[2].write_bytes(b"")
+    [batch] = mine.glob("*.json")
+    data = json.loads(batch.read_text())
+    digests = sorted(data["entries"])
+    data["entries"][digests[0]] = "not a list of findings"
+    data["entries"][digests[1]] = [["TS101"]]
+    data["entries"][digests[2]] = [[1, 2, 3, 4, 5, 6, 7, 8]]
+    batch.write_text(json.dumps(data))
     checks.clear()
     assert _check(capsys) == fresh and len(checks) == 3
+    for written in mine.glob("*.json"):
+        written.write_bytes(b"not json")  # every batch broken: every file checked again
+    checks.clear()
+    assert _check(capsys) == fresh and len(checks) == len(list((project / "kernels").glob("*.py")))
 
 
 def test_no_cache_writes_nothing_and_a_folder_that_cannot_be_made_is_no_cache(project: Path, capsys):
@@ -173,19 +182,36 @@ def test_prune_keeps_the_newest_runs_and_entries(tmp_path: Path, monkeypatch):
     mine = folder / "not a run key"  # someone else's folder: never pruned
     mine.mkdir()
     os.utime(mine, (0, 0))
+    for run_index in range(6):  # six earlier runs of five files each, older first
+        cache = CheckCache(folder, "f" * 32)
+        for index in range(5 * run_index, 5 * run_index + 5):
+            cache.put(f"source {index}".encode(), [])
+        cache.flush()
+        [batch] = [p for p in cache.folder.glob("*.json") if os.stat(p).st_mtime > old + 1000]
+        os.utime(batch, (old + run_index, old + run_index))
+    (cache.folder / "notes.json").write_text("{}")  # not a batch's name: left alone
     cache = CheckCache(folder, "f" * 32)
-    for index in range(30):
-        cache.put(f"source {index}".encode(), [])
-        os.utime(cache.folder / f"{cache.digest(f'source {index}'.encode())}.json", (old + index, old + index))
-    (cache.folder / "notes.json").write_text("{}")  # not an entry's name: left alone
-    cache.prune(checked=2)
+    assert cache.get(b"source 0") == []
+    cache.prune(checked=2)  # 30 entries, 10 kept: the newest runs'
     kept = sorted(p.name for p in folder.iterdir())
     assert "f" * 32 in kept and "e" * 32 not in kept
     assert kept == sorted(["f" * 32, "not a run key", *runs[:check_cache.KEEP_RUNS - 1]])
-    assert cache.get(b"source 29") == [] and cache.get(b"source 0") is None
-    assert len([p for p in cache.folder.glob("*.json") if p.name != "notes.json"]) == 10
-    assert (cache.folder / "notes.json").exists()
+    again = CheckCache(folder, "f" * 32)
+    assert again.get(b"source 29") == [] and again.get(b"source 20") == [] and again.get(b"source 19") is None
+    assert len([p for p in again.folder.glob("*.json") if p.name != "notes.json"]) == 1
+    assert (again.folder / "notes.json").exists()
     assert (tmp_path / ".gitignore").read_text().strip().endswith("*")
+
+
+def test_batches_are_merged_once_there_are_many(tmp_path: Path):
+    folder = tmp_path / "check"
+    for index in range(check_cache.MERGE_BATCHES + 2):
+        cache = CheckCache(folder, "a" * 32)
+        cache.put(f"source {index}".encode(), [])
+        cache.prune(checked=1)
+        assert len(list(cache.folder.glob("*.json"))) <= check_cache.MERGE_BATCHES
+    fresh = CheckCache(folder, "a" * 32)
+    assert all(fresh.get(f"source {index}".encode()) == [] for index in range(check_cache.MERGE_BATCHES + 2))
 
 
 def test_a_cache_folder_that_is_a_link_is_never_followed(project: Path, capsys, tmp_path_factory):
@@ -213,21 +239,25 @@ def test_concurrent_writers_leave_whole_entries(tmp_path: Path):
     from tritonsmith.rules import Finding, Severity, Span
 
     finding = Finding("TS101", "name", Severity.ERROR, "message " * 200, Span((1, 2), (1, 9), 10, 17))
-    cache = CheckCache(tmp_path / "check", "a" * 32)
+    folder = tmp_path / "check"
     seen: list[object] = []
 
-    def work() -> None:
-        for _ in range(40):
+    def work() -> None:  # a run each time: its own cache, as another process would have
+        for index in range(40):
+            cache = CheckCache(folder, "a" * 32)
             cache.put(b"the same file", [finding] * 20)
-            seen.append(cache.get(b"the same file"))
+            cache.put(f"file {index}".encode(), [])
+            cache.prune(checked=2)
+            seen.append(CheckCache(folder, "a" * 32).get(b"the same file"))
 
     threads = [threading.Thread(target=work) for _ in range(6)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert seen and all(found == [finding] * 20 for found in seen)
-    assert [p.name for p in cache.folder.iterdir()] == [f"{cache.digest(b'the same file')}.json"]
+    assert len(seen) == 240 and all(found == [finding] * 20 for found in seen)
+    names = [p.name for p in (folder / ("a" * 32)).iterdir()]
+    assert names and all(check_cache._BATCH_NAME.fullmatch(name) for name in names)  # no half-written file
 
 
 def test_fix_rewrites_a_file_whose_findings_came_from_the_cache(project: Path, capsys):
