@@ -329,7 +329,8 @@ def test_issue_37s_learning_curve_figures_re_derive_from_their_json(when: str) -
 
 @pytest.mark.parametrize("name", ["check-cache-1", "check-cache-2", "check-cache-3", "check-cache-4",
                                   "check-cache-before-5-1", "check-cache-5-1", "check-cache-before-5-2", "check-cache-5-2",
-                                  "check-cache-before-6-1", "check-cache-6-1", "check-cache-before-6-2", "check-cache-6-2"])
+                                  "check-cache-before-6-1", "check-cache-6-1", "check-cache-before-6-2", "check-cache-6-2",
+                                  "check-cache-before-7-1", "check-cache-7-1", "check-cache-before-7-2", "check-cache-7-2"])
 def test_the_check_cache_rows_re_derive_from_their_json(name: str) -> None:
     """docs/benchmarks.md, "check's result cache" (and "Again on 2026-12-07", on the corpus
     without its kernelbench/ folder): the table is check_cache.py's over the committed rows, and
@@ -339,7 +340,7 @@ def test_the_check_cache_rows_re_derive_from_their_json(name: str) -> None:
     for line in data["table"]:
         assert line in PAGE, line
     corpus = _load("check-corpus.json")
-    if "-5-" in name or "-6-" in name:
+    if any(f"-{batch}-" in name for batch in (5, 6, 7)):
         kernelbench = next(r for r in corpus["repositories"] if r["folder"] == "kernelbench")
         corpus = {"files": corpus["files"] - kernelbench["files_with_triton"], "lines": corpus["lines"] - kernelbench["lines"]}
         assert data["lines"] == corpus["lines"]
@@ -548,3 +549,24 @@ def test_the_edits_beside_launches_that_gave_up_re_derive_from_their_json() -> N
     assert f"answered in {min(after):.1f}-{max(after):.1f} ms" in PAGE
     twelve, thirty = after_first[("before", "dispatchers-12.py")], after_first[("before", "dispatchers-30.py")]
     assert f"took {min(twelve) / 1000:.2f}-{max(twelve) / 1000:.2f} s and\n{min(thirty) / 1000:.2f}-{max(thirty) / 1000:.2f} s" in PAGE
+
+
+@pytest.mark.parametrize("run", ["1", "2"])
+def test_the_cache_store_and_cold_check_figures_re_derive_from_their_json(run: str) -> None:
+    """docs/benchmarks.md, "`check`'s result cache in batches": the store's costs, and each
+    whole run's ratios to pyflakes."""
+    before, after = _load(f"cache-store-before-{run}.json"), _load(f"cache-store-after-{run}.json")
+    assert before["files"] == after["files"] == 814
+    assert "writing took " + " / ".join(f"{_load(f'cache-store-before-{n}.json')['write_s'] * 1000:.0f}"
+                                         for n in ("1", "2")) + " ms before" in PAGE
+    assert f"{after['write_s'] * 1000:.0f} / " in PAGE and f"{before['read_s'] * 1000:.0f} / " in PAGE
+
+    def ratio(name: str, tool: str) -> str:
+        rows = _load(f"{name}.json")["rows"]
+        def median(of: str) -> float:
+            return statistics.median(r["cpu_s"] for r in rows if r["tool"] == of)
+        return f"{median(tool) / median('pyflakes'):.2f}"
+
+    ones = [ratio(f"check-cache-{which}7-{n}", "tritonsmith --no-cache --jobs 1") for which in ("before-", "")
+            for n in ("1", "2")]
+    assert f"{ones[0]} and {ones[1]} times pyflakes' CPU time at\n70b5956 and {ones[2]} and {ones[3]}" in PAGE
