@@ -2,13 +2,12 @@
 run stores them (then pruned, as the run ends), and read back as a cached re-run reads them, in a
 fresh folder each repeat; CPU time (user + sys) of this process, so the file system's part counts.
 
-The findings are those of a `check --no-cache --format json` of a corpus (`--findings`, grouped by
-file) or, without one, none for every file. Run it from outside the checkout to measure another
-tree (`PYTHONPATH=<tree>`).
+The files are generated and each has no findings, as most files of a corpus have. Run it from
+outside the checkout to measure another tree (`PYTHONPATH=<tree>`, a `git worktree` of the commit, so that its commit is recorded).
 
-Usage::
+Usage (`<checkout>`: this repository's folder)::
 
-    cd /tmp && PYTHONPATH=<tree> /work/main/.venv/bin/python /work/main/bench/cache_store.py --files 814 --json OUT
+    cd /tmp && PYTHONPATH=<tree> <checkout>/.venv/bin/python <checkout>/bench/cache_store.py --json OUT
 """
 
 from __future__ import annotations
@@ -17,9 +16,13 @@ import argparse
 import json
 import resource
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from check_scaling import _commit  # noqa: E402
 
 
 def _cpu() -> float:
@@ -54,7 +57,7 @@ def main() -> None:
             read = _cpu() - began
             assert hits == len(sources)
             rows.append({"write_s": written, "read_s": read})
-    out: dict[str, Any] = {"tree": str(Path(tritonsmith.__file__).parent), "files": args.files, "rows": rows,
+    out: dict[str, Any] = {"tree": _commit(Path(tritonsmith.__file__).parent), "files": args.files, "rows": rows,
                            "write_s": statistics.median(r["write_s"] for r in rows),
                            "read_s": statistics.median(r["read_s"] for r in rows)}
     print(f"{args.files} files: write {out['write_s'] * 1000:.0f} ms, read {out['read_s'] * 1000:.0f} ms "

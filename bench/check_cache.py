@@ -40,6 +40,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from check_scaling import _commit  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
@@ -121,8 +124,10 @@ def main() -> None:
         Path(args.json).write_text(json.dumps({
             "kind": "check_cache", "corpus": corpus.name, "files": len(files), "lines": lines,
             "commit": commit, "dirty": bool(dirty),
-            # A tree other than the checkout's, when one was put first on the path (a before run).
-            "pythonpath": os.environ.get("PYTHONPATH") or None, "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+            # The tree measured, when another than the checkout's was put first on the path (a
+            # before run): its commit, where it is a `git worktree`.
+            "tree": _commit(Path(os.environ["PYTHONPATH"].split(os.pathsep)[0])) if os.environ.get("PYTHONPATH")
+            else None, "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
             "rows": rows, "table": lines_table, "mismatches": mismatches,
         }, indent=1) + "\n")
     if mismatches:

@@ -12,12 +12,12 @@ blow it up (docs/benchmarks.md, "Launch typing linear in a file's launchers").
 `--write DIR` writes the generated files there instead (`launchers-N.py`, `dispatchers-N.py`),
 for `bench/lsp_latency.py --file` to type into.
 
-Run it from outside the checkout to measure another tree (`PYTHONPATH=<tree>`: the current
-directory comes first on the path).
+Run it from outside the checkout to measure another tree (`PYTHONPATH=<tree>`, a `git worktree`
+of the commit, so that its commit is recorded; the current directory comes first on the path).
 
-Usage::
+Usage (`<checkout>`: this repository's folder)::
 
-    cd /tmp && /work/main/.venv/bin/python /work/main/bench/typing_cost.py --corpus /tmp/realcorpus --json OUT
+    cd /tmp && <checkout>/.venv/bin/python <checkout>/bench/typing_cost.py --corpus /tmp/realcorpus --json OUT
 """
 
 from __future__ import annotations
@@ -25,9 +25,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from check_scaling import _commit  # noqa: E402
 
 LAUNCHERS_HEAD = '''import torch
 import triton
@@ -141,7 +145,7 @@ def main() -> None:
 
     counter = Counter()
     check("import triton\n", counter)  # imports and packs loaded before anything is timed
-    out: dict[str, Any] = {"tree": str(Path(tritonsmith.__file__).parent), "launchers": {}, "dispatchers": {}}
+    out: dict[str, Any] = {"tree": _commit(Path(tritonsmith.__file__).parent), "launchers": {}, "dispatchers": {}}
     for n in map(int, args.launchers.split(",")):
         out["launchers"][n] = check(launchers(n), counter)["evaluations"]
         print(f"launchers {n}: {out['launchers'][n]} evaluations")
