@@ -103,9 +103,8 @@ _Recorded = tuple[frozenset[tuple[int, int]], frozenset[str]]
 
 class TypingBudgetExceeded(Exception):
     """A launch's typing evaluated more than `_BUDGET` expressions: its types are not known.
-    `reads`: what it had read by then (`launch_types_read`). The walk is the same on the same
-    text, so an edit that touches none of it would give up again: the editor keeps the answer
-    (analysis/launch_memo.py) instead of walking again on every keystroke."""
+    `reads`: what it had read by then (`launch_types_read`), which the editor keeps the answer by
+    while no launch of the file is typed again (analysis/launch_memo.py)."""
 
     def __init__(self) -> None:
         super().__init__()

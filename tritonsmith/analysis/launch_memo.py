@@ -38,7 +38,6 @@ __all__ = ["IDENTIFIER", "LaunchTypeMemo", "TypedLaunch"]
 
 IDENTIFIER = re.compile(rb"[A-Za-z_\x80-\xff][\w\x80-\xff]*")
 
-
 _WHOLE_FILE = (b"import", b"set_default_dtype")
 """Text whose change can alter any launch's types: the imports qualify every name, and the
 default dtype types every factory without a dtype."""

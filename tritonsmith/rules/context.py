@@ -218,9 +218,7 @@ def launch_param_types(kernel: Kernel, module: ModuleIndex, launch: LaunchSite, 
     typer = module.__dict__.get("_launch_typer")
     if typer is None:
         typer = module.__dict__["_launch_typer"] = LaunchTyper(_Root(_root(kernel.node), source), module)  # type: ignore[arg-type]
-    params = kernel.params
-    runtime = [p.name for p in params if not p.is_constexpr]
-    positions = {p.name: i for i, p in enumerate(params)}
+    runtime, positions = _typed_parameters(kernel)
     typed_here: set[int] = module.__dict__.setdefault("_typed_here", set())
     typed_here.add(key)
     gave_up = False
@@ -260,11 +258,16 @@ def _typed_as_fresh(kernel: Kernel, module: ModuleIndex, launch: LaunchSite, typ
                 continue
             typed_here.add(key)
             missing = True
-            params = earlier_kernel.params
             with contextlib.suppress(RecursionError, ValueError, KeyError, TypingBudgetExceeded):
-                typer.launch_types_read(site, [p.name for p in params if not p.is_constexpr],
-                                        {p.name: i for i, p in enumerate(params)})
+                typer.launch_types_read(site, *_typed_parameters(earlier_kernel))
     return missing
+
+
+def _typed_parameters(kernel: Kernel) -> tuple[list[str], dict[str, int]]:
+    """What the typer is asked of a kernel's launch: its runtime parameters, and each
+    parameter's position among all of them."""
+    params = kernel.params
+    return [p.name for p in params if not p.is_constexpr], {p.name: i for i, p in enumerate(params)}
 
 
 def _root(node: Node) -> Node:

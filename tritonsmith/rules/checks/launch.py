@@ -157,9 +157,10 @@ def _body_bindings(function: Node) -> dict[str, list[Node]]:
     value of `name = value` or `(name := value)`, a nested `def`, and otherwise the binding
     statement or target (`for`, `with`/`except ... as`, `import`, `class`, `del`, `+=`, an
     annotation). The bodies of nested functions, lambdas and classes are scopes of their own, and
-    so are comprehensions, except for their `:=`; `match` patterns are not read. The forms are found by one tree-sitter query (a walk
-    in C; the Python walk of every node was 2% of a cold check) and taken in the order of a walk
-    that visits a node before its children and children right to left (`(-end, start)`)."""
+    so are comprehensions, except for their `:=`; `match` patterns are not read. The forms are
+    found by one tree-sitter query (a walk in C; the Python walk of every node was 2% of a cold
+    check) and taken in the order of a walk that visits a node before its children and children
+    right to left (`(-end, start)`)."""
     out: dict[str, list[Node]] = {}
 
     def bind(names: Iterable[str], node: Node) -> None:
