@@ -17,15 +17,15 @@ of each file's bytes. Changing a setting or a rule starts another folder; changi
 another entry. A run writes the entries it made as one *batch* file (`<40 hex digits>.json`,
 written whole: a temporary file renamed over, as concurrent runs may write at once): a file
 written per entry cost 0.1-0.17 ms of CPU each here, one for all of them 2 ms
-(`bench/cache_store.py`). A run reads the folder's batches once, as JSON, never unpickled: a cache folder is
-workspace content, and a cloned repository's could be anyone's (its run keys, made with another
-user's key, are never this run's either). Nor is it followed elsewhere: where `.tritonsmith`, its
-`cache`, `cache/check` or the run key's folder is a symbolic link (a repository can ship
-`cache/check -> ~`), there is no cache, and pruning removes only what this module names (run
-keys of 32 hex digits, batches of 40). A batch or an entry that cannot be read is a miss.
-Pruning (`prune`) keeps the newest folders and, in this run's, merges the batches into one of the
-newest entries once there are many: a cache stays the size of the workspace's history of recent
-edits, not of all of it.
+(`bench/cache_store.py`). A run reads the folder's batches once, as JSON, never unpickled: a
+cache folder is workspace content, and a cloned repository's could be anyone's (its run keys,
+made with another user's key, are never this run's either). Nor is it followed elsewhere: where
+`.tritonsmith`, its `cache`, `cache/check` or the run key's folder is a symbolic link (a
+repository can ship `cache/check -> ~`), there is no cache, and pruning removes only what this
+module names (run keys of 32 hex digits, batches of 40). A batch or an entry that cannot be read
+is a miss. Pruning (`prune`) keeps the newest folders and, in this run's, merges the batches
+into one of the newest entries once there are many: a cache stays the size of the workspace's
+history of recent edits, not of all of it.
 """
 
 from __future__ import annotations
@@ -167,7 +167,8 @@ class CheckCache:
         newest = dict(list(stored.items())[:keep])  # `_read` orders the newest batches' entries first
         if self._write(newest) is not None:
             for batch in batches:  # only those read: a concurrent run's newer batch stays
-                batch.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):  # (a folder of a batch's name, say)
+                    batch.unlink(missing_ok=True)
         self._stored = None
 
     def _read(self) -> dict[str, Any]:

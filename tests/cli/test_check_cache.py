@@ -271,3 +271,16 @@ def test_fix_rewrites_a_file_whose_findings_came_from_the_cache(project: Path, c
     capsys.readouterr()
     assert bad.read_text() != before and "BLOCK: tl.constexpr" in bad.read_text()
     assert _check(capsys) == _check(capsys, "--no-cache")
+
+
+def test_a_folder_named_like_a_batch_costs_nothing(tmp_path: Path):
+    folder = tmp_path / "check"
+    cache = CheckCache(folder, "a" * 32)
+    cache.put(b"source", [])
+    cache.flush()
+    (cache.folder / ("b" * 40 + ".json")).mkdir()  # not a batch, though named like one
+    for index in range(check_cache.MERGE_BATCHES):
+        more = CheckCache(folder, "a" * 32)
+        more.put(f"source {index}".encode(), [])
+        more.prune(checked=1)  # merges, and cannot remove the folder
+    assert CheckCache(folder, "a" * 32).get(b"source") == []
